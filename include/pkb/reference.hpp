@@ -1,0 +1,98 @@
+// The reference API: reference/<slug>.cpp implements a problem's behaviour in libtorch,
+// one Reference per problem, registered under the problem's slug. The spec
+// (problems/<slug>.toml) declares the inputs and outputs; pkb builds the declared inputs,
+// calls run() on every rank and checks the outputs against the spec.
+//
+//   struct AllReduce : pkb::Reference {
+//     std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+//       at::Tensor y = in["x"].clone();
+//       ctx.comm().all_reduce(y);
+//       return {y};
+//     }
+//   };
+//   PKB_REFERENCE("coll_allreduce", AllReduce);
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Generator.h>
+#include <ATen/core/Tensor.h>
+
+#include "pkb/comm.hpp"
+
+namespace pkb {
+
+// A problem's inputs on one rank, in spec order, by name.
+class Inputs {
+ public:
+  void add(const std::string& name, at::Tensor t);
+  const at::Tensor& operator[](const std::string& name) const;
+  at::Tensor& operator[](const std::string& name);
+  const at::Tensor& at(size_t i) const { return tensors_.at(i); }
+  at::Tensor& at(size_t i) { return tensors_.at(i); }
+  size_t size() const { return tensors_.size(); }
+  const std::vector<std::string>& names() const { return names_; }
+  const std::vector<at::Tensor>& tensors() const { return tensors_; }
+  std::vector<at::Tensor>& tensors() { return tensors_; }
+  Inputs clone() const;  // deep copy
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<at::Tensor> tensors_;
+};
+
+// What a reference sees of the run.
+class Ctx {
+ public:
+  virtual ~Ctx() = default;
+  virtual int rank() const = 0;
+  virtual int world() const = 0;
+  virtual int trial() const = 0;  // -1 in setup()
+  virtual at::Device device() const = 0;
+  virtual Comm& comm() = 0;  // every rank
+
+  // Sizes and derived vars of the spec (M, N, K, ...), evaluated for this W and rank.
+  virtual int64_t size(const std::string& name) const = 0;
+  // Non-tensor arguments from the spec's [args].
+  virtual int64_t arg_int(const std::string& name) const = 0;
+  virtual double arg_float(const std::string& name) const = 0;
+  virtual bool arg_bool(const std::string& name) const = 0;
+  virtual std::string arg_str(const std::string& name) const = 0;
+  virtual std::vector<int64_t> arg_list(const std::string& name) const = 0;
+
+  // The problem's element type ("dt" in specs) and tensor options on this rank's device.
+  virtual at::ScalarType dtype() const = 0;
+  at::TensorOptions options(at::ScalarType t) const;
+  at::TensorOptions options() const { return options(dtype()); }
+
+  // Random streams of the current trial, drawn from the run's secret seed: rng() differs
+  // by rank, shared_rng() is the same on every rank. Use them for custom inputs only.
+  virtual at::Generator& rng() = 0;
+  virtual at::Generator& shared_rng() = 0;
+};
+
+class Reference {
+ public:
+  virtual ~Reference() = default;
+  // Once per run, before the first trial, on every rank: build sub-communicators here.
+  virtual void setup(Ctx&) {}
+  // After pkb has built the declared inputs of a trial: fill those declared with
+  // init = "custom", or derive inputs from others. Shapes must stay as declared.
+  virtual void make_inputs(Ctx&, Inputs&) {}
+  // The problem's behaviour: outputs in spec order. Must not change the inputs.
+  virtual std::vector<at::Tensor> run(Ctx& ctx, const Inputs& in) = 0;
+};
+
+using ReferenceFactory = std::unique_ptr<Reference> (*)();
+bool register_reference(const char* slug, ReferenceFactory factory);
+
+}  // namespace pkb
+
+#define PKB_REFERENCE_CAT2(a, b) a##b
+#define PKB_REFERENCE_CAT(a, b) PKB_REFERENCE_CAT2(a, b)
+#define PKB_REFERENCE(slug, Class)                                                        \
+  static const bool PKB_REFERENCE_CAT(pkb_registered_, __LINE__) = ::pkb::register_reference( \
+      slug, []() -> std::unique_ptr<::pkb::Reference> { return std::make_unique<Class>(); })

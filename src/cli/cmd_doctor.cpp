@@ -1,0 +1,102 @@
+// pkb doctor: what this machine offers (GPUs, links, versions, MPS), printed so a prompt
+// can quote it. pkb selftest: the runtime's own end-to-end check on this machine.
+#include <cstdio>
+
+#include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
+#include "launch/subprocess.hpp"
+
+#ifndef PKB_TORCH_VERSION
+#define PKB_TORCH_VERSION "unknown"
+#endif
+
+namespace pkb::cli {
+
+namespace {
+
+std::string version_str(int v, int major_div, int minor_div, int minor_mod) {
+  return std::to_string(v / major_div) + "." + std::to_string(v / minor_div % minor_mod);
+}
+
+}  // namespace
+
+void add_doctor_commands(CLI::App& app, Globals& g, Action& run) {
+  auto* doctor = app.add_subcommand("doctor", "Describe this machine: GPUs, links, versions, MPS");
+  static bool as_json = false;
+  doctor->add_flag("--json", as_json, "print JSON");
+  doctor->callback([&] {
+    run = [&] {
+      nlohmann::json probe = probe_devices();
+      probe["pkb_version"] = PKB_VERSION;
+      probe["torch_version"] = PKB_TORCH_VERSION;
+      probe["mps_control"] = launch::which("nvidia-cuda-mps-control");
+      probe["root"] = g.root;
+      if (as_json) {
+        printf("%s\n", probe.dump(2).c_str());
+        return int(kOk);
+      }
+      printf("pkb %s, libtorch %s\n", PKB_VERSION, PKB_TORCH_VERSION);
+      if (!probe.value("cuda_built", false)) printf("CUDA device: not built in (CPU device only)\n");
+      if (probe.contains("driver_version"))
+        printf("CUDA driver %s, runtime %s, NCCL %d.%d.%d\n",
+               version_str(probe["driver_version"], 1000, 10, 100).c_str(),
+               version_str(probe["runtime_version"], 1000, 10, 100).c_str(), probe["nccl_version"].get<int>() / 10000,
+               probe["nccl_version"].get<int>() / 100 % 100, probe["nccl_version"].get<int>() % 100);
+      auto devs = probe.value("devices", nlohmann::json::array());
+      printf("GPUs: %zu%s\n", devs.size(),
+             probe.contains("note") ? (" (" + probe["note"].get<std::string>() + ")").c_str() : "");
+      for (auto& d : devs)
+        printf("  %d: %s, sm_%d%d, %d SMs, %.0f GiB, L2 %.0f MiB, %s, NVLinks %d, multicast %s\n",
+               d["index"].get<int>(), d["name"].get<std::string>().c_str(), d["cc"][0].get<int>(),
+               d["cc"][1].get<int>(), d["sm_count"].get<int>(), d["memory_bytes"].get<double>() / (1 << 30),
+               d["l2_bytes"].get<double>() / (1 << 20), d["pci_bus_id"].get<std::string>().c_str(),
+               d["nvlinks"].get<int>(), d["multicast_supported"].get<bool>() ? "supported (off unless --multicast)" : "no");
+      if (devs.size() > 1) {
+        printf("P2P access:\n     ");
+        for (size_t b = 0; b < devs.size(); ++b) printf(" %3zu", b);
+        printf("\n");
+        for (size_t a = 0; a < devs.size(); ++a) {
+          printf("  %2zu ", a);
+          for (size_t b = 0; b < devs.size(); ++b) printf(" %3s", probe["p2p"][a][b].get<bool>() ? "yes" : "-");
+          printf("\n");
+        }
+      }
+      std::string mps = probe["mps_control"];
+      printf("MPS: %s\n", mps.empty() ? "nvidia-cuda-mps-control not found (ranks sharing a GPU time-slice)"
+                                      : ("available (" + mps + ")").c_str());
+      return int(kOk);
+    };
+  });
+
+  auto* self = app.add_subcommand("selftest", "Check the runtime: bootstrap, communicator, symmetric heap, device barrier");
+  static RunOptions ro;
+  static int iters = 2000;
+  ro.add_to(self);
+  self->add_option("--barrier-iters", iters, "device barriers to time")->check(CLI::Range(1, 10000000));
+  self->callback([&] {
+    run = [&] {
+      Placement p = place(ro, nullptr, "default");
+      for (auto& w : p.warnings) warn(w);
+      nlohmann::json job = {{"mode", "selftest"}, {"heap_bytes", 1 << 22}, {"barrier_iters", iters}};
+      launch::GroupReport r = run_ranks(p, job, budgets(ro, nullptr, "default", p), ro.echo, "selftest", 0);
+      printf("pkb selftest  W=%d  device=%s  comm=%s  ranks/GPU=%d  MPS=%s\n", p.world, p.device.c_str(),
+             p.comm.c_str(), p.ranks_per_gpu, p.mps ? "private daemon" : "no");
+      if (r.outcome != launch::Outcome::Ok) {
+        fprintf(stderr, "%s", r.details().c_str());
+        return exit_for(r);
+      }
+      bool ok = true;
+      printf("%-5s %-10s %-10s %s\n", "rank", "allreduce", "heap", "barrier");
+      for (auto& rk : r.ranks) {
+        auto j = nlohmann::json::parse(rk.result);
+        bool a = j["allreduce_ok"], h = j["heap_peers_ok"];
+        ok = ok && a && h;
+        printf("%-5d %-10s %-10s %.2f us\n", rk.rank, a ? "ok" : "WRONG", h ? "ok" : "WRONG", j["barrier_us"].get<double>());
+      }
+      printf("%s (%.1f s)\n", ok ? "ok" : "FAILED", r.wall_s);
+      return ok ? int(kOk) : int(kWrong);
+    };
+  });
+}
+
+}  // namespace pkb::cli

@@ -1,0 +1,18 @@
+// Each command adds itself to the app; `run` is set to what executes it.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+#include "cli/common.hpp"
+
+namespace pkb::cli {
+
+using Action = std::function<int()>;
+
+void add_catalog_commands(CLI::App& app, Globals& g, Action& run);  // list, show
+void add_dryrun_command(CLI::App& app, Globals& g, Action& run);
+void add_doctor_commands(CLI::App& app, Globals& g, Action& run);   // doctor, selftest
+
+}  // namespace pkb::cli

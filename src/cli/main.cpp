@@ -1,0 +1,60 @@
+// pkb: ParallelKernelBench. One binary: the commands below, and the two hidden modes the
+// binary runs in its own child processes (a rank, the device probe).
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
+#include "device/probe.hpp"
+#include "worker/worker.hpp"
+
+#ifndef PKB_DEFAULT_ROOT
+#define PKB_DEFAULT_ROOT "."
+#endif
+
+int main(int argc, char** argv) {
+  using namespace pkb::cli;
+  if (argc >= 2 && std::strcmp(argv[1], "__worker") == 0) return pkb::worker::worker_main();
+  if (argc >= 2 && std::strcmp(argv[1], "__probe") == 0) {
+    printf("%s\n", pkb::device::probe_json().c_str());
+    return 0;
+  }
+
+  spdlog::set_pattern("pkb: %^%l%$: %v");
+  Globals g;
+  g.root = std::getenv("PKB_ROOT") ? std::getenv("PKB_ROOT") : PKB_DEFAULT_ROOT;
+  CLI::App app{"pkb: benchmark multi-GPU kernels against libtorch + NCCL references"};
+  app.set_version_flag("--version", PKB_VERSION);
+  app.require_subcommand(1);
+  app.add_option("--root", g.root, "folder holding problems/ and reference/ (env PKB_ROOT)");
+  app.add_option("--problem-dir", g.problem_dirs, "extra folder of problem specs (repeatable)");
+  app.add_option("--reference-lib", g.reference_libs, "shared object with extra references (repeatable)");
+  app.add_flag("-v,--verbose", g.verbose, "say more");
+
+  Action run;
+  add_catalog_commands(app, g, run);
+  add_dryrun_command(app, g, run);
+  add_doctor_commands(app, g, run);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    app.exit(e);
+    return kUsage;
+  }
+  if (g.verbose) spdlog::set_level(spdlog::level::debug);
+  try {
+    return run ? run() : int(kUsage);
+  } catch (const UsageError& e) {
+    fprintf(stderr, "pkb: error: %s\n", e.what());
+    return kUsage;
+  } catch (const std::exception& e) {
+    fprintf(stderr, "pkb: internal error: %s\n", e.what());
+    return kInternal;
+  }
+}

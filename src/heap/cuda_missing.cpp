@@ -1,0 +1,12 @@
+// Built instead of cuda_heap.cpp where pkb has no CUDA device.
+#include <stdexcept>
+
+#include "heap/heap.hpp"
+
+namespace pkb::heap {
+
+std::unique_ptr<Heap> make_cuda_heap(launch::Client&, int, int, int, size_t, size_t) {
+  throw std::runtime_error("pkb was built without the CUDA device (no CUDA toolkit at configure time)");
+}
+
+}  // namespace pkb::heap

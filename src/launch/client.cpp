@@ -1,0 +1,83 @@
+#include "launch/client.hpp"
+
+#include <cstdlib>
+#include <stdexcept>
+#include <system_error>
+
+#include <nlohmann/json.hpp>
+
+namespace pkb::launch {
+
+Client& Client::from_env() {
+  static Client* client = [] {
+    const char* fd = std::getenv("PKB_BOOTSTRAP_FD");
+    if (!fd) throw std::runtime_error("pkb worker started without PKB_BOOTSTRAP_FD: workers are started by pkb itself");
+    return new Client(std::atoi(fd));
+  }();
+  return *client;
+}
+
+Frame Client::request(Op op, std::string payload, int fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  send_frame(sock_, Frame{op, std::move(payload), fd});
+  Frame reply;
+  while (!reader_.next(reply))
+    if (!reader_.read_some(sock_))
+      throw std::system_error(ECONNRESET, std::generic_category(), "pkb parent closed the bootstrap channel");
+  return reply;
+}
+
+void Client::event(Op op, const std::string& payload) {
+  std::lock_guard<std::mutex> lock(mu_);
+  send_frame(sock_, Frame{op, payload, -1});
+}
+
+std::string Client::hello(int rank) { return request(Op::Hello, std::to_string(rank)).payload; }
+
+void Client::set(const std::string& key, const std::string& value) { request(Op::Set, pack({key, value})); }
+
+std::string Client::get(const std::string& key) { return request(Op::Get, key).payload; }
+
+int64_t Client::add(const std::string& key, int64_t delta) {
+  return std::stoll(request(Op::Add, pack({key, std::to_string(delta)})).payload);
+}
+
+bool Client::check(const std::vector<std::string>& keys) { return request(Op::Check, pack(keys)).payload == "1"; }
+
+bool Client::erase(const std::string& key) { return request(Op::Delete, key).payload == "1"; }
+
+int64_t Client::num_keys() { return std::stoll(request(Op::NumKeys, "").payload); }
+
+void Client::set_fd(const std::string& key, int fd) { request(Op::SetFd, key, fd); }
+
+int Client::get_fd(const std::string& key) {
+  Frame f = request(Op::GetFd, key);
+  if (f.fd < 0) throw std::runtime_error("bootstrap: no descriptor came with key " + key);
+  return f.fd;
+}
+
+void Client::barrier(int world) {
+  std::string tag = "pkb/barrier/" + std::to_string(collective_seq_++);
+  if (add(tag, 1) == world) set(tag + "/done", "");
+  get(tag + "/done");
+}
+
+std::vector<std::string> Client::all_gather(int rank, int world, const std::string& blob) {
+  std::string tag = "pkb/allgather/" + std::to_string(collective_seq_++) + "/";
+  set(tag + std::to_string(rank), blob);
+  std::vector<std::string> all;
+  for (int r = 0; r < world; ++r) all.push_back(r == rank ? blob : get(tag + std::to_string(r)));
+  return all;
+}
+
+void Client::phase(const std::string& name, int trial) {
+  event(Op::Phase, nlohmann::json{{"phase", name}, {"trial", trial}}.dump());
+}
+
+void Client::result(const std::string& json) { event(Op::Result, json); }
+
+void Client::error(const std::string& kind, const std::string& message) {
+  event(Op::Error, nlohmann::json{{"kind", kind}, {"message", message}}.dump());
+}
+
+}  // namespace pkb::launch

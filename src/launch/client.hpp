@@ -1,0 +1,50 @@
+// A rank's end of the bootstrap channel (see channel.hpp). Thread-safe: one request at a
+// time; gloo's threads and the rank's main thread share it.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "launch/channel.hpp"
+
+namespace pkb::launch {
+
+class Client {
+ public:
+  // The socket the parent handed over (PKB_BOOTSTRAP_FD).
+  static Client& from_env();
+  explicit Client(int sock) : sock_(sock) {}
+
+  std::string hello(int rank);  // the job description
+
+  void set(const std::string& key, const std::string& value);
+  std::string get(const std::string& key);  // blocks until the key exists
+  int64_t add(const std::string& key, int64_t delta);
+  bool check(const std::vector<std::string>& keys);
+  bool erase(const std::string& key);
+  int64_t num_keys();
+  void set_fd(const std::string& key, int fd);
+  int get_fd(const std::string& key);  // a new descriptor, owned by the caller
+
+  // Store-built collectives over all `world` ranks; every rank calls them in the same order.
+  void barrier(int world);
+  std::vector<std::string> all_gather(int rank, int world, const std::string& blob);
+
+  // One-way events.
+  void phase(const std::string& name, int trial = -1);
+  void result(const std::string& json);
+  void error(const std::string& kind, const std::string& message);
+
+ private:
+  Frame request(Op op, std::string payload, int fd = -1);
+  void event(Op op, const std::string& payload);
+
+  std::mutex mu_;
+  int sock_;
+  FrameReader reader_;
+  int64_t collective_seq_ = 0;
+};
+
+}  // namespace pkb::launch

@@ -1,0 +1,544 @@
+#include "launch/group.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <deque>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "launch/channel.hpp"
+
+extern char** environ;
+
+namespace pkb::launch {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int g_signal_pipe[2] = {-1, -1};
+volatile sig_atomic_t g_interrupted = 0;
+
+void on_signal(int sig) {
+  if (sig == SIGINT || sig == SIGTERM) g_interrupted = 1;
+  int saved = errno;
+  char c = static_cast<char>(sig);
+  [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &c, 1);
+  errno = saved;
+}
+
+[[noreturn]] void throw_errno(const std::string& what) {
+  throw std::system_error(errno, std::generic_category(), what);
+}
+
+void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+struct OutFrame {
+  std::string bytes;
+  int fd = -1;
+  size_t off = 0;
+};
+
+struct Rank {
+  RankReport report;
+  int sock = -1;
+  int out = -1;  // the rank's stdout+stderr
+  FrameReader reader;
+  std::deque<OutFrame> outbox;
+  std::string partial_line;
+  Clock::time_point phase_start;
+  bool exited = false;
+  bool sock_open = true;
+};
+
+struct Waiter {
+  int rank;
+  Op op;  // Get or GetFd
+  std::string key;
+};
+
+class Hub {
+ public:
+  Hub(const GroupOptions& o) : o_(o), ranks_(o.world) {}
+  ~Hub() { cleanup(); }
+
+  GroupReport run() {
+    auto t0 = Clock::now();
+    install_signals();
+    spawn_all();
+    loop();
+    finish();
+    GroupReport rep;
+    rep.outcome = outcome_;
+    rep.culprits = culprits_;
+    rep.summary = summary_;
+    for (auto& r : ranks_) rep.ranks.push_back(r.report);
+    rep.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    restore_signals();
+    return rep;
+  }
+
+ private:
+  void install_signals() {
+    if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) throw_errno("pipe");
+    g_interrupted = 0;
+    struct sigaction sa{};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sigaction(SIGCHLD, &sa, &old_chld_);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+
+  void restore_signals() {
+    sigaction(SIGCHLD, &old_chld_, nullptr);
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+    for (int& fd : g_signal_pipe) {
+      if (fd >= 0) close(fd);
+      fd = -1;
+    }
+  }
+
+  void spawn_all() {
+    // Build argv and envp before forking: the child only execs.
+    std::vector<char*> argv;
+    for (auto& a : o_.argv) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    pid_t parent = getpid();
+    for (int r = 0; r < o_.world; ++r) {
+      int sv[2], out[2];
+      if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) throw_errno("socketpair");
+      if (pipe2(out, O_CLOEXEC) != 0) throw_errno("pipe");
+      std::vector<std::string> env_store;
+      for (char** e = environ; *e; ++e) env_store.emplace_back(*e);
+      std::map<std::string, std::string> extra(o_.env.begin(), o_.env.end());
+      extra["PKB_BOOTSTRAP_FD"] = std::to_string(sv[1]);
+      extra["PKB_RANK"] = std::to_string(r);
+      env_store.erase(std::remove_if(env_store.begin(), env_store.end(),
+                                     [&](const std::string& kv) {
+                                       return extra.count(kv.substr(0, kv.find('=')));
+                                     }),
+                      env_store.end());
+      for (auto& [k, v] : extra) env_store.push_back(k + "=" + v);
+      std::vector<char*> envp;
+      for (auto& e : env_store) envp.push_back(const_cast<char*>(e.c_str()));
+      envp.push_back(nullptr);
+
+      pid_t pid = fork();
+      if (pid < 0) throw_errno("fork");
+      if (pid == 0) {
+        setpgid(0, pgid_);  // pgid_ is 0 for the first rank: it leads the group
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(127);
+        struct sigaction dfl{};
+        dfl.sa_handler = SIG_DFL;
+        for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGPIPE}) sigaction(s, &dfl, nullptr);
+        dup2(out[1], 1);
+        dup2(out[1], 2);
+        fcntl(sv[1], F_SETFD, 0);  // keep the bootstrap socket across exec
+        execve(argv[0], argv.data(), envp.data());
+        dprintf(2, "pkb: cannot start worker %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+      }
+      if (pgid_ == 0) pgid_ = pid;
+      setpgid(pid, pgid_);
+      close(sv[1]);
+      close(out[1]);
+      Rank& rk = ranks_[r];
+      rk.report.rank = r;
+      rk.report.pid = pid;
+      rk.sock = sv[0];
+      rk.out = out[0];
+      rk.phase_start = Clock::now();
+      set_nonblocking(rk.sock);
+      set_nonblocking(rk.out);
+    }
+  }
+
+  double budget(const std::string& phase) const {
+    auto it = o_.budgets.find(phase);
+    if (it != o_.budgets.end()) return it->second;
+    it = o_.budgets.find("default");
+    return it != o_.budgets.end() ? it->second : 300.0;
+  }
+
+  bool all_exited() const {
+    return std::all_of(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.exited; });
+  }
+
+  void fail(Outcome o, std::vector<int> culprits, std::string summary) {
+    if (failed_) return;
+    failed_ = true;
+    outcome_ = o;
+    culprits_ = std::move(culprits);
+    summary_ = std::move(summary);
+    kill_all();
+  }
+
+  void kill_all() {
+    if (pgid_ > 0) kill(-pgid_, SIGKILL);
+    for (auto& r : ranks_)
+      if (!r.exited && r.report.pid > 0) {
+        kill(r.report.pid, SIGKILL);
+        r.report.killed = true;
+      }
+  }
+
+  void loop() {
+    while (!all_exited()) {
+      auto now = Clock::now();
+      if (g_interrupted) fail(Outcome::Interrupted, {}, "interrupted: pkb stopped every rank");
+      if (failed_) break;
+      check_deadlines(now);
+      if (failed_) break;
+
+      std::vector<pollfd> fds;
+      fds.push_back({g_signal_pipe[0], POLLIN, 0});
+      for (auto& r : ranks_) {
+        short ev = r.sock_open ? static_cast<short>(POLLIN | (r.outbox.empty() ? 0 : POLLOUT)) : 0;
+        fds.push_back({r.sock_open ? r.sock : -1, ev, 0});
+        fds.push_back({r.out, POLLIN, 0});
+      }
+      int rc = poll(fds.data(), fds.size(), 100);
+      if (rc < 0 && errno != EINTR) throw_errno("poll");
+      drain_signal_pipe();
+      reap();
+      if (failed_) break;
+      for (size_t i = 0; i < ranks_.size(); ++i) {
+        Rank& r = ranks_[i];
+        const pollfd& s = fds[1 + 2 * i];
+        const pollfd& out = fds[2 + 2 * i];
+        if (out.revents) read_output(r);
+        if (r.sock_open && (s.revents & (POLLIN | POLLHUP | POLLERR))) read_socket(r);
+        if (r.sock_open && (s.revents & POLLOUT)) flush(r);
+      }
+    }
+  }
+
+  void check_deadlines(Clock::time_point now) {
+    std::vector<int> late;
+    for (auto& r : ranks_) {
+      if (r.exited) continue;
+      double spent = std::chrono::duration<double>(now - r.phase_start).count();
+      if (spent > budget(r.report.phase)) late.push_back(r.report.rank);
+    }
+    if (late.empty()) return;
+    const Rank& first = ranks_[late.front()];
+    std::ostringstream os;
+    os << "timeout: rank" << (late.size() > 1 ? "s " : " ");
+    for (size_t k = 0; k < late.size(); ++k) os << (k ? "," : "") << late[k];
+    os << " spent over " << budget(first.report.phase) << " s in "
+       << phase_label(first.report.phase, first.report.trial)
+       << " (a hang, a deadlock, or a rank that never reached a collective; --timeout raises the limit)";
+    fail(Outcome::Timeout, late, os.str());
+  }
+
+  void drain_signal_pipe() {
+    char buf[64];
+    while (read(g_signal_pipe[0], buf, sizeof(buf)) > 0) {
+    }
+  }
+
+  void reap() {
+    for (auto& r : ranks_) {
+      if (r.exited) continue;
+      int status = 0;
+      pid_t p = waitpid(r.report.pid, &status, WNOHANG);
+      if (p != r.report.pid) continue;
+      on_exit(r, status);
+    }
+  }
+
+  void on_exit(Rank& r, int status) {
+    r.exited = true;
+    // Read what the rank said before it went, so errors and last lines are complete.
+    while (r.sock_open && read_socket(r)) {
+    }
+    read_output(r);
+    if (WIFEXITED(status)) r.report.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status) && !(r.report.killed && WTERMSIG(status) == SIGKILL)) r.report.signal = WTERMSIG(status);
+    if (failed_) return;
+    bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && !r.report.result.empty();
+    if (ok) return;
+    std::ostringstream os;
+    os << "crash: rank " << r.report.rank;
+    if (r.report.signal) os << " was killed by signal " << r.report.signal << " (" << strsignal(r.report.signal) << ")";
+    else if (r.report.exit_code == 0) os << " exited before finishing";
+    else os << " exited with code " << r.report.exit_code;
+    os << " in " << phase_label(r.report.phase, r.report.trial);
+    if (!r.report.error_message.empty()) os << ": " << r.report.error_message;
+    fail(Outcome::Crash, {r.report.rank}, os.str());
+  }
+
+  void read_output(Rank& r) {
+    char buf[8192];
+    for (;;) {
+      ssize_t n = read(r.out, buf, sizeof(buf));
+      if (n <= 0) break;
+      r.partial_line.append(buf, static_cast<size_t>(n));
+      size_t nl;
+      while ((nl = r.partial_line.find('\n')) != std::string::npos) {
+        add_line(r, r.partial_line.substr(0, nl));
+        r.partial_line.erase(0, nl + 1);
+      }
+    }
+    if (r.exited && !r.partial_line.empty()) {
+      add_line(r, r.partial_line);
+      r.partial_line.clear();
+    }
+  }
+
+  void add_line(Rank& r, const std::string& line) {
+    if (o_.echo) fprintf(stderr, "[rank %d] %s\n", r.report.rank, line.c_str());
+    r.report.last_lines.push_back(line);
+    if (r.report.last_lines.size() > o_.keep_lines) r.report.last_lines.erase(r.report.last_lines.begin());
+  }
+
+  // Returns true if it read something.
+  bool read_socket(Rank& r) {
+    bool open = r.reader.read_some(r.sock);
+    Frame f;
+    bool any = false;
+    while (r.reader.next(f)) {
+      any = true;
+      handle(r, f);
+    }
+    if (!open) {
+      r.sock_open = false;
+      close(r.sock);
+      r.sock = -1;
+    }
+    return any && open;
+  }
+
+  void reply(Rank& r, Op op, std::string payload, int fd = -1) {
+    r.outbox.push_back(OutFrame{encode(Frame{op, std::move(payload), -1}), fd, 0});
+    flush(r);
+  }
+
+  void flush(Rank& r) {
+    while (r.sock_open && !r.outbox.empty()) {
+      OutFrame& f = r.outbox.front();
+      struct iovec iov{f.bytes.data() + f.off, f.bytes.size() - f.off};
+      struct msghdr msg{};
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+      if (f.off == 0 && f.fd >= 0) {
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof(control);
+        struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        std::memcpy(CMSG_DATA(c), &f.fd, sizeof(int));
+      }
+      ssize_t n = sendmsg(r.sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+        r.outbox.clear();  // the rank is gone; reap() will say why
+        return;
+      }
+      f.off += static_cast<size_t>(n);
+      if (f.off == f.bytes.size()) r.outbox.pop_front();
+    }
+  }
+
+  void handle(Rank& r, const Frame& f) {
+    switch (f.op) {
+      case Op::Hello:
+        reply(r, Op::Job, o_.job ? o_.job(r.report.rank) : "{}");
+        break;
+      case Op::Set: {
+        auto p = unpack(f.payload);
+        kv_[p.at(0)] = p.size() > 1 ? p[1] : "";
+        reply(r, Op::Ok, "");
+        wake(p.at(0));
+        break;
+      }
+      case Op::Get:
+        waiters_.push_back({r.report.rank, Op::Get, f.payload});
+        wake(f.payload);
+        break;
+      case Op::Add: {
+        auto p = unpack(f.payload);
+        int64_t v = (kv_.count(p.at(0)) ? std::stoll(kv_[p[0]]) : 0) + std::stoll(p.at(1));
+        kv_[p[0]] = std::to_string(v);
+        reply(r, Op::Value, std::to_string(v));
+        wake(p[0]);
+        break;
+      }
+      case Op::Check: {
+        bool all = true;
+        for (auto& k : unpack(f.payload)) all = all && (kv_.count(k) || fd_store_.count(k));
+        reply(r, Op::Value, all ? "1" : "0");
+        break;
+      }
+      case Op::Delete:
+        reply(r, Op::Value, kv_.erase(f.payload) ? "1" : "0");
+        break;
+      case Op::NumKeys:
+        reply(r, Op::Value, std::to_string(kv_.size()));
+        break;
+      case Op::SetFd:
+        if (f.fd < 0) {
+          reply(r, Op::Ok, "");
+          break;
+        }
+        if (fd_store_.count(f.payload)) close(fd_store_[f.payload]);
+        fd_store_[f.payload] = f.fd;
+        reply(r, Op::Ok, "");
+        wake(f.payload);
+        break;
+      case Op::GetFd:
+        waiters_.push_back({r.report.rank, Op::GetFd, f.payload});
+        wake(f.payload);
+        break;
+      case Op::Phase: {
+        auto j = nlohmann::json::parse(f.payload, nullptr, false);
+        r.report.phase = j.value("phase", "?");
+        r.report.trial = j.value("trial", -1);
+        r.phase_start = Clock::now();
+        if (o_.on_phase) o_.on_phase(r.report.rank, r.report.phase, r.report.trial);
+        break;
+      }
+      case Op::Result:
+        r.report.result = f.payload;
+        r.report.phase = "exit";
+        r.report.trial = -1;
+        r.phase_start = Clock::now();
+        break;
+      case Op::Error: {
+        auto j = nlohmann::json::parse(f.payload, nullptr, false);
+        r.report.error_kind = j.value("kind", "error");
+        r.report.error_message = j.value("message", "");
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  void wake(const std::string& key) {
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      if (it->key != key) {
+        ++it;
+        continue;
+      }
+      Rank& w = ranks_[it->rank];
+      if (it->op == Op::Get && kv_.count(key)) {
+        reply(w, Op::Value, kv_[key]);
+      } else if (it->op == Op::GetFd && fd_store_.count(key)) {
+        reply(w, Op::Ok, "", fd_store_[key]);
+      } else {
+        ++it;
+        continue;
+      }
+      it = waiters_.erase(it);
+    }
+  }
+
+  void finish() {
+    // Everyone is dead or exited; collect the stragglers (SIGKILL is quick, but a rank
+    // stuck in the GPU driver may take a moment), then the last of their output.
+    auto deadline = Clock::now() + std::chrono::seconds(10);
+    for (auto& r : ranks_) {
+      while (!r.exited) {
+        int status = 0;
+        pid_t p = waitpid(r.report.pid, &status, WNOHANG);
+        if (p == r.report.pid) {
+          on_exit(r, status);
+          break;
+        }
+        if (Clock::now() > deadline) break;
+        usleep(2000);
+      }
+      read_output(r);
+    }
+    if (!failed_ && g_interrupted) fail(Outcome::Interrupted, {}, "interrupted");
+  }
+
+  void cleanup() {
+    for (auto& r : ranks_) {
+      if (r.sock >= 0) close(r.sock);
+      if (r.out >= 0) close(r.out);
+      r.sock = r.out = -1;
+    }
+    for (auto& [k, fd] : fd_store_) close(fd);
+    fd_store_.clear();
+  }
+
+  const GroupOptions& o_;
+  std::vector<Rank> ranks_;
+  pid_t pgid_ = 0;
+  std::map<std::string, std::string> kv_;
+  std::map<std::string, int> fd_store_;
+  std::vector<Waiter> waiters_;
+  bool failed_ = false;
+  Outcome outcome_ = Outcome::Ok;
+  std::vector<int> culprits_;
+  std::string summary_;
+  struct sigaction old_chld_{}, old_int_{}, old_term_{};
+};
+
+}  // namespace
+
+const char* outcome_name(Outcome o) {
+  switch (o) {
+    case Outcome::Ok: return "ok";
+    case Outcome::Crash: return "crash";
+    case Outcome::Timeout: return "timeout";
+    case Outcome::Interrupted: return "interrupted";
+  }
+  return "?";
+}
+
+std::string phase_label(const std::string& phase, int trial) {
+  if (trial >= 0) return phase + " " + std::to_string(trial);
+  return phase;
+}
+
+std::string GroupReport::details() const {
+  std::ostringstream os;
+  os << summary << "\n";
+  for (auto& r : ranks) {
+    os << "  rank " << r.rank << ": ";
+    if (r.signal) os << "signal " << r.signal << " (" << strsignal(r.signal) << ")";
+    else if (r.exit_code > 0) os << "exit code " << r.exit_code;
+    else if (r.killed) os << "stopped by pkb";
+    else if (!r.result.empty()) os << "finished";
+    else os << "exited";
+    os << ", last phase " << phase_label(r.phase, r.trial);
+    if (!r.error_message.empty()) os << ", error: " << r.error_message;
+    os << "\n";
+    if (!r.last_lines.empty() && (outcome != Outcome::Ok)) {
+      for (auto& l : r.last_lines) os << "    | " << l << "\n";
+    }
+  }
+  return os.str();
+}
+
+GroupReport run_group(const GroupOptions& options) {
+  if (options.world < 1) throw std::invalid_argument("world size must be at least 1");
+  Hub hub(options);
+  return hub.run();
+}
+
+}  // namespace pkb::launch

@@ -1,0 +1,456 @@
+#include "spec/spec.hpp"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "spec/dtype.hpp"
+
+namespace pkb::spec {
+
+namespace {
+
+const std::vector<std::pair<std::string, std::string>> kCategories = {
+    {"coll", "Collective communication primitives"},
+    {"dp", "Data Parallel"},
+    {"tp", "Tensor Parallel"},
+    {"cp", "Context Parallel"},
+    {"sp", "Sequence Parallel (Ulysses)"},
+    {"pp", "Pipeline Parallel"},
+    {"ep", "Expert Parallel"},
+    {"fsdp", "FSDP/ZeRO"},
+    {"rec", "Recommendation / Sparse Embedding"},
+    {"gnn", "Graph Neural Networks"},
+    {"sci", "Scientific Computing"},
+    {"misc", "Rendering & Sorting (other)"},
+};
+
+const std::set<std::string> kInits = {"randn", "uniform", "randint", "zeros", "ones", "full",
+                                      "arange", "linspace", "custom"};
+
+// Edit distance, for "did you mean" hints on unknown keys.
+size_t distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const toml::node* at, const std::string& what) const {
+    std::ostringstream os;
+    os << path_;
+    if (at && at->source().begin.line) os << ":" << at->source().begin.line;
+    os << ": " << what;
+    throw SpecError(os.str());
+  }
+
+  void only_keys(const toml::table& t, const std::set<std::string>& allowed, const std::string& where) const {
+    for (auto&& [k, v] : t) {
+      std::string key(k.str());
+      if (allowed.count(key)) continue;
+      std::string hint;
+      for (auto& a : allowed)
+        if (distance(key, a) <= 2) hint = " (did you mean '" + a + "'?)";
+      std::string list;
+      for (auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      fail(&v, "unknown key '" + key + "' in " + where + hint + "; allowed: " + list);
+    }
+  }
+
+  const toml::node& need(const toml::table& t, const char* key, const std::string& where,
+                         const std::string& example) const {
+    const toml::node* n = t.get(key);
+    if (!n) fail(&t, "missing '" + std::string(key) + "' in " + where + "; add " + example);
+    return *n;
+  }
+
+  std::string str(const toml::node& n, const std::string& what) const {
+    if (auto v = n.value<std::string>()) return *v;
+    fail(&n, what + " must be a string");
+  }
+  int64_t integer(const toml::node& n, const std::string& what) const {
+    if (n.is_integer()) return *n.value<int64_t>();
+    fail(&n, what + " must be an integer");
+  }
+  double real(const toml::node& n, const std::string& what) const {
+    if (n.is_integer() || n.is_floating_point()) return *n.value<double>();
+    fail(&n, what + " must be a number");
+  }
+  bool boolean(const toml::node& n, const std::string& what) const {
+    if (auto v = n.value<bool>()) return *v;
+    fail(&n, what + " must be true or false");
+  }
+  Expr formula(const toml::node& n, const std::string& what) const {
+    std::string text;
+    if (n.is_integer() || n.is_floating_point()) {
+      std::ostringstream os;
+      os << *n.value<double>();
+      text = os.str();
+    } else {
+      text = str(n, what);
+    }
+    try {
+      return Expr::parse(text);
+    } catch (const ExprError& e) {
+      fail(&n, what + ": " + e.what() + (e.column ? " at column " + std::to_string(e.column) : ""));
+    }
+  }
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::vector<Dim> read_shape(const Reader& r, const toml::node& n, const std::string& what, bool allow_dynamic) {
+  const toml::array* a = n.as_array();
+  if (!a) r.fail(&n, what + " must be an array of formulas, e.g. shape = [\"M\", \"N\"]");
+  std::vector<Dim> dims;
+  for (auto&& d : *a) {
+    Dim dim;
+    std::string text = d.is_string() ? *d.value<std::string>() : "";
+    size_t p = text.find_first_not_of(' ');
+    if (p != std::string::npos && text.compare(p, 2, "<=") == 0) {
+      if (!allow_dynamic) r.fail(&d, what + ": '<=' (a data-dependent size) is only allowed in outputs");
+      dim.dynamic = true;
+      try {
+        dim.size = Expr::parse(text.substr(p + 2));
+      } catch (const ExprError& e) {
+        r.fail(&d, what + ": " + e.what());
+      }
+    } else {
+      dim.size = r.formula(d, what);
+    }
+    dims.push_back(dim);
+  }
+  return dims;
+}
+
+TensorSpec read_tensor(const Reader& r, const toml::node& n, bool is_input) {
+  const char* kind = is_input ? "[[inputs]]" : "[[outputs]]";
+  const toml::table* t = n.as_table();
+  if (!t) r.fail(&n, std::string(kind) + " entries must be tables");
+  std::set<std::string> keys = {"name", "shape", "dtype", "host"};
+  if (is_input) keys.insert({"init", "shared", "readonly"});
+  else keys.insert({"atol", "rtol"});
+  TensorSpec ts;
+  ts.line = static_cast<int>(t->source().begin.line);
+  ts.name = r.str(r.need(*t, "name", kind, "name = \"x\""), "name");
+  std::string where = std::string(kind) + " '" + ts.name + "'";
+  r.only_keys(*t, keys, where);
+  ts.shape = read_shape(r, r.need(*t, "shape", where, "shape = [\"M\", \"N\"] (or [] for a scalar)"),
+                        where + " shape", !is_input);
+  const toml::node& dt = r.need(*t, "dtype", where, "dtype = \"dt\" (the problem's element type) or e.g. \"fp32\"");
+  ts.dtype = r.str(dt, where + " dtype");
+  if (ts.dtype != "dt" && !is_dtype_name(ts.dtype))
+    r.fail(&dt, where + ": unknown dtype '" + ts.dtype + "'; use dt or one of " + dtype_names());
+  if (auto* h = t->get("host")) ts.host = r.boolean(*h, where + " host");
+  if (is_input) {
+    const toml::node& init = r.need(*t, "init", where, "init = \"randn\" (or randint(a, b), custom, ...)");
+    ts.init = r.formula(init, where + " init");
+    if (!ts.init.is_call() || !kInits.count(ts.init.call_name())) {
+      std::string list;
+      for (auto& i : kInits) list += (list.empty() ? "" : ", ") + i;
+      r.fail(&init, where + ": init must be one of " + list);
+    }
+    if (auto* s = t->get("shared")) ts.shared = r.boolean(*s, where + " shared");
+    if (auto* ro = t->get("readonly")) ts.readonly = r.boolean(*ro, where + " readonly");
+  } else {
+    if (auto* a = t->get("atol")) ts.atol = r.real(*a, where + " atol");
+    if (auto* rt = t->get("rtol")) ts.rtol = r.real(*rt, where + " rtol");
+  }
+  return ts;
+}
+
+Arg read_arg(const Reader& r, const std::string& name, const toml::node& v) {
+  Arg a{name, int64_t{0}};
+  if (v.is_integer()) a.value = *v.value<int64_t>();
+  else if (v.is_floating_point()) a.value = *v.value<double>();
+  else if (v.is_boolean()) a.value = *v.value<bool>();
+  else if (v.is_string()) a.value = *v.value<std::string>();
+  else if (auto* arr = v.as_array()) {
+    std::vector<int64_t> xs;
+    for (auto&& x : *arr) xs.push_back(r.integer(x, "arg '" + name + "' element"));
+    a.value = xs;
+  } else {
+    r.fail(&v, "arg '" + name + "' must be an integer, float, bool, string or array of integers");
+  }
+  return a;
+}
+
+// Orders derived vars so each comes after the vars it uses; fails on cycles and on
+// names that are neither sizes, W, rank nor other vars.
+std::vector<std::pair<std::string, Expr>> order_vars(const Reader& r, const toml::table& t,
+                                                     const std::set<std::string>& base) {
+  std::vector<std::pair<std::string, Expr>> pending, done;
+  std::map<std::string, const toml::node*> where;
+  for (auto&& [k, v] : t) {
+    std::string name(k.str());
+    if (base.count(name)) r.fail(&v, "var '" + name + "' shadows a size or W/rank; rename it");
+    pending.emplace_back(name, r.formula(v, "var '" + name + "'"));
+    where[name] = &v;
+  }
+  std::set<std::string> known = base;
+  while (!pending.empty()) {
+    auto ready = std::find_if(pending.begin(), pending.end(), [&](auto& p) {
+      for (auto& v : p.second.variables())
+        if (!known.count(v)) return false;
+      return true;
+    });
+    if (ready == pending.end()) {
+      auto& p = pending.front();
+      for (auto& v : p.second.variables())
+        if (!known.count(v) && !std::any_of(pending.begin(), pending.end(), [&](auto& q) { return q.first == v; }))
+          r.fail(where[p.first], "var '" + p.first + "' uses unknown name '" + v + "'");
+      r.fail(where[p.first], "vars form a cycle through '" + p.first + "'");
+    }
+    known.insert(ready->first);
+    done.push_back(*ready);
+    pending.erase(ready);
+  }
+  return done;
+}
+
+void check_names(const Reader& r, const std::set<std::string>& known, const Expr& e,
+                 const std::string& what, int line) {
+  for (auto& v : e.variables())
+    if (!known.count(v)) {
+      std::string list;
+      for (auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      throw SpecError(r.path() + ":" + std::to_string(line) + ": " + what + " uses unknown name '" + v +
+                      "'; known: " + list + " (add it under [vars] or [sizes])");
+    }
+}
+
+}  // namespace
+
+ProblemSpec load_spec(const std::string& path) {
+  Reader r(path);
+  toml::table root;
+  try {
+    root = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream os;
+    os << path << ":" << e.source().begin.line << ": malformed TOML: " << e.description();
+    throw SpecError(os.str());
+  }
+  r.only_keys(root,
+              {"slug", "id", "stem", "category", "origin", "description", "dtype", "world", "constraints",
+               "vars", "sizes", "inputs", "outputs", "args", "roofline", "timeout"},
+              "the top level");
+  ProblemSpec s;
+  s.path = path;
+  s.slug = r.str(r.need(root, "slug", "the top level", "slug = \"tp_gemm_allgather\""), "slug");
+  std::string file = path.substr(path.find_last_of('/') + 1);
+  if (file != s.slug + ".toml")
+    r.fail(root.get("slug"), "slug '" + s.slug + "' does not match the file name " + file + "; rename one");
+  s.id = static_cast<int>(r.integer(r.need(root, "id", "the top level", "id = 14 (the original's number)"), "id"));
+  s.stem = r.str(r.need(root, "stem", "the top level", "stem = \"14_gemm_allgather\""), "stem");
+  const toml::node& cat = r.need(root, "category", "the top level", "category = \"tp\"");
+  s.category = r.str(cat, "category");
+  if (category_name(s.category).empty()) {
+    std::string list;
+    for (auto& c : kCategories) list += (list.empty() ? "" : ", ") + c.first;
+    r.fail(&cat, "unknown category '" + s.category + "'; use one of " + list);
+  }
+  if (s.slug.rfind(s.category + "_", 0) != 0)
+    r.fail(root.get("slug"), "slug '" + s.slug + "' must start with its category '" + s.category + "_'");
+  s.origin = r.str(r.need(root, "origin", "the top level", "origin = \"Megatron-LM ...\""), "origin");
+  s.description = r.str(r.need(root, "description", "the top level", "description = \"...\""), "description");
+  if (auto* d = root.get("dtype")) {
+    s.dtype = r.str(*d, "dtype");
+    if (!is_dtype_name(s.dtype)) r.fail(d, "unknown dtype '" + s.dtype + "'; use one of " + dtype_names());
+  }
+  if (auto* w = root.get("world")) {
+    const toml::table* wt = w->as_table();
+    if (!wt) r.fail(w, "world must be a table, e.g. world = { min = 2, max = 8 }");
+    r.only_keys(*wt, {"min", "max"}, "world");
+    if (auto* mn = wt->get("min")) s.min_world = static_cast<int>(r.integer(*mn, "world.min"));
+    if (auto* mx = wt->get("max")) s.max_world = static_cast<int>(r.integer(*mx, "world.max"));
+    if (s.min_world < 1 || s.max_world < s.min_world) r.fail(w, "world needs 1 <= min <= max");
+  }
+  if (auto* t = root.get("timeout")) s.trial_timeout_s = r.real(*t, "timeout");
+
+  // Sizes: every preset names the same size variables.
+  const toml::node& sz = r.need(root, "sizes", "the top level", "[sizes] default = { M = 1024, N = 1024 }");
+  const toml::table* szt = sz.as_table();
+  if (!szt || !szt->get("default")) r.fail(&sz, "[sizes] needs a 'default' preset, e.g. default = { M = 1024, N = 1024 }");
+  std::set<std::string> size_names;
+  for (auto&& [preset, v] : *szt) {
+    const toml::table* p = v.as_table();
+    if (!p) r.fail(&v, "size preset '" + std::string(preset.str()) + "' must be a table of integers");
+    std::map<std::string, int64_t> vals;
+    for (auto&& [k, x] : *p) vals[std::string(k.str())] = r.integer(x, "size " + std::string(k.str()));
+    std::set<std::string> names;
+    for (auto& [k, x] : vals) names.insert(k);
+    if (size_names.empty()) size_names = names;
+    else if (names != size_names)
+      r.fail(&v, "size preset '" + std::string(preset.str()) + "' names other sizes than the others; give every preset the same keys");
+    s.sizes[std::string(preset.str())] = vals;
+  }
+
+  std::set<std::string> known = size_names;
+  known.insert({"W", "rank"});
+  for (auto& a : {"W", "rank"})
+    if (size_names.count(a)) r.fail(&sz, std::string("sizes must not be called ") + a);
+  if (auto* v = root.get("vars")) {
+    const toml::table* vt = v->as_table();
+    if (!vt) r.fail(v, "[vars] must be a table of formulas");
+    s.vars = order_vars(r, *vt, known);
+    for (auto& [name, e] : s.vars) known.insert(name);
+  }
+  if (auto* c = root.get("constraints")) {
+    const toml::array* ca = c->as_array();
+    if (!ca) r.fail(c, "constraints must be an array of formulas, e.g. [\"N % W == 0\"]");
+    for (auto&& e : *ca) {
+      Expr ex = r.formula(e, "constraint");
+      check_names(r, known, ex, "constraint \"" + ex.text() + "\"", static_cast<int>(e.source().begin.line));
+      s.constraints.push_back(ex);
+    }
+  }
+
+  auto read_list = [&](const char* key, bool is_input) {
+    std::vector<TensorSpec> out;
+    const toml::node* n = root.get(key);
+    if (!n) return out;
+    const toml::array* a = n->as_array();
+    if (!a) r.fail(n, std::string(key) + " must be an array of tables, written [[" + key + "]]");
+    std::set<std::string> seen;
+    for (auto&& e : *a) {
+      TensorSpec ts = read_tensor(r, e, is_input);
+      if (!seen.insert(ts.name).second) r.fail(&e, "two " + std::string(key) + " are called '" + ts.name + "'");
+      for (auto& d : ts.shape)
+        check_names(r, known, d.size, std::string(key) + " '" + ts.name + "' shape", ts.line);
+      if (is_input && ts.init.is_call())
+        for (auto& arg : ts.init.call_args())
+          check_names(r, known, arg, "input '" + ts.name + "' init", ts.line);
+      out.push_back(ts);
+    }
+    return out;
+  };
+  s.inputs = read_list("inputs", true);
+  s.outputs = read_list("outputs", false);
+  if (s.outputs.empty()) r.fail(&root, "a problem needs at least one [[outputs]] entry");
+
+  if (auto* a = root.get("args")) {
+    const toml::table* at = a->as_table();
+    if (!at) r.fail(a, "[args] must be a table of values");
+    for (auto&& [k, v] : *at) {
+      std::string name(k.str());
+      if (known.count(name)) r.fail(&v, "arg '" + name + "' clashes with a size or var of the same name");
+      s.args.push_back(read_arg(r, name, v));
+    }
+  }
+
+  if (auto* rl = root.get("roofline")) {
+    const toml::table* rt = rl->as_table();
+    if (!rt) r.fail(rl, "[roofline] must be a table of formulas");
+    r.only_keys(*rt, {"nvlink_bytes", "hbm_bytes", "flops", "data_bytes", "bus_factor"}, "[roofline]");
+    auto get = [&](const char* key, Expr& out) {
+      if (auto* n = rt->get(key)) {
+        out = r.formula(*n, std::string("roofline ") + key);
+        check_names(r, known, out, std::string("roofline ") + key, static_cast<int>(n->source().begin.line));
+      }
+    };
+    get("nvlink_bytes", s.roofline.nvlink_bytes);
+    get("hbm_bytes", s.roofline.hbm_bytes);
+    get("flops", s.roofline.flops);
+    get("data_bytes", s.roofline.data_bytes);
+    get("bus_factor", s.roofline.bus_factor);
+    if (s.roofline.data_bytes.empty() != s.roofline.bus_factor.empty())
+      r.fail(rl, "[roofline] data_bytes and bus_factor go together (bus bandwidth needs both)");
+  }
+
+  // Every preset must give whole-number shapes at the smallest world size it allows.
+  for (auto& [preset, vals] : s.sizes) {
+    for (int w = s.min_world; w <= std::min(s.max_world, 8); ++w) {
+      if (!s.world_size_error(w, preset).empty()) continue;
+      try {
+        for (int rank = 0; rank < w; ++rank) {
+          Vars vars = s.vars_for(preset, w, rank);
+          for (auto* list : {&s.inputs, &s.outputs})
+            for (auto& t : *list)
+              for (auto& d : t.shape) d.size.eval_int(vars);
+        }
+      } catch (const ExprError& e) {
+        throw SpecError(path + ": sizes '" + preset + "' at W=" + std::to_string(w) + ": " + e.what() +
+                        "; add a constraint or fix the formula");
+      }
+      break;
+    }
+  }
+  return s;
+}
+
+const TensorSpec* ProblemSpec::input(const std::string& name) const {
+  for (auto& t : inputs)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+const TensorSpec* ProblemSpec::output(const std::string& name) const {
+  for (auto& t : outputs)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+Vars ProblemSpec::vars_for(const std::string& preset, int world, int rank) const {
+  auto it = sizes.find(preset);
+  if (it == sizes.end()) {
+    std::string list;
+    for (auto& [k, v] : sizes) list += (list.empty() ? "" : ", ") + k;
+    throw SpecError(slug + ": no size preset '" + preset + "'; this problem has " + list);
+  }
+  Vars v;
+  for (auto& [k, x] : it->second) v[k] = static_cast<double>(x);
+  v["W"] = world;
+  v["rank"] = rank;
+  for (auto& [name, e] : vars) v[name] = e.eval(v);
+  return v;
+}
+
+std::string ProblemSpec::world_size_error(int world, const std::string& preset) const {
+  if (world < min_world || world > max_world)
+    return slug + " runs with " + std::to_string(min_world) + " to " + std::to_string(max_world) +
+           " ranks, not " + std::to_string(world);
+  Vars v = vars_for(preset, world, 0);
+  for (auto& c : constraints)
+    if (c.eval(v) == 0)
+      return slug + " needs " + c.text() + ", which fails at W=" + std::to_string(world) + " with sizes '" +
+             preset + "'";
+  return "";
+}
+
+std::string ProblemSpec::world_size_summary() const {
+  std::string s = std::to_string(min_world) + ".." + std::to_string(max_world);
+  for (auto& c : constraints) s += ", " + c.text();
+  return s;
+}
+
+std::string category_name(const std::string& key) {
+  for (auto& [k, name] : kCategories)
+    if (k == key) return name;
+  return "";
+}
+
+const std::vector<std::string>& category_keys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> k;
+    for (auto& c : kCategories) k.push_back(c.first);
+    return k;
+  }();
+  return keys;
+}
+
+}  // namespace pkb::spec

@@ -1,0 +1,92 @@
+// A problem's specification, read from problems/<slug>.toml (docs/problem-spec.md
+// describes every key). The spec is the single source for shapes, dtypes, tolerances,
+// world-size constraints and rooflines; references and candidates are checked against it.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "spec/expr.hpp"
+
+namespace pkb::spec {
+
+// An error in a spec file; what() reads "file:line: problem. fix".
+struct SpecError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Dim {
+  Expr size;
+  bool dynamic = false;  // written "<= expr": the output's size along it depends on data
+};
+
+struct TensorSpec {
+  std::string name;
+  std::vector<Dim> shape;
+  std::string dtype;      // a dtype name, or "dt" for the problem's element type
+  Expr init;              // inputs: randn, uniform(a,b), randint(a,b), zeros, ones, full(v),
+                          // arange, linspace(a,b), custom (the reference builds it)
+  bool shared = false;    // inputs: the same values on every rank
+  bool readonly = true;   // inputs: the candidate must leave it unchanged
+  bool host = false;      // lives in host memory even on the CUDA device
+  std::optional<double> atol, rtol;  // outputs; defaults by dtype
+  int line = 0;
+};
+
+using ArgValue = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>>;
+
+struct Arg {
+  std::string name;
+  ArgValue value;
+};
+
+struct Roofline {
+  Expr nvlink_bytes;  // bytes one rank must move over NVLink (the larger of sent and received)
+  Expr hbm_bytes;     // bytes one rank must read and write in its own HBM
+  Expr flops;         // floating-point operations of one rank
+  Expr data_bytes;    // collectives: the message size nccl-tests calls "size"
+  Expr bus_factor;    // collectives: busbw = data_bytes / time * bus_factor
+};
+
+struct ProblemSpec {
+  std::string path;
+  std::string slug;
+  int id = 0;
+  std::string stem;
+  std::string category;  // short key: coll, dp, tp, cp, sp, ep, fsdp, pp, rec, gnn, sci, misc
+  std::string origin;
+  std::string description;
+  std::string dtype = "bf16";
+  int min_world = 1;
+  int max_world = 64;
+  std::vector<Expr> constraints;
+  std::vector<std::pair<std::string, Expr>> vars;  // derived sizes, in dependency order
+  std::map<std::string, std::map<std::string, int64_t>> sizes;  // preset -> M, N, K...
+  std::vector<TensorSpec> inputs, outputs;
+  std::vector<Arg> args;
+  Roofline roofline;
+  double trial_timeout_s = 0;  // 0: sized by the harness
+
+  const TensorSpec* input(const std::string& name) const;
+  const TensorSpec* output(const std::string& name) const;
+
+  // Why W cannot run this problem at these sizes, or "" when it can.
+  std::string world_size_error(int world, const std::string& preset = "default") const;
+  // One line: "1..8, 512 % W == 0".
+  std::string world_size_summary() const;
+  // M, N, K... of a preset, W, rank and the derived vars. Throws SpecError.
+  Vars vars_for(const std::string& preset, int world, int rank) const;
+};
+
+// Reads and checks one spec file. Throws SpecError.
+ProblemSpec load_spec(const std::string& path);
+
+// The long name of a category key ("tp" -> "Tensor Parallel"), "" when unknown.
+std::string category_name(const std::string& key);
+const std::vector<std::string>& category_keys();
+
+}  // namespace pkb::spec

@@ -1,0 +1,86 @@
+#include "tensor/init.hpp"
+
+#include <ATen/ATen.h>
+
+#include <stdexcept>
+
+namespace pkb::tensor {
+
+std::vector<int64_t> shape_of(const spec::TensorSpec& t, const spec::Vars& vars) {
+  std::vector<int64_t> shape;
+  for (auto& d : t.shape) {
+    int64_t n = d.size.eval_int(vars);
+    if (n < 0) throw std::invalid_argument("'" + t.name + "' has a negative size: " + d.size.text() + " = " + std::to_string(n));
+    shape.push_back(n);
+  }
+  return shape;
+}
+
+uint64_t derive_seed(uint64_t run_seed, int64_t trial, int64_t stream) {
+  auto mix = [](uint64_t z) {
+    z += 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  return mix(mix(mix(run_seed) ^ static_cast<uint64_t>(trial)) ^ static_cast<uint64_t>(stream));
+}
+
+at::Tensor make_input(const spec::TensorSpec& t, const spec::Vars& vars, at::ScalarType type, at::Device device,
+                      at::Generator& gen) {
+  std::vector<int64_t> shape = shape_of(t, vars);
+  std::string rule = t.init.call_name();
+  std::vector<double> args;
+  for (auto& a : t.init.call_args()) args.push_back(a.eval(vars));
+  auto arg = [&](size_t i, double fallback) { return i < args.size() ? args[i] : fallback; };
+  auto want = [&](size_t lo, size_t hi) {
+    if (args.size() < lo || args.size() > hi)
+      throw std::invalid_argument("input '" + t.name + "': " + rule + "() takes " + std::to_string(lo) + " to " +
+                                  std::to_string(hi) + " arguments");
+  };
+  at::TensorOptions opts = at::TensorOptions().device(device);
+  bool floating = at::isFloatingType(type) || at::isComplexType(type);
+  // Random floats are drawn in fp32 (complex64 for complex) and then cast, so the same
+  // seed gives the same values in every floating dtype up to rounding.
+  at::ScalarType draw = at::isComplexType(type) ? at::kComplexFloat : at::kFloat;
+  at::Tensor x;
+  if (rule == "randn" || rule == "uniform") {
+    if (!floating)
+      throw std::invalid_argument("input '" + t.name + "': " + rule + " needs a floating dtype; use randint for " +
+                                  c10::toString(type));
+    if (rule == "randn") {
+      want(0, 2);
+      x = at::randn(shape, gen, opts.dtype(draw)).mul_(arg(0, 1.0)).add_(arg(1, 0.0));
+    } else {
+      want(2, 2);
+      x = at::rand(shape, gen, opts.dtype(draw)).mul_(args[1] - args[0]).add_(args[0]);
+    }
+  } else if (rule == "randint") {
+    want(2, 2);
+    x = at::randint(static_cast<int64_t>(args[0]), static_cast<int64_t>(args[1]), shape, gen, opts.dtype(at::kLong));
+  } else if (rule == "zeros" || rule == "custom") {
+    want(0, 0);
+    x = at::zeros(shape, opts.dtype(type));
+  } else if (rule == "ones") {
+    want(0, 0);
+    x = at::ones(shape, opts.dtype(type));
+  } else if (rule == "full") {
+    want(1, 1);
+    x = at::full(shape, args[0], opts.dtype(at::kDouble));
+  } else if (rule == "arange") {
+    want(0, 0);
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    x = at::arange(n, opts.dtype(at::kLong)).view(shape);
+  } else if (rule == "linspace") {
+    want(2, 2);
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    x = at::linspace(args[0], args[1], n, opts.dtype(at::kDouble)).view(shape);
+  } else {
+    throw std::invalid_argument("input '" + t.name + "': unknown init " + rule);
+  }
+  return x.to(type);
+}
+
+}  // namespace pkb::tensor

@@ -1,0 +1,20 @@
+// Saved tensors load with plain torch.load in Python (weights_only=True): a single output
+// as a tensor, several as a dict output_0..k (as the original did), inputs as a dict by
+// name. torch::pickle_save writes that format; torch::save would write a TorchScript
+// archive that torch.load refuses.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+#include <vector>
+
+namespace pkb::tensor {
+
+void save_outputs(const std::string& path, const std::vector<at::Tensor>& outputs);
+void save_named(const std::string& path, const std::vector<std::string>& names, const std::vector<at::Tensor>& tensors);
+
+// Reads what save_outputs wrote (pkb compare).
+std::vector<at::Tensor> load_outputs(const std::string& path);
+
+}  // namespace pkb::tensor

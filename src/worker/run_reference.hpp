@@ -1,0 +1,62 @@
+// A rank's view of the problem: the Ctx references see, declared inputs, and the check
+// that a reference's outputs match its spec.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "pkb/reference.hpp"
+#include "spec/spec.hpp"
+
+namespace pkb::worker {
+
+std::unique_ptr<Reference> create_reference(const std::string& slug);
+
+class RefCtx : public Ctx {
+ public:
+  RefCtx(const spec::ProblemSpec& spec, spec::Vars vars, at::Device device, at::ScalarType dt, Comm* comm,
+         uint64_t seed);
+
+  // Re-seeds rng() and shared_rng() for trial t (-1: setup).
+  void begin_trial(int t);
+  void set_comm(Comm* c) { comm_ = c; }
+  const spec::Vars& vars() const { return vars_; }
+  const spec::ProblemSpec& spec() const { return spec_; }
+
+  int rank() const override { return static_cast<int>(vars_.at("rank")); }
+  int world() const override { return static_cast<int>(vars_.at("W")); }
+  int trial() const override { return trial_; }
+  at::Device device() const override { return device_; }
+  Comm& comm() override { return *comm_; }
+  int64_t size(const std::string& name) const override;
+  int64_t arg_int(const std::string& name) const override;
+  double arg_float(const std::string& name) const override;
+  bool arg_bool(const std::string& name) const override;
+  std::string arg_str(const std::string& name) const override;
+  std::vector<int64_t> arg_list(const std::string& name) const override;
+  at::ScalarType dtype() const override { return dt_; }
+  at::Generator& rng() override { return rng_; }
+  at::Generator& shared_rng() override { return shared_rng_; }
+
+ private:
+  const spec::ArgValue& arg(const std::string& name) const;
+
+  const spec::ProblemSpec& spec_;
+  spec::Vars vars_;
+  at::Device device_;
+  at::ScalarType dt_;
+  Comm* comm_;
+  uint64_t seed_;
+  int trial_ = -1;
+  at::Generator rng_, shared_rng_;
+};
+
+// The declared inputs of the current trial, then the reference's make_inputs.
+Inputs build_inputs(RefCtx& ctx, Reference& ref);
+
+// Throws std::runtime_error naming the spec line when `outputs` do not match the spec.
+void check_outputs(const RefCtx& ctx, const std::vector<at::Tensor>& outputs, const std::string& who);
+
+std::string shape_str(c10::IntArrayRef s);
+
+}  // namespace pkb::worker
