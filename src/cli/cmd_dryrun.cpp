@@ -45,11 +45,12 @@ void add_dryrun_command(CLI::App& app, Globals& g, Action& run) {
                             {"reference_libs", g.reference_libs}};
       if (!o.dtype.empty()) job["dtype"] = o.dtype;
       if (!o.save.empty()) job["save_dir"] = std::filesystem::absolute(o.save).string();
-      std::string label = "dryrun " + s.slug + " W=" + std::to_string(p.world);
-      launch::GroupReport r = run_ranks(p, job, budgets(o.run, &s, o.preset, p), o.run.echo, label, o.trials);
       printf("pkb dryrun %s  W=%d  device=%s%s  comm=%s  size=%s  seed=%llu  trials=%d\n", s.slug.c_str(), p.world,
              p.device.c_str(), p.gpu_name.empty() ? "" : (" (" + p.gpu_name + ")").c_str(), p.comm.c_str(),
              o.preset.c_str(), static_cast<unsigned long long>(seed), o.trials);
+      fflush(stdout);
+      std::string label = "dryrun " + s.slug + " W=" + std::to_string(p.world);
+      launch::GroupReport r = run_ranks(p, job, budgets(o.run, &s, o.preset, p), o.run.echo, label, o.trials);
       if (r.outcome != launch::Outcome::Ok) {
         fprintf(stderr, "%s", r.details().c_str());
         return exit_for(r);

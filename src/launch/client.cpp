@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <system_error>
+#include <time.h>
 
 #include <nlohmann/json.hpp>
 
@@ -77,7 +78,9 @@ void Client::phase(const std::string& name, int trial) {
 void Client::result(const std::string& json) { event(Op::Result, json); }
 
 void Client::error(const std::string& kind, const std::string& message) {
-  event(Op::Error, nlohmann::json{{"kind", kind}, {"message", message}}.dump());
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // the parent orders ranks' errors by it
+  event(Op::Error, nlohmann::json{{"kind", kind}, {"message", message}, {"t", ts.tv_sec + ts.tv_nsec * 1e-9}}.dump());
 }
 
 }  // namespace pkb::launch

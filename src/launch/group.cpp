@@ -47,6 +47,12 @@ void on_signal(int sig) {
 
 void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
+double mono_now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 struct OutFrame {
   std::string bytes;
   int fd = -1;
@@ -61,6 +67,7 @@ struct Rank {
   std::deque<OutFrame> outbox;
   std::string partial_line;
   Clock::time_point phase_start;
+  double failed_at = 0, error_at = 0;  // CLOCK_MONOTONIC seconds: reaped, and its Error event
   bool exited = false;
   bool sock_open = true;
 };
@@ -233,12 +240,15 @@ class Hub {
   }
 
   void check_deadlines(Clock::time_point now) {
-    std::vector<int> late;
+    std::vector<int> late, late_waiting;
     for (auto& r : ranks_) {
       if (r.exited) continue;
       double spent = std::chrono::duration<double>(now - r.phase_start).count();
-      if (spent > budget(r.report.phase)) late.push_back(r.report.rank);
+      if (spent > budget(r.report.phase)) (r.report.phase == "sync" ? late_waiting : late).push_back(r.report.rank);
     }
+    // A rank waiting in "sync" finished its trial and waits for the others: not the cause
+    // while some rank is late in real work.
+    if (late.empty()) late = late_waiting;
     if (late.empty()) return;
     const Rank& first = ranks_[late.front()];
     std::ostringstream os;
@@ -268,23 +278,49 @@ class Hub {
 
   void on_exit(Rank& r, int status) {
     r.exited = true;
+    r.failed_at = mono_now();
     // Read what the rank said before it went, so errors and last lines are complete.
     while (r.sock_open && read_socket(r)) {
     }
     read_output(r);
     if (WIFEXITED(status)) r.report.exit_code = WEXITSTATUS(status);
     if (WIFSIGNALED(status) && !(r.report.killed && WTERMSIG(status) == SIGKILL)) r.report.signal = WTERMSIG(status);
-    if (failed_) return;
     bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && !r.report.result.empty();
-    if (ok) return;
+    if (ok || failed_) return;
+    // Stop the others at once; which rank caused it is decided once all are in (blame()).
+    failed_ = true;
+    outcome_ = Outcome::Crash;
+    kill_all();
+  }
+
+  // When one rank dies, its peers soon fail too (a closed connection, an aborted
+  // communicator). The cause is the rank that died abruptly (a signal, or an exit that
+  // bypassed pkb's error path), else the one whose error came first by its own clock.
+  void blame() {
+    const Rank* culprit = nullptr;
+    auto key = [](const Rank& r) {
+      bool abrupt = r.report.signal != 0 || (r.report.exit_code != 1 && r.report.error_message.empty());
+      return std::make_pair(abrupt ? 0 : 1, r.report.error_message.empty() ? r.failed_at : r.error_at);
+    };
+    for (auto& r : ranks_) {
+      bool failed = r.report.signal != 0 || r.report.exit_code > 0 ||
+                    (r.report.exit_code == 0 && r.report.result.empty());
+      if (failed && (!culprit || key(r) < key(*culprit))) culprit = &r;
+    }
+    if (!culprit) {
+      summary_ = "crash: a rank failed";
+      return;
+    }
+    const RankReport& c = culprit->report;
     std::ostringstream os;
-    os << "crash: rank " << r.report.rank;
-    if (r.report.signal) os << " was killed by signal " << r.report.signal << " (" << strsignal(r.report.signal) << ")";
-    else if (r.report.exit_code == 0) os << " exited before finishing";
-    else os << " exited with code " << r.report.exit_code;
-    os << " in " << phase_label(r.report.phase, r.report.trial);
-    if (!r.report.error_message.empty()) os << ": " << r.report.error_message;
-    fail(Outcome::Crash, {r.report.rank}, os.str());
+    os << "crash: rank " << c.rank;
+    if (c.signal) os << " was killed by signal " << c.signal << " (" << strsignal(c.signal) << ")";
+    else if (c.exit_code == 0) os << " exited before finishing";
+    else os << " exited with code " << c.exit_code;
+    os << " in " << phase_label(c.phase, c.trial);
+    if (!c.error_message.empty()) os << ": " << c.error_message;
+    summary_ = os.str();
+    culprits_ = {c.rank};
   }
 
   void read_output(Rank& r) {
@@ -429,6 +465,7 @@ class Hub {
         auto j = nlohmann::json::parse(f.payload, nullptr, false);
         r.report.error_kind = j.value("kind", "error");
         r.report.error_message = j.value("message", "");
+        r.error_at = j.value("t", mono_now());
         break;
       }
       default:
@@ -473,6 +510,7 @@ class Hub {
       read_output(r);
     }
     if (!failed_ && g_interrupted) fail(Outcome::Interrupted, {}, "interrupted");
+    if (outcome_ == Outcome::Crash) blame();
   }
 
   void cleanup() {

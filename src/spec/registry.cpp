@@ -29,8 +29,9 @@ Registry Registry::load(const std::vector<std::string>& problem_dirs, const std:
       clash(by_id, std::to_string(s.id), "id");
       clash(by_stem, s.stem, "stem");
       std::string src;
-      for (auto& cand : {fs::path(dir) / ".." / "reference" / (s.slug + ".cpp"), fs::path(dir) / (s.slug + ".cpp")})
-        if (fs::exists(cand)) src = fs::weakly_canonical(cand).string();
+      for (auto& cand : {fs::path(dir) / ".." / "reference" / (s.slug + ".cpp"), fs::path(dir) / (s.slug + ".cpp"),
+                         fs::path(dir) / "references.cpp"})
+        if (src.empty() && fs::exists(cand)) src = fs::weakly_canonical(cand).string();
       if (src.empty())
         throw SpecError(s.path + ": no reference source; write reference/" + s.slug + ".cpp (or remove the spec)");
       if (!compiled.count(s.slug))

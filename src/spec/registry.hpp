@@ -12,7 +12,8 @@ namespace pkb::spec {
 class Registry {
  public:
   // `reference_slugs`: the references compiled in or loaded. A spec's reference source is
-  // <dir>/../reference/<slug>.cpp or <dir>/<slug>.cpp. Throws SpecError.
+  // <dir>/../reference/<slug>.cpp, <dir>/<slug>.cpp, or <dir>/references.cpp (one file for
+  // a folder of extra problems). Throws SpecError.
   static Registry load(const std::vector<std::string>& problem_dirs, const std::vector<std::string>& reference_slugs);
 
   // By slug, original id ("14") or original stem ("14_gemm_allgather"). Throws SpecError

@@ -25,6 +25,7 @@ const std::vector<std::pair<std::string, std::string>> kCategories = {
     {"gnn", "Graph Neural Networks"},
     {"sci", "Scientific Computing"},
     {"misc", "Rendering & Sorting (other)"},
+    {"test", "Harness self-tests (not benchmark problems)"},
 };
 
 const std::set<std::string> kInits = {"randn", "uniform", "randint", "zeros", "ones", "full",
@@ -60,8 +61,9 @@ class Reader {
       std::string key(k.str());
       if (allowed.count(key)) continue;
       std::string hint;
+      size_t best = 3;
       for (auto& a : allowed)
-        if (distance(key, a) <= 2) hint = " (did you mean '" + a + "'?)";
+        if (size_t d = distance(key, a); d < best) best = d, hint = " (did you mean '" + a + "'?)";
       std::string list;
       for (auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
       fail(&v, "unknown key '" + key + "' in " + where + hint + "; allowed: " + list);
@@ -372,11 +374,11 @@ ProblemSpec load_spec(const std::string& path) {
       r.fail(rl, "[roofline] data_bytes and bus_factor go together (bus bandwidth needs both)");
   }
 
-  // Every preset must give whole-number shapes at the smallest world size it allows.
+  // Every preset must give whole-number shapes at every world size up to 8 it allows.
   for (auto& [preset, vals] : s.sizes) {
     for (int w = s.min_world; w <= std::min(s.max_world, 8); ++w) {
-      if (!s.world_size_error(w, preset).empty()) continue;
       try {
+        if (!s.world_size_error(w, preset).empty()) continue;
         for (int rank = 0; rank < w; ++rank) {
           Vars vars = s.vars_for(preset, w, rank);
           for (auto* list : {&s.inputs, &s.outputs})
@@ -387,7 +389,6 @@ ProblemSpec load_spec(const std::string& path) {
         throw SpecError(path + ": sizes '" + preset + "' at W=" + std::to_string(w) + ": " + e.what() +
                         "; add a constraint or fix the formula");
       }
-      break;
     }
   }
   return s;

@@ -88,6 +88,10 @@ json dryrun(Rank& r) {
       if (spec.inputs[i].readonly && !in.at(i).equal(pristine.at(i)))
         throw std::runtime_error("the reference changed its read-only input '" + in.names()[i] +
                                  "' (fix the reference, or declare the input readonly = false)");
+    // Trials stay apart: a rank that skipped a collective waits here, so its peers' wait
+    // in this trial's collective is what overruns, not a mismatch with the next trial.
+    r.client.phase("sync", t);
+    r.client.barrier(r.world);
     if (t == 0) {
       for (size_t i = 0; i < y.size(); ++i)
         outs.push_back({{"name", spec.outputs[i].name},
@@ -150,22 +154,25 @@ json selftest(Rank& r) {
 
 int worker_main() {
   launch::Client* client = nullptr;
+  // Declared outside the try: the error must reach the parent while the communicator is
+  // still up, or peers would report the closed connection first and take the blame.
+  std::unique_ptr<Rank> r;
   try {
     client = &launch::Client::from_env();
     int rank = std::atoi(std::getenv("PKB_RANK") ? std::getenv("PKB_RANK") : "0");
     json job = json::parse(client->hello(rank));
     client->phase("init");
-    Rank r(*client, job);
+    r = std::make_unique<Rank>(*client, job);
     std::string mode = job.at("mode");
     json result;
-    if (mode == "dryrun") result = dryrun(r);
-    else if (mode == "selftest") result = selftest(r);
+    if (mode == "dryrun") result = dryrun(*r);
+    else if (mode == "selftest") result = selftest(*r);
     else throw std::runtime_error("unknown worker mode " + mode);
-    result["rank"] = r.rank;
-    r.client.phase("finish");
-    r.comm.reset();
-    r.heap.reset();
-    device::synchronize(r.device);
+    result["rank"] = r->rank;
+    client->phase("finish");
+    r->comm.reset();
+    r->heap.reset();
+    device::synchronize(r->device);
     client->result(result.dump());
     return 0;
   } catch (const std::exception& e) {
@@ -176,7 +183,8 @@ int worker_main() {
       } catch (...) {
       }
     }
-    return 1;
+    // No destructors: tearing down a communicator whose peers are gone can hang.
+    std::_Exit(1);
   }
 }
 

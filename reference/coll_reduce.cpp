@@ -1,0 +1,16 @@
+// reduce(SUM) onto the root; the others keep their input.
+#include "pkb/reference.hpp"
+
+namespace {
+
+struct Reduce : pkb::Reference {
+  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+    at::Tensor y = in["x"].clone();
+    ctx.comm().reduce(y, static_cast<int>(ctx.size("root")));
+    return {y};
+  }
+};
+
+}  // namespace
+
+PKB_REFERENCE("coll_reduce", Reduce);

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The tests on a fresh machine: installs what is missing, builds pkb and its tests, runs
+# them all (GPU-only tests skip, saying so, where no GPU is visible).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh -DPKB_BUILD_TESTS=ON
+cd build
+ctest --output-on-failure -j "$(nproc)" --timeout 900

@@ -1,0 +1,68 @@
+// References that fail on purpose, for the runtime's fault tests: the last rank crashes,
+// aborts, exits, hangs or skips a collective while the others carry on.
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <stdexcept>
+#include <thread>
+
+#include "pkb/reference.hpp"
+
+namespace {
+
+bool culprit(pkb::Ctx& ctx) { return ctx.rank() == ctx.world() - 1; }
+
+template <class Fault>
+struct Faulty : pkb::Reference {
+  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+    at::Tensor y = in["x"].clone();
+    if (culprit(ctx) && ctx.trial() == 1) {
+      if (Fault::skip_collective()) return {y};
+      Fault::fail();
+    }
+    ctx.comm().all_reduce(y);
+    return {y};
+  }
+};
+
+struct Segv {
+  static bool skip_collective() { return false; }
+  static void fail() { std::raise(SIGSEGV); }
+};
+struct Abort {
+  static bool skip_collective() { return false; }
+  static void fail() { std::abort(); }
+};
+struct Exit {
+  static bool skip_collective() { return false; }
+  static void fail() {
+    fprintf(stderr, "fault: exiting with code 3\n");
+    std::exit(3);
+  }
+};
+struct Throw {
+  static bool skip_collective() { return false; }
+  static void fail() { throw std::runtime_error("fault: simulated device error"); }
+};
+struct Skip {
+  static bool skip_collective() { return true; }
+  static void fail() {}
+};
+
+struct HangInit : pkb::Reference {
+  void setup(pkb::Ctx& ctx) override {
+    if (culprit(ctx))
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  std::vector<at::Tensor> run(pkb::Ctx&, const pkb::Inputs& in) override { return {in["x"].clone()}; }
+};
+
+}  // namespace
+
+PKB_REFERENCE("test_fault_segv", Faulty<Segv>);
+PKB_REFERENCE("test_fault_abort", Faulty<Abort>);
+PKB_REFERENCE("test_fault_exit", Faulty<Exit>);
+PKB_REFERENCE("test_fault_throw", Faulty<Throw>);
+PKB_REFERENCE("test_fault_skip_collective", Faulty<Skip>);
+PKB_REFERENCE("test_fault_hang_init", HangInit);

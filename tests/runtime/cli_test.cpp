@@ -1,0 +1,64 @@
+// Bad input gets one clear error line and a non-zero exit; the registry commands work.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "support.hpp"
+
+using namespace pkbtest;
+
+TEST(Cli, UnknownProblem) {
+  PkbRun r = run_pkb({"dryrun", "-p", "allreduc", "--device", "cpu"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "pkb: error: unknown problem 'allreduc'; did you mean coll_allreduce")) << r.err;
+}
+
+TEST(Cli, MalformedSpecInAProblemFolder) {
+  std::string dir = temp_dir("badspec");
+  std::ofstream(dir + "/coll_broken.toml") << "slug = \"coll_broken\"\nid = 77\n[sizes\n";
+  PkbRun r = run_pkb({"--problem-dir", dir, "list"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "coll_broken.toml:3: malformed TOML")) << r.err;
+}
+
+TEST(Cli, WorldSizeOutsideTheConstraints) {
+  PkbRun r = run_pkb({"dryrun", "-p", "coll_allreduce", "--device", "cpu", "-w", "65"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "runs with 1 to 64 ranks, not 65")) << r.err;
+}
+
+TEST(Cli, BadOptionValues) {
+  EXPECT_EQ(run_pkb({"dryrun", "-p", "1", "--device", "tpu"}).code, 2);
+  PkbRun r = run_pkb({"dryrun", "-p", "1", "--device", "cpu", "--dtype", "float"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "unknown --dtype 'float'")) << r.err;
+  r = run_pkb({"dryrun", "-p", "1", "--device", "cpu", "--size", "huge"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "no size preset 'huge'")) << r.err;
+}
+
+TEST(Cli, ListAndShow) {
+  PkbRun r = run_pkb({"list", "--category", "coll"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "coll_alltoall")) << r.out;
+  EXPECT_TRUE(contains(r.out, "8 problems")) << r.out;
+  r = run_pkb({"show", "14_gemm_allgather"});
+  if (r.code == 0) EXPECT_TRUE(contains(r.out, "tp_gemm_allgather"));
+  r = run_pkb({"show", "3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "slug = \"coll_broadcast\"")) << r.out;
+  EXPECT_TRUE(contains(r.out, "PKB_REFERENCE(\"coll_broadcast\"")) << r.out;
+}
+
+TEST(Cli, SelftestOnTheCpuDevice) {
+  PkbRun r = run_pkb({"selftest", "--device", "cpu", "-w", "4", "--barrier-iters", "200"});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "comm=gloo")) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 7) << r.out;  // header, column names, 4 ranks, ok
+}
+
+TEST(Cli, NoCommunicationDryrunStillRuns) {
+  PkbRun r = run_pkb({"dryrun", "-p", "coll_allreduce", "--device", "cpu", "-w", "4", "--no-comm"});
+  EXPECT_EQ(r.code, 0) << r.err;
+}

@@ -1,0 +1,40 @@
+// pkb dryrun --solution reference for every collective at W = 1, 2, 4 and 8 on the CPU
+// device; the saved rank_*.pt load in Python torch and hold what the problem says.
+#include <gtest/gtest.h>
+
+#include "launch/subprocess.hpp"
+#include "support.hpp"
+
+using namespace pkbtest;
+
+class Dryrun : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+
+TEST_P(Dryrun, SavedOutputsHoldWhatTheProblemSays) {
+  auto [problem, world] = GetParam();
+  std::string dir = temp_dir(problem + "-" + std::to_string(world));
+  PkbRun r = run_pkb({"dryrun", "--problem", problem, "--solution", "reference", "--device", "cpu", "-w",
+                      std::to_string(world), "--trials", "2", "--save-outputs", dir});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "ok (")) << r.out;
+  auto check = pkb::launch::run_process(
+      {PKB_PYTHON, std::string(PKB_SOURCE_DIR) + "/tests/check_dryrun.py", problem, dir, std::to_string(world)}, 300);
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  EXPECT_TRUE(survivors(r.tag).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Collectives, Dryrun,
+                         ::testing::Combine(::testing::Values("coll_allreduce", "coll_allgather", "coll_broadcast",
+                                                              "coll_reduce", "coll_scatter", "coll_gather",
+                                                              "coll_reducescatter", "coll_alltoall"),
+                                            ::testing::Values(1, 2, 4, 8)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_W" + std::to_string(std::get<1>(info.param));
+                         });
+
+TEST(DryrunIds, AcceptsOriginalIdAndStem) {
+  for (std::string key : {"7", "7_reducescatter", "coll_reducescatter"}) {
+    PkbRun r = run_pkb({"dryrun", "-p", key, "--device", "cpu", "-w", "2"});
+    EXPECT_EQ(r.code, 0) << key << r.err;
+    EXPECT_TRUE(contains(r.out, "coll_reducescatter")) << r.out;
+  }
+}

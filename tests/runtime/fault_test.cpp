@@ -1,0 +1,71 @@
+// Ranks that fail: each failure gives the right verdict within its deadline, names the
+// rank, the phase and what happened, and leaves no process behind.
+#include <gtest/gtest.h>
+
+#include "support.hpp"
+
+using namespace pkbtest;
+
+namespace {
+
+PkbRun run_fault(const std::string& problem, double timeout) {
+  return run_pkb({"--problem-dir", std::string(PKB_SOURCE_DIR) + "/tests/faults", "--reference-lib", PKB_TEST_REFS,
+                  "dryrun", "-p", problem, "--device", "cpu", "-w", "4", "--trials", "3", "--timeout",
+                  std::to_string(timeout)},
+                 120);
+}
+
+void expect_clean(const PkbRun& r) {
+  auto left = survivors(r.tag);
+  EXPECT_TRUE(left.empty()) << left.size() << " processes left behind, first pid " << (left.empty() ? 0 : left[0]);
+}
+
+}  // namespace
+
+TEST(Faults, SegfaultingRank) {
+  PkbRun r = run_fault("test_fault_segv", 30);
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_TRUE(contains(r.err, "crash: rank 3 was killed by signal 11 (Segmentation fault) in trial 1")) << r.err;
+  EXPECT_LT(r.seconds, 20);
+  expect_clean(r);
+}
+
+TEST(Faults, AbortingRank) {
+  PkbRun r = run_fault("test_fault_abort", 30);
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_TRUE(contains(r.err, "crash: rank 3 was killed by signal 6 (Aborted) in trial 1")) << r.err;
+  expect_clean(r);
+}
+
+TEST(Faults, RankExitingNonZeroShowsItsLastLines) {
+  PkbRun r = run_fault("test_fault_exit", 30);
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_TRUE(contains(r.err, "crash: rank 3 exited with code 3 in trial 1")) << r.err;
+  EXPECT_TRUE(contains(r.err, "| fault: exiting with code 3")) << r.err;
+  expect_clean(r);
+}
+
+TEST(Faults, RankErrorMessageIsReported) {
+  PkbRun r = run_fault("test_fault_throw", 30);
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_TRUE(contains(r.err, "rank 3 exited with code 1 in trial 1: fault: simulated device error")) << r.err;
+  expect_clean(r);
+}
+
+TEST(Faults, RankThatNeverReachesTheCollective) {
+  PkbRun r = run_fault("test_fault_skip_collective", 4);
+  EXPECT_EQ(r.code, 5) << r.err;
+  // Ranks 0-2 wait in trial 1's all-reduce for rank 3, which went on (or finished).
+  EXPECT_TRUE(contains(r.err, "timeout: ranks 0,1,2")) << r.err;
+  EXPECT_TRUE(contains(r.err, "in trial 1")) << r.err;
+  EXPECT_LT(r.seconds, 4 + 10);
+  expect_clean(r);
+}
+
+TEST(Faults, RankThatHangsInInit) {
+  PkbRun r = run_fault("test_fault_hang_init", 3);
+  EXPECT_EQ(r.code, 5) << r.err;
+  EXPECT_TRUE(contains(r.err, "timeout: rank 3 spent over 3 s in init")) << r.err;
+  EXPECT_LT(r.seconds, 3 + 10);
+  expect_clean(r);
+}

@@ -1,0 +1,68 @@
+#include "support.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <thread>
+
+#include <unistd.h>
+
+#include "launch/subprocess.hpp"
+
+namespace pkbtest {
+
+namespace fs = std::filesystem;
+
+PkbRun run_pkb(const std::vector<std::string>& args, double timeout_s,
+               const std::vector<std::pair<std::string, std::string>>& env) {
+  static int counter = 0;
+  PkbRun r;
+  r.tag = "t" + std::to_string(getpid()) + "-" + std::to_string(++counter);
+  std::vector<std::string> argv = {PKB_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto e = env;
+  e.push_back({"PKB_TEST_TAG", r.tag});
+  auto t0 = std::chrono::steady_clock::now();
+  auto p = pkb::launch::run_process(argv, timeout_s, e);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.code = p.timed_out ? -2 : p.exit_code;
+  r.out = p.out;
+  r.err = p.err;
+  return r;
+}
+
+std::vector<pid_t> survivors(const std::string& tag, double grace_s) {
+  std::string needle = "PKB_TEST_TAG=" + tag;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_s);
+  for (;;) {
+    std::vector<pid_t> found;
+    for (auto& d : fs::directory_iterator("/proc")) {
+      std::string name = d.path().filename();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream f(d.path() / "environ", std::ios::binary);
+      std::string env((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      for (size_t i = 0; i < env.size();) {
+        size_t end = env.find('\0', i);
+        if (end == std::string::npos) end = env.size();
+        if (env.compare(i, end - i, needle) == 0) found.push_back(std::stoi(name));
+        i = end + 1;
+      }
+    }
+    if (found.empty() || std::chrono::steady_clock::now() > deadline) return found;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+std::string temp_dir(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("pkb-test-" + std::to_string(getpid())) / name;
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p.string();
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+}  // namespace pkbtest

@@ -1,0 +1,164 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "spec/spec.hpp"
+
+namespace fs = std::filesystem;
+using pkb::spec::load_spec;
+using pkb::spec::SpecError;
+
+namespace {
+
+const char* kGood = R"TOML(slug = "tp_demo"
+id = 99
+stem = "99_demo"
+category = "tp"
+origin = "a test"
+description = "x"
+constraints = ["K % W == 0"]
+
+[vars]
+Kl = "K // W"
+half = "Kl // 2"
+
+[sizes]
+default = { M = 64, N = 32, K = 16 }
+large = { M = 128, N = 64, K = 32 }
+
+[[inputs]]
+name = "a"
+shape = ["M", "Kl"]
+dtype = "dt"
+init = "randn(0.5)"
+
+[[outputs]]
+name = "y"
+shape = ["<= M * W", "N"]
+dtype = "fp32"
+atol = 1e-3
+
+[args]
+mode = "fast"
+steps = 5
+splits = [1, 2, 3]
+
+[roofline]
+flops = "2 * M * N * K"
+)TOML";
+
+class SpecFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("pkb-spec-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string write(const std::string& slug, const std::string& text) {
+    std::string p = (dir_ / (slug + ".toml")).string();
+    std::ofstream(p) << text;
+    return p;
+  }
+  // The error message for a spec with `from` replaced by `to`.
+  std::string error_for(const std::string& from, const std::string& to) {
+    std::string text = kGood;
+    size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+    try {
+      load_spec(write("tp_demo", text));
+    } catch (const SpecError& e) {
+      return e.what();
+    }
+    return "no error";
+  }
+  fs::path dir_;
+};
+
+}  // namespace
+
+TEST_F(SpecFiles, LoadsAGoodSpec) {
+  auto s = load_spec(write("tp_demo", kGood));
+  EXPECT_EQ(s.slug, "tp_demo");
+  EXPECT_EQ(s.vars.size(), 2u);
+  EXPECT_EQ(s.vars[0].first, "Kl");  // dependency order, not alphabetical
+  auto v = s.vars_for("large", 4, 1);
+  EXPECT_EQ(v.at("Kl"), 8);
+  EXPECT_EQ(v.at("half"), 4);
+  EXPECT_TRUE(s.outputs[0].shape[0].dynamic);
+  EXPECT_EQ(s.outputs[0].atol.value(), 1e-3);
+  EXPECT_FALSE(s.outputs[0].rtol.has_value());
+  EXPECT_EQ(s.args.size(), 3u);
+  EXPECT_EQ(s.world_size_error(4), "");
+  EXPECT_NE(s.world_size_error(3).find("K % W == 0"), std::string::npos);
+  EXPECT_NE(s.world_size_error(100).find("1 to 64"), std::string::npos);
+}
+
+TEST_F(SpecFiles, MalformedToml) {
+  std::string e = error_for("[sizes]", "[sizes");
+  EXPECT_NE(e.find("tp_demo.toml:"), std::string::npos) << e;
+  EXPECT_NE(e.find("malformed TOML"), std::string::npos) << e;
+}
+
+TEST_F(SpecFiles, UnknownKeyNamesTheFixAndLine) {
+  std::string e = error_for("shape = [\"M\", \"Kl\"]", "shapes = [\"M\", \"Kl\"]");
+  EXPECT_NE(e.find("tp_demo.toml:19: unknown key 'shapes'"), std::string::npos) << e;
+  EXPECT_NE(e.find("did you mean 'shape'"), std::string::npos) << e;
+}
+
+TEST_F(SpecFiles, MissingField) {
+  std::string e = error_for("dtype = \"fp32\"\n", "");
+  EXPECT_NE(e.find("missing 'dtype' in [[outputs]] 'y'"), std::string::npos) << e;
+  EXPECT_NE(e.find("add dtype ="), std::string::npos) << e;
+}
+
+TEST_F(SpecFiles, ShapeFormulaThatDoesNotParse) {
+  std::string e = error_for("\"M\", \"Kl\"", "\"M\", \"Kl +\"");
+  EXPECT_NE(e.find("tp_demo.toml:19"), std::string::npos) << e;
+  EXPECT_NE(e.find("Kl +"), std::string::npos) << e;
+}
+
+TEST_F(SpecFiles, UnknownNameInShape) {
+  std::string e = error_for("\"M\", \"Kl\"", "\"M\", \"Q\"");
+  EXPECT_NE(e.find("unknown name 'Q'"), std::string::npos) << e;
+  EXPECT_NE(e.find("[vars]"), std::string::npos) << e;
+}
+
+TEST_F(SpecFiles, SlugMustMatchFileAndCategory) {
+  EXPECT_NE(error_for("slug = \"tp_demo\"", "slug = \"tp_other\"").find("does not match the file name"),
+            std::string::npos);
+  EXPECT_NE(error_for("category = \"tp\"", "category = \"dp\"").find("must start with its category"),
+            std::string::npos);
+  EXPECT_NE(error_for("category = \"tp\"", "category = \"tensor\"").find("unknown category"), std::string::npos);
+}
+
+TEST_F(SpecFiles, BadDtypeInitAndVars) {
+  EXPECT_NE(error_for("dtype = \"fp32\"", "dtype = \"float\"").find("unknown dtype 'float'"), std::string::npos);
+  EXPECT_NE(error_for("randn(0.5)", "gaussian").find("init must be one of"), std::string::npos);
+  EXPECT_NE(error_for("half = \"Kl // 2\"", "half = \"Kl // 2 + zz\"").find("unknown name 'zz'"),
+            std::string::npos);
+  EXPECT_NE(error_for("Kl = \"K // W\"", "Kl = \"half * 2\"").find("cycle"), std::string::npos);
+}
+
+TEST_F(SpecFiles, SizesMustGiveWholeShapes) {
+  // K = 16 does not split over W = 3 ranks into whole rows unless a constraint says so.
+  std::string text = kGood;
+  for (auto [from, to] : {std::pair<std::string, std::string>{"constraints = [\"K % W == 0\"]", ""},
+                          {"Kl = \"K // W\"", "Kl = \"K / W\""}})
+    text.replace(text.find(from), from.size(), to);
+  std::string e;
+  try {
+    load_spec(write("tp_demo", text));
+  } catch (const SpecError& x) {
+    e = x.what();
+  }
+  EXPECT_NE(e.find("at W=3"), std::string::npos) << e;
+  EXPECT_NE(e.find("not a whole number"), std::string::npos) << e;
+  EXPECT_NE(e.find("add a constraint"), std::string::npos) << e;
+}
+
+TEST_F(SpecFiles, PresetsNameTheSameSizes) {
+  std::string e = error_for("large = { M = 128, N = 64, K = 32 }", "large = { M = 128, N = 64 }");
+  EXPECT_NE(e.find("other sizes than the others"), std::string::npos) << e;
+}
