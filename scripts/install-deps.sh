@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=(build-essential cmake pkg-config python3-venv libcli11-dev libtomlplusplus-dev nlohmann-json3-dev
-      libspdlog-dev libgtest-dev libcurl4-openssl-dev ${PKB_DEPS_EXTRA:-})
+      libspdlog-dev libgtest-dev libcurl4-openssl-dev ccache ${PKB_DEPS_EXTRA:-})
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
