@@ -33,7 +33,7 @@ __device__ __forceinline__ void wait_signal(uint32_t* pad, int slot) {
 
 // A barrier across all ranks, called by every thread of one block on each rank: after it,
 // every write any rank's block made before it is visible to every rank. Needs
-// blockDim.x >= world. `pads` holds every rank's pad (pkb_ctx.pads_device).
+// blockDim.x >= world. `pads` holds every rank's pad (pkb_ctx.pads_dev).
 __device__ __forceinline__ void barrier_block(uint32_t* const* pads, int rank, int world, int channel) {
   __syncthreads();
   if (threadIdx.x < world) {
@@ -48,7 +48,7 @@ __device__ __forceinline__ void barrier_block(uint32_t* const* pads, int rank, i
 // The address of `local` (inside this rank's heap region) in `peer`'s region.
 template <class T>
 __device__ __host__ __forceinline__ T* peer_ptr(T* local, void* const* bases, int rank, int peer) {
-  ptrdiff_t off = reinterpret_cast<char*>(local) - reinterpret_cast<char*>(bases[rank]);
+  ptrdiff_t off = reinterpret_cast<const char*>(local) - reinterpret_cast<const char*>(bases[rank]);
   return reinterpret_cast<T*>(reinterpret_cast<char*>(bases[peer]) + off);
 }
 

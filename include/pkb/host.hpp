@@ -36,7 +36,7 @@ inline void barrier(uint32_t* const* pads, int rank, int world, int channel) {
 
 template <class T>
 T* peer_ptr(T* local, void* const* bases, int rank, int peer) {
-  ptrdiff_t off = reinterpret_cast<char*>(local) - reinterpret_cast<char*>(bases[rank]);
+  ptrdiff_t off = reinterpret_cast<const char*>(local) - reinterpret_cast<const char*>(bases[rank]);
   return reinterpret_cast<T*>(reinterpret_cast<char*>(bases[peer]) + off);
 }
 

@@ -17,7 +17,10 @@
  * heap at the same offset on every rank, so ctx->peer_ptr() (host) or pkb::dev::peer_ptr()
  * (device, pkb/device.cuh) gives a peer's copy of any input or output. Inputs are
  * read-only: pkb checks them after every call. Outputs are filled with NaN (or a sentinel)
- * before every call, so every element must be written.
+ * before every call, so every element must be written. A tensor that is empty on this rank
+ * (rank-dependent shapes) still has its slot, sized for the largest rank, at the same offset.
+ * pkb fills inputs and poisons outputs on ctx->stream before the call (CUDA), or before
+ * calling (CPU).
  *
  * On the CUDA device all work must be ordered on ctx->stream (other streams must join it
  * before pkb_run returns); pkb times that stream and flags work that escapes it. On the
@@ -101,9 +104,20 @@ struct pkb_ctx {
   /* Say why the last call failed; pkb reports it. */
   void (*set_error)(pkb_ctx* ctx, const char* message);
 
-  void* user;                       /* the candidate's own state, kept across calls */
+  void* user;                       /* the candidate's own state, kept across calls; starts NULL */
   void* internal;                   /* pkb's */
 };
+
+/* Bytes per element of a pkb_dtype. */
+static inline size_t pkb_dtype_size(int32_t dtype) {
+  switch (dtype) {
+    case PKB_FP64: case PKB_INT64: case PKB_COMPLEX64: return 8;
+    case PKB_COMPLEX128: return 16;
+    case PKB_FP32: case PKB_INT32: return 4;
+    case PKB_BF16: case PKB_FP16: case PKB_INT16: return 2;
+    default: return 1;
+  }
+}
 
 typedef int (*pkb_abi_version_fn)(void);
 typedef int (*pkb_init_fn)(pkb_ctx*, const pkb_tensor*, int, const pkb_tensor*, int);

@@ -135,8 +135,12 @@ std::map<std::string, double> budgets(const RunOptions& o, const spec::ProblemSp
   double trial = spec && spec->trial_timeout_s > 0 ? spec->trial_timeout_s : 60;
   if (preset != "default") trial *= 4;
   if (p.ranks_per_gpu > 1 || p.device == "cpu") trial *= 2;
-  std::map<std::string, double> b = {{"bootstrap", 120}, {"init", 180}, {"trial", trial}, {"timing", 10 * trial},
+  std::map<std::string, double> b = {{"bootstrap", 120}, {"init", 180}, {"trial", trial}, {"sync", trial},
                                      {"save", 300},      {"finish", 60}, {"exit", 60},     {"default", 120}};
+  // The phases of timing run hundreds of calls.
+  for (const char* phase : {"timing_setup", "candidate_warmup", "candidate_timing", "escape_check", "reference_warmup",
+                            "reference_timing", "timing_checks"})
+    b[phase] = 10 * trial;
   if (o.timeout > 0)
     for (auto& [k, v] : b)
       if (k != "bootstrap") v = o.timeout;

@@ -60,7 +60,7 @@ struct Placement {
   int gpus = 0;        // visible GPUs
   std::string comm;    // "nccl" or "gloo"
   std::string gpu_name;
-  nlohmann::json probe;
+  nlohmann::json probe = nlohmann::json::object();
   std::unique_ptr<launch::MpsDaemon> mps;
   std::vector<std::pair<std::string, std::string>> env;
   std::vector<std::string> warnings;

@@ -39,6 +39,8 @@ int main(int argc, char** argv) {
   add_catalog_commands(app, g, run);
   add_dryrun_command(app, g, run);
   add_doctor_commands(app, g, run);
+  add_eval_commands(app, g, run);
+  add_validate_commands(app, g, run);
 
   try {
     app.parse(argc, argv);

@@ -16,9 +16,14 @@ std::unique_ptr<Comm> make_gloo(launch::Client& client, int rank, int world, at:
 // where pkb was built without CUDA.
 std::unique_ptr<Comm> make_nccl(launch::Client& client, int rank, int world, at::Device device);
 
+// The ncclComm_t under `c`, or nullptr when it is not an NCCL communicator.
+void* nccl_handle(Comm* c);
+
 // Each rank sees only its own contribution; whatever would come from a peer reads as
 // zero. Sub-communicators are formed through `inner` and wrapped the same way.
 std::unique_ptr<Comm> make_no_comm(std::unique_ptr<Comm> inner);
+// The same over a communicator the caller keeps.
+std::unique_ptr<Comm> make_no_comm(Comm& inner);
 
 // Members of the sub-communicator `color` after an all-gather of (color, key): global
 // ranks of this comm in key order, and this rank's position (-1 if not a member).

@@ -194,6 +194,8 @@ class NcclComm : public Comm {
     return std::make_unique<NcclComm>(sub, r, n, device_);
   }
 
+  ncclComm_t handle() const { return comm_; }
+
  private:
   cudaStream_t stream() const { return c10::cuda::getCurrentCUDAStream(device_.index()).stream(); }
   static size_t row_bytes(const at::Tensor& t) {
@@ -214,6 +216,11 @@ class NcclComm : public Comm {
 };
 
 }  // namespace
+
+void* nccl_handle(Comm* c) {
+  auto* n = dynamic_cast<NcclComm*>(c);
+  return n ? n->handle() : nullptr;
+}
 
 std::unique_ptr<Comm> make_nccl(launch::Client& client, int rank, int world, at::Device device) {
   ncclUniqueId id;

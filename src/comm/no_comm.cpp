@@ -11,7 +11,8 @@ namespace {
 
 class NoComm : public Comm {
  public:
-  explicit NoComm(std::unique_ptr<Comm> inner) : inner_(std::move(inner)) {}
+  explicit NoComm(std::unique_ptr<Comm> owned) : owned_(std::move(owned)), inner_(owned_.get()) {}
+  explicit NoComm(Comm& inner) : inner_(&inner) {}
 
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
@@ -71,11 +72,13 @@ class NoComm : public Comm {
 
  private:
   at::Tensor own_chunk(at::Tensor& out, int64_t n) { return out.view({-1}).narrow(0, rank() * n, n); }
-  std::unique_ptr<Comm> inner_;
+  std::unique_ptr<Comm> owned_;
+  Comm* inner_;
 };
 
 }  // namespace
 
 std::unique_ptr<Comm> make_no_comm(std::unique_ptr<Comm> inner) { return std::make_unique<NoComm>(std::move(inner)); }
+std::unique_ptr<Comm> make_no_comm(Comm& inner) { return std::make_unique<NoComm>(inner); }
 
 }  // namespace pkb::comm

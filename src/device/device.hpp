@@ -1,13 +1,15 @@
 // What differs between the CUDA and the CPU device, for the ranks: selecting the device,
-// waiting for it, seeded generators, barriers through the symmetric heap, and the probe
-// the parent runs instead of touching CUDA itself.
+// waiting for it, seeded generators, streams and timers, barriers through the symmetric
+// heap, clocks, and the probe the parent runs instead of touching CUDA itself.
 #pragma once
 
 #include <ATen/core/Generator.h>
 #include <c10/core/Device.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace pkb::heap {
 class Heap;
@@ -17,16 +19,44 @@ namespace pkb::device {
 
 bool cuda_built();  // was pkb built with the CUDA device
 void select(at::Device d);
-void synchronize(at::Device d);
+void synchronize(at::Device d);  // waits for all work on the device, then throws on a device error
 at::Generator generator(at::Device d, uint64_t seed);
 
-// A barrier of every rank through the heap's signal pads on `channel`: a one-block kernel
-// on the current stream (CUDA heaps; returns once enqueued) or a spin on the host.
-void heap_barrier(const heap::Heap& h, int channel);
+// A stream for the candidate (nullptr on the CPU device), made torch's current stream so
+// references run on it too.
+void* make_stream(at::Device d);
+void destroy_stream(at::Device d, void* stream);
+void sync_stream(at::Device d, void* stream);
 
-// The GPUs as CUDA sees them, as JSON: count, names, compute capability, memory, SMs, L2,
-// peer access, NVLink state, multicast support, driver/runtime/NCCL versions.
-// {"cuda_built": false} where pkb has no CUDA device.
+// Times n calls: start(i)/stop(i) bracket call i on `stream` (CUDA events) or on the host
+// clock; elapsed_us() waits for the stream and returns the n durations.
+class CallTimer {
+ public:
+  virtual ~CallTimer() = default;
+  virtual void start(int i) = 0;
+  virtual void stop(int i) = 0;
+  virtual std::vector<double> elapsed_us() = 0;
+};
+std::unique_ptr<CallTimer> make_timer(at::Device d, void* stream, int n);
+
+// Evicts the L2 cache (writes a buffer twice its size on `stream`); no-op on the CPU device.
+void flush_l2(at::Device d, void* stream);
+
+// A barrier of every rank through the heap's signal pads on `channel`: a one-block kernel
+// on `stream` (CUDA heaps; returns once enqueued) or a spin on the host.
+void heap_barrier(const heap::Heap& h, int channel, void* stream = nullptr);
+
+struct Clocks {
+  int sm_mhz = 0, max_sm_mhz = 0;
+  unsigned long long throttle_reasons = 0;  // NVML clocks-event reasons
+  bool throttled = false;                   // thermal or hardware slowdown
+};
+Clocks read_clocks(at::Device d);
+
+// Device-to-device copy bandwidth, counting bytes read plus written (0 on the CPU device).
+double copy_gbps(at::Device d, size_t bytes);
+
+// The GPUs as CUDA sees them, as JSON (see probe.hpp).
 std::string probe_json();
 
 }  // namespace pkb::device

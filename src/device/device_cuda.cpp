@@ -3,16 +3,19 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <c10/cuda/CUDAStream.h>
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <nccl.h>
 
+#include <chrono>
 #include <stdexcept>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "device/device.hpp"
+#include "device/host_timer.hpp"
 #include "heap/heap.hpp"
 #include "pkb/host.hpp"
 
@@ -26,27 +29,42 @@ void check(cudaError_t r, const char* what) {
   if (r != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(r));
 }
 
-// NVLink state through NVML, loaded at run time (absent on machines without a driver).
+// NVML, loaded at run time (absent on machines without a driver): NVLink state for the
+// probe, clocks for timing.
 struct Nvml {
   using Init = int (*)();
-  using ByIndex = int (*)(unsigned, void**);
   using ByPci = int (*)(const char*, void**);
   using LinkState = int (*)(void*, unsigned, int*);
+  using Clock = int (*)(void*, int, unsigned*);
+  using Reasons = int (*)(void*, unsigned long long*);
   ByPci by_pci = nullptr;
   LinkState link_state = nullptr;
+  Clock clock = nullptr, max_clock = nullptr;
+  Reasons reasons = nullptr;
   bool ok = false;
+  static const Nvml& get() {
+    static Nvml n;
+    return n;
+  }
   Nvml() {
     void* h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h) return;
     auto init = reinterpret_cast<Init>(dlsym(h, "nvmlInit_v2"));
     by_pci = reinterpret_cast<ByPci>(dlsym(h, "nvmlDeviceGetHandleByPciBusId_v2"));
     link_state = reinterpret_cast<LinkState>(dlsym(h, "nvmlDeviceGetNvLinkState"));
-    ok = init && by_pci && link_state && init() == 0;
+    clock = reinterpret_cast<Clock>(dlsym(h, "nvmlDeviceGetClockInfo"));
+    max_clock = reinterpret_cast<Clock>(dlsym(h, "nvmlDeviceGetMaxClockInfo"));
+    reasons = reinterpret_cast<Reasons>(dlsym(h, "nvmlDeviceGetCurrentClocksEventReasons"));
+    if (!reasons) reasons = reinterpret_cast<Reasons>(dlsym(h, "nvmlDeviceGetCurrentClocksThrottleReasons"));
+    ok = init && by_pci && init() == 0;
+  }
+  void* device(const std::string& pci) const {
+    void* dev = nullptr;
+    return ok && by_pci(pci.c_str(), &dev) == 0 ? dev : nullptr;
   }
   int active_links(const std::string& pci) const {
-    if (!ok) return -1;
-    void* dev = nullptr;
-    if (by_pci(pci.c_str(), &dev) != 0) return -1;
+    void* dev = device(pci);
+    if (!dev || !link_state) return -1;
     int active = 0;
     for (unsigned l = 0; l < 18; ++l) {
       int state = 0;
@@ -54,6 +72,38 @@ struct Nvml {
     }
     return active;
   }
+};
+
+std::string pci_id(int device) {
+  char pci[32] = {0};
+  cudaDeviceGetPCIBusId(pci, sizeof(pci), device);
+  return pci;
+}
+
+class EventTimer : public CallTimer {
+ public:
+  EventTimer(void* stream, int n) : stream_(static_cast<cudaStream_t>(stream)), events_(2 * n) {
+    for (auto& e : events_) check(cudaEventCreate(&e), "cudaEventCreate");
+  }
+  ~EventTimer() override {
+    for (auto& e : events_) cudaEventDestroy(e);
+  }
+  void start(int i) override { check(cudaEventRecord(events_[2 * i], stream_), "cudaEventRecord"); }
+  void stop(int i) override { check(cudaEventRecord(events_[2 * i + 1], stream_), "cudaEventRecord"); }
+  std::vector<double> elapsed_us() override {
+    check(cudaStreamSynchronize(stream_), "stream synchronize");
+    std::vector<double> us(events_.size() / 2);
+    for (size_t i = 0; i < us.size(); ++i) {
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, events_[2 * i], events_[2 * i + 1]), "cudaEventElapsedTime");
+      us[i] = ms * 1000.0;
+    }
+    return us;
+  }
+
+ private:
+  cudaStream_t stream_;
+  std::vector<cudaEvent_t> events_;
 };
 
 }  // namespace
@@ -65,7 +115,86 @@ void select(at::Device d) {
 }
 
 void synchronize(at::Device d) {
-  if (d.is_cuda()) check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  if (!d.is_cuda()) return;
+  check(cudaDeviceSynchronize(), "CUDA error");
+  check(cudaGetLastError(), "CUDA error");
+}
+
+void* make_stream(at::Device d) {
+  if (!d.is_cuda()) return nullptr;
+  cudaStream_t s = nullptr;
+  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+  c10::cuda::setCurrentCUDAStream(c10::cuda::getStreamFromExternal(s, d.index()));
+  return s;
+}
+
+void destroy_stream(at::Device d, void* stream) {
+  if (!d.is_cuda() || !stream) return;
+  c10::cuda::setCurrentCUDAStream(c10::cuda::getDefaultCUDAStream(d.index()));
+  cudaStreamDestroy(static_cast<cudaStream_t>(stream));
+}
+
+void sync_stream(at::Device d, void* stream) {
+  if (d.is_cuda()) check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "CUDA error");
+}
+
+std::unique_ptr<CallTimer> make_timer(at::Device d, void* stream, int n) {
+  if (d.is_cuda()) return std::make_unique<EventTimer>(stream, n);
+  return std::make_unique<HostTimer>(n);
+}
+
+void flush_l2(at::Device d, void* stream) {
+  if (!d.is_cuda()) return;
+  static void* buf = nullptr;
+  static size_t bytes = 0;
+  if (!buf) {
+    int l2 = 0;
+    check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, d.index()), "L2 size");
+    bytes = 2 * static_cast<size_t>(l2);
+    check(cudaMalloc(&buf, bytes), "cudaMalloc");
+  }
+  check(cudaMemsetAsync(buf, 0x5a, bytes, static_cast<cudaStream_t>(stream)), "L2 flush");
+}
+
+Clocks read_clocks(at::Device d) {
+  Clocks c;
+  if (!d.is_cuda()) return c;
+  const Nvml& n = Nvml::get();
+  void* dev = n.device(pci_id(d.index()));
+  if (!dev) return c;
+  unsigned v = 0;
+  if (n.clock && n.clock(dev, 1 /* NVML_CLOCK_SM */, &v) == 0) c.sm_mhz = static_cast<int>(v);
+  if (n.max_clock && n.max_clock(dev, 1, &v) == 0) c.max_sm_mhz = static_cast<int>(v);
+  if (n.reasons && n.reasons(dev, &c.throttle_reasons) == 0)
+    // HW slowdown, SW thermal, HW thermal, HW power brake: the clock was pulled down.
+    c.throttled = (c.throttle_reasons & (0x8ULL | 0x20ULL | 0x40ULL | 0x80ULL)) != 0;
+  return c;
+}
+
+double copy_gbps(at::Device d, size_t bytes) {
+  if (!d.is_cuda()) return 0;
+  void *a = nullptr, *b = nullptr;
+  check(cudaMalloc(&a, bytes), "cudaMalloc");
+  check(cudaMalloc(&b, bytes), "cudaMalloc");
+  cudaStream_t s = nullptr;
+  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+  for (int i = 0; i < 3; ++i) cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s);
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  const int reps = 20;
+  cudaEventRecord(e0, s);
+  for (int i = 0; i < reps; ++i) cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s);
+  cudaEventRecord(e1, s);
+  check(cudaEventSynchronize(e1), "copy bandwidth");
+  float ms = 0;
+  cudaEventElapsedTime(&ms, e0, e1);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaStreamDestroy(s);
+  cudaFree(a);
+  cudaFree(b);
+  return 2.0 * bytes * reps / (ms * 1e-3) / 1e9;
 }
 
 at::Generator generator(at::Device d, uint64_t seed) {
@@ -75,10 +204,10 @@ at::Generator generator(at::Device d, uint64_t seed) {
   return g;
 }
 
-void heap_barrier(const heap::Heap& h, int channel) {
+void heap_barrier(const heap::Heap& h, int channel, void* stream) {
   if (!h.on_device()) return host::barrier(h.pads().data(), h.rank(), h.world(), channel);
-  check(launch_barrier(h.pads_for_kernels(), h.rank(), h.world(), channel, c10::cuda::getCurrentCUDAStream().stream()),
-        "device barrier launch");
+  cudaStream_t s = stream ? static_cast<cudaStream_t>(stream) : c10::cuda::getCurrentCUDAStream().stream();
+  check(launch_barrier(h.pads_for_kernels(), h.rank(), h.world(), channel, s), "device barrier launch");
 }
 
 std::string probe_json() {
@@ -97,15 +226,15 @@ std::string probe_json() {
     j["error"] = cudaGetErrorString(e);
     n = 0;
   }
-  Nvml nvml;
+  const Nvml& nvml = Nvml::get();
   j["devices"] = nlohmann::json::array();
   for (int i = 0; i < n; ++i) {
     cudaDeviceProp p{};
     cudaGetDeviceProperties(&p, i);
-    char pci[32] = {0};
-    cudaDeviceGetPCIBusId(pci, sizeof(pci), i);
+    std::string pci = pci_id(i);
     int multicast = 0;
-    cudaDeviceGetAttribute(&multicast, static_cast<cudaDeviceAttr>(132 /* cudaDevAttrMulticastSupported */), i);
+    // The runtime has no name for it; its attributes share the driver's numbering.
+    cudaDeviceGetAttribute(&multicast, static_cast<cudaDeviceAttr>(CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED), i);
     int clock_khz = 0;
     cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, i);
     j["devices"].push_back({{"index", i},

@@ -2,9 +2,11 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <chrono>
 #include <stdexcept>
 
 #include "device/device.hpp"
+#include "device/host_timer.hpp"
 #include "heap/heap.hpp"
 #include "pkb/host.hpp"
 
@@ -18,12 +20,22 @@ void select(at::Device d) {
 
 void synchronize(at::Device) {}
 
+void* make_stream(at::Device) { return nullptr; }
+void destroy_stream(at::Device, void*) {}
+void sync_stream(at::Device, void*) {}
+
+
+std::unique_ptr<CallTimer> make_timer(at::Device, void*, int n) { return std::make_unique<HostTimer>(n); }
+void flush_l2(at::Device, void*) {}
+Clocks read_clocks(at::Device) { return {}; }
+double copy_gbps(at::Device, size_t) { return 0; }
+
 at::Generator generator(at::Device d, uint64_t seed) {
   select(d);
   return at::detail::createCPUGenerator(seed);
 }
 
-void heap_barrier(const heap::Heap& h, int channel) {
+void heap_barrier(const heap::Heap& h, int channel, void*) {
   host::barrier(h.pads().data(), h.rank(), h.world(), channel);
 }
 

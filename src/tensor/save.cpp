@@ -7,6 +7,7 @@
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/csrc/jit/serialization/pickler.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
@@ -49,22 +50,19 @@ void save_named(const std::string& path, const std::vector<std::string>& names, 
   write(path, d);
 }
 
-std::vector<at::Tensor> load_outputs(const std::string& path) {
+std::vector<std::pair<std::string, at::Tensor>> load_saved(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw std::runtime_error("cannot read " + path);
   std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   c10::IValue v = torch::jit::pickle_load(bytes);
-  if (v.isTensor()) return {v.toTensor()};
-  if (!v.isGenericDict()) throw std::runtime_error(path + " holds neither a tensor nor a dict of outputs");
-  auto d = v.toGenericDict();
-  std::vector<at::Tensor> out(d.size());
-  for (auto& kv : d) {
-    std::string key = kv.key().toStringRef();
-    if (key.rfind("output_", 0) != 0) throw std::runtime_error(path + ": unexpected key " + key);
-    size_t i = std::stoul(key.substr(7));
-    if (i >= out.size()) throw std::runtime_error(path + ": output keys are not 0..k");
-    out[i] = kv.value().toTensor();
-  }
+  if (v.isTensor()) return {{"", v.toTensor()}};
+  if (!v.isGenericDict()) throw std::runtime_error(path + " holds neither a tensor nor a dict of tensors");
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (auto& kv : v.toGenericDict()) out.emplace_back(kv.key().toStringRef(), kv.value().toTensor());
+  auto order = [](const std::string& k) {  // output_10 after output_9
+    return k.rfind("output_", 0) == 0 ? std::make_pair(std::stol(k.substr(7)), std::string()) : std::make_pair(-1L, k);
+  };
+  std::sort(out.begin(), out.end(), [&](auto& a, auto& b) { return order(a.first) < order(b.first); });
   return out;
 }
 

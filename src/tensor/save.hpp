@@ -14,7 +14,8 @@ namespace pkb::tensor {
 void save_outputs(const std::string& path, const std::vector<at::Tensor>& outputs);
 void save_named(const std::string& path, const std::vector<std::string>& names, const std::vector<at::Tensor>& tensors);
 
-// Reads what save_outputs wrote (pkb compare).
-std::vector<at::Tensor> load_outputs(const std::string& path);
+// Reads what save_outputs or save_named wrote (pkb compare): (name, tensor) pairs, a
+// single tensor named "", output_0..k in order, other dicts sorted by name.
+std::vector<std::pair<std::string, at::Tensor>> load_saved(const std::string& path);
 
 }  // namespace pkb::tensor

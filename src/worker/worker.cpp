@@ -21,9 +21,27 @@
 #include "tensor/dtypes.hpp"
 #include "tensor/save.hpp"
 #include "worker/references.hpp"
+#include "eval/jobs.hpp"
+#include "worker/rank.hpp"
 #include "worker/run_reference.hpp"
 
 namespace pkb::worker {
+
+Rank::Rank(launch::Client& c, nlohmann::json j) : client(c), job(std::move(j)) {
+  rank = job.at("rank");
+  world = job.at("world");
+  for (auto& lib : job.value("reference_libs", nlohmann::json::array())) load_reference_library(lib.get<std::string>());
+  if (job.at("device") == "cuda") device = at::Device(at::kCUDA, job.at("gpu").get<int>());
+  device::select(device);
+  std::string backend = job.at("comm");
+  comm = backend == "nccl" ? comm::make_nccl(client, rank, world, device) : comm::make_gloo(client, rank, world, device);
+  if (size_t bytes = job.value("heap_bytes", size_t{0})) make_heap(bytes);
+}
+
+void Rank::make_heap(size_t bytes, size_t pad_bytes) {
+  heap = device.is_cuda() ? heap::make_cuda_heap(client, rank, world, device.index(), bytes, pad_bytes)
+                          : heap::make_host_heap(client, rank, world, bytes, pad_bytes);
+}
 
 namespace {
 
@@ -31,33 +49,6 @@ using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
-
-// What every mode needs: the job, the device, the communicator, the heap.
-struct Rank {
-  launch::Client& client;
-  json job;
-  int rank = 0, world = 1;
-  at::Device device{at::kCPU};
-  std::unique_ptr<Comm> comm;
-  std::unique_ptr<heap::Heap> heap;
-
-  Rank(launch::Client& c, json j) : client(c), job(std::move(j)) {
-    rank = job.at("rank");
-    world = job.at("world");
-    for (auto& lib : job.value("reference_libs", json::array())) load_reference_library(lib.get<std::string>());
-    if (job.at("device") == "cuda") device = at::Device(at::kCUDA, job.at("gpu").get<int>());
-    device::select(device);
-    std::string backend = job.at("comm");
-    comm = backend == "nccl" ? comm::make_nccl(client, rank, world, device)
-                             : comm::make_gloo(client, rank, world, device);
-    size_t heap_bytes = job.value("heap_bytes", size_t{0});
-    if (heap_bytes) {
-      size_t pad = job.value("pad_bytes", size_t{1} << 16);
-      heap = device.is_cuda() ? heap::make_cuda_heap(client, rank, world, device.index(), heap_bytes, pad)
-                              : heap::make_host_heap(client, rank, world, heap_bytes, pad);
-    }
-  }
-};
 
 json dryrun(Rank& r) {
   spec::ProblemSpec spec = spec::load_spec(r.job.at("spec"));
@@ -167,6 +158,8 @@ int worker_main() {
     json result;
     if (mode == "dryrun") result = dryrun(*r);
     else if (mode == "selftest") result = selftest(*r);
+    else if (mode == "eval") result = eval::run_eval(*r);
+    else if (mode == "validate") result = eval::run_validate(*r);
     else throw std::runtime_error("unknown worker mode " + mode);
     result["rank"] = r->rank;
     client->phase("finish");
@@ -176,10 +169,11 @@ int worker_main() {
     client->result(result.dump());
     return 0;
   } catch (const std::exception& e) {
+    auto* typed = dynamic_cast<const RankError*>(&e);
     std::cerr << "pkb rank error: " << e.what() << std::endl;
     if (client) {
       try {
-        client->error("error", e.what());
+        client->error(typed ? typed->kind : "error", e.what());
       } catch (...) {
       }
     }

@@ -1,0 +1,106 @@
+// coll_alltoall on CUDA, no NCCL: x and y are (W, M, N); rank r's y[p] = rank p's x[r].
+//
+// Algorithm: one kernel on each rank pulls slice r of every rank's input straight from the
+// symmetric heap (NVLink P2P loads) into its slot of y, one grid row (blockIdx.y) per
+// source. Each rank receives W-1 slices, the minimum. Copies are bytes, so any dtype works.
+//
+// A call is barrier, copy kernel, barrier, all on ctx->stream. After the first barrier
+// every rank's input is ready and its output may be written; after the second nobody reads
+// my input or writes my output any more, so pkb may refill them. The barrier is a
+// one-block kernel on channel 0 of the signal pads, so the copy kernel never spins and may
+// use any number of blocks (also when several ranks share a GPU).
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include <algorithm>
+
+#include "pkb/device.cuh"
+#include "pkb/solution.h"
+
+namespace {
+
+constexpr int kChannel = 0;    // our barrier's signal-pad channel (pkb keeps the last one)
+constexpr int kMaxWorld = 64;  // peer pointer tables travel as kernel parameters
+constexpr int kThreads = 512;
+
+__global__ void barrier_kernel(uint32_t* const* pads, int rank, int world) {
+  pkb::dev::barrier_block(pads, rank, world, kChannel);
+}
+
+void barrier(pkb_ctx* ctx, cudaStream_t stream) {
+  int threads = (ctx->world + 31) / 32 * 32;  // barrier_block needs a thread per rank
+  barrier_kernel<<<1, threads, 0, stream>>>(ctx->pads_dev, ctx->rank, ctx->world);
+}
+
+// Blocks for `work` items of one thread each, split over `parts` independent jobs; at
+// most four blocks per SM in all (the kernels stride over what is left).
+int blocks_for(pkb_ctx* ctx, size_t work, int parts = 1) {
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx->device);
+  size_t cap = std::max(1, 4 * sms / parts);
+  return int(std::clamp<size_t>((work + kThreads - 1) / kThreads, 1, cap));
+}
+
+// Reports a failed launch; returns pkb_run's result.
+int launch_status(pkb_ctx* ctx) {
+  cudaError_t err = cudaGetLastError();
+  if (err == cudaSuccess) return 0;
+  ctx->set_error(ctx, cudaGetErrorString(err));
+  return 1;
+}
+
+// Bytes per element of each pkb_dtype, in enum order; 0 for an unknown dtype.
+size_t dtype_size(int dtype) {
+  static const size_t kSize[] = {2, 2, 4, 8, 1, 2, 4, 8, 1, 1, 1, 1, 8, 16};
+  return dtype >= 0 && dtype < int(sizeof kSize / sizeof kSize[0]) ? kSize[dtype] : 0;
+}
+
+size_t nbytes(const pkb_tensor& t) {
+  size_t n = dtype_size(t.dtype);
+  for (int d = 0; d < t.ndim; ++d) n *= size_t(t.sizes[d]);
+  return n;
+}
+
+// Copies of the same length, as this rank addresses their ends; blockIdx.y picks one.
+struct Copies {
+  const char* src[kMaxWorld];
+  char* dst[kMaxWorld];
+};
+
+// 16-byte loads and stores when both ends are 16-byte aligned; the rest byte by byte.
+__global__ void copy_kernel(Copies c, size_t bytes) {
+  const char* src = c.src[blockIdx.y];
+  char* dst = c.dst[blockIdx.y];
+  size_t tid = blockIdx.x * size_t(blockDim.x) + threadIdx.x, stride = size_t(gridDim.x) * blockDim.x;
+  size_t packs = (reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst)) % 16 == 0 ? bytes / 16 : 0;
+  for (size_t v = tid; v < packs; v += stride)
+    reinterpret_cast<uint4*>(dst)[v] = reinterpret_cast<const uint4*>(src)[v];
+  for (size_t i = packs * 16 + tid; i < bytes; i += stride) dst[i] = src[i];
+}
+
+void copy(pkb_ctx* ctx, const Copies& c, int n, size_t bytes, cudaStream_t stream) {
+  dim3 grid(blocks_for(ctx, (bytes + 15) / 16, n), n);
+  copy_kernel<<<grid, kThreads, 0, stream>>>(c, bytes);
+}
+
+}  // namespace
+
+PKB_EXPORT int pkb_abi_version(void) { return PKB_ABI_VERSION; }
+
+PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int, pkb_tensor* out, int) {
+  if (!dtype_size(out[0].dtype) || ctx->world > kMaxWorld) {
+    ctx->set_error(ctx, "coll_alltoall: unknown dtype, or more than 64 ranks");
+    return 1;
+  }
+  cudaStream_t stream = static_cast<cudaStream_t>(ctx->stream);
+  size_t bytes = nbytes(out[0]) / ctx->world;  // one (M, N) slice
+  Copies c;
+  for (int p = 0; p < ctx->world; ++p) {
+    c.src[p] = static_cast<const char*>(ctx->peer_ptr(ctx, in[0].data, p)) + ctx->rank * bytes;
+    c.dst[p] = static_cast<char*>(out[0].data) + p * bytes;
+  }
+  barrier(ctx, stream);
+  copy(ctx, c, ctx->world, bytes, stream);
+  barrier(ctx, stream);
+  return launch_status(ctx);
+}

@@ -1,0 +1,191 @@
+#include "build/builder.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "build/sha256.hpp"
+#include "launch/subprocess.hpp"
+
+namespace pkb::build {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The ABI headers are part of every key: a changed header rebuilds every candidate.
+std::string headers_hash(const std::string& root) {
+  std::string all;
+  std::vector<fs::path> files;
+  for (auto& e : fs::directory_iterator(root + "/include/pkb")) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (auto& f : files) all += f.filename().string() + "\n" + slurp(f.string());
+  return sha256_hex(all);
+}
+
+std::string version_line(const std::string& compiler, bool last) {
+  launch::ProcessResult r = launch::run_process({compiler, "--version"}, 30);
+  std::istringstream in(r.out);
+  std::string line, keep;
+  while (std::getline(in, line))
+    if (!line.empty()) {
+      keep = line;
+      if (!last) break;
+    }
+  return keep;
+}
+
+std::string first_lines(const std::string& text, int n) {
+  std::istringstream in(text);
+  std::string line, out;
+  int k = 0;
+  while (std::getline(in, line)) {
+    if (k++ == n) {
+      out += "... (more in the build log)\n";
+      break;
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+Toolchain Toolchain::from_build(const std::string& root) {
+  Toolchain t;
+  t.root = root;
+#ifdef PKB_NVCC
+  t.nvcc = PKB_NVCC;
+  t.cuda_lib_dir = PKB_CUDA_LIB_DIR;
+  t.nccl_include = PKB_NCCL_INCLUDE;
+  t.nccl_library = PKB_NCCL_LIBRARY;
+#endif
+  t.torch_root = PKB_TORCH_ROOT;
+  t.rpath = PKB_RUNTIME_RPATH;
+  return t;
+}
+
+std::string backend_of(const std::string& source) {
+  std::string ext = fs::path(source).extension().string();
+  if (ext == ".py") return "triton";
+  if (ext == ".cpp" || ext == ".cc" || ext == ".cxx") return "cpu";
+  if (ext == ".cu") return slurp(source).find("kittens.cuh") != std::string::npos ? "tk" : "cuda";
+  return "";
+}
+
+std::string default_cache_dir() {
+  if (const char* d = std::getenv("PKB_CACHE_DIR")) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME")) return std::string(x) + "/pkb";
+  if (const char* h = std::getenv("HOME")) return std::string(h) + "/.cache/pkb";
+  return "/tmp/pkb-cache";
+}
+
+std::string arch_for(int major, int minor) {
+  std::string sm = "sm_" + std::to_string(major) + std::to_string(minor);
+  return major >= 9 ? sm + "a" : sm;  // the 'a' targets unlock wgmma/TMA (Hopper) and tcgen05 (Blackwell)
+}
+
+Result build(const Request& req, const Toolchain& tc) {
+  auto t0 = std::chrono::steady_clock::now();
+  Result res;
+  if (!fs::is_regular_file(req.source)) {
+    res.error = "no such candidate file: " + req.source;
+    return res;
+  }
+  res.backend = backend_of(req.source);
+  std::string source = slurp(req.source);
+  res.source_sha256 = sha256_hex(source);
+
+  std::string compiler;
+  std::vector<std::string> flags;
+  bool torch_bridge = source.find("pkb/torch_bridge.hpp") != std::string::npos;
+  std::vector<std::string> rpath_dirs;
+  if (res.backend == "cuda") {
+    if (req.device != "cuda") {
+      res.error = "a .cu candidate runs on the CUDA device; this run uses the CPU device (CPU candidates are .cpp files)";
+      return res;
+    }
+    if (tc.nvcc.empty()) {
+      res.error = "pkb was built without the CUDA toolkit, so it cannot build .cu candidates";
+      return res;
+    }
+    compiler = tc.nvcc;
+    std::string num = req.arch.substr(3);
+    flags = {"-std=c++17", "-O3", "-shared", "-Xcompiler", "-fPIC", "-gencode",
+             "arch=compute_" + num + ",code=" + req.arch, "-I" + tc.root + "/include", "-I" + tc.nccl_include,
+             "-Xlinker", "--as-needed", tc.nccl_library, "-L" + tc.cuda_lib_dir, "-L" + tc.cuda_lib_dir + "/stubs",
+             "-lcublas", "-lcuda"};
+    rpath_dirs.push_back(fs::path(tc.nccl_library).parent_path().string());
+  } else if (res.backend == "cpu") {
+    if (req.device != "cpu") {
+      res.error = "a .cpp candidate runs on the CPU device (--device cpu); CUDA candidates are .cu files";
+      return res;
+    }
+    compiler = "c++";
+    flags = {"-std=c++17", "-O3", "-shared", "-fPIC", "-pthread", "-I" + tc.root + "/include"};
+  } else if (res.backend == "triton" || res.backend == "tk") {
+    res.error = (res.backend == "triton" ? std::string("Triton") : std::string("ThunderKittens")) +
+                " candidates are not supported yet; write a .cu (CUDA) or .cpp (CPU device) candidate";
+    return res;
+  } else {
+    res.error = "unknown candidate kind '" + fs::path(req.source).extension().string() +
+                "': use .cu (CUDA) or .cpp (CPU device)";
+    return res;
+  }
+  if (torch_bridge) {
+    for (std::string inc : {"/include", "/include/torch/csrc/api/include"}) flags.push_back("-I" + tc.torch_root + inc);
+    flags.push_back(res.backend == "cuda" ? "-Xcompiler=-D_GLIBCXX_USE_CXX11_ABI=1" : "-D_GLIBCXX_USE_CXX11_ABI=1");
+    flags.push_back("-L" + tc.torch_root + "/lib");
+    for (std::string lib : {"-ltorch_cpu", "-lc10"}) flags.push_back(lib);
+    if (res.backend == "cuda")
+      for (std::string lib : {"-ltorch_cuda", "-lc10_cuda"}) flags.push_back(lib);
+    std::stringstream rp(tc.rpath);
+    for (std::string d; std::getline(rp, d, ':');) rpath_dirs.push_back(d);
+  }
+  for (auto& d : rpath_dirs) flags.push_back(res.backend == "cuda" ? "-Xlinker=-rpath," + d : "-Wl,-rpath," + d);
+
+  res.compiler = version_line(compiler, res.backend == "cuda");
+  std::string flag_text;
+  for (auto& f : flags) flag_text += f + " ";
+  res.key = sha256_hex(res.source_sha256 + "\n" + compiler + " " + flag_text + "\n" + res.compiler + "\nabi 1\n" +
+                       headers_hash(tc.root)).substr(0, 32);
+  fs::path dir = fs::path(req.cache_dir.empty() ? default_cache_dir() + "/build" : req.cache_dir) / res.key;
+  res.library = (dir / "candidate.so").string();
+  if (fs::exists(res.library)) {
+    res.ok = res.cached = true;
+    res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return res;
+  }
+  fs::create_directories(dir);
+  // Built under a private name and renamed: concurrent builds of one key never see half a file.
+  std::string tmp = (dir / ("candidate." + std::to_string(getpid()) + ".so")).string();
+  std::vector<std::string> argv = {compiler};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), {"-o", tmp, fs::absolute(req.source).string()});
+  launch::ProcessResult r = launch::run_process(argv, 600);
+  std::ofstream(dir / "build.log") << flag_text << "\n" << r.out << r.err;
+  if (!r.ok()) {
+    fs::remove(tmp);
+    res.error = r.timed_out ? "the compiler ran over 600 s" : "the candidate does not compile";
+    res.log = first_lines(r.err.empty() ? r.out : r.err, 40);
+    return res;
+  }
+  fs::rename(tmp, res.library);
+  res.ok = true;
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+}  // namespace pkb::build

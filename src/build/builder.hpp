@@ -1,0 +1,54 @@
+// Candidates: one source file in, one shared object out. The compiler and flags follow
+// the file's kind (.cu: nvcc for the CUDA device; .cpp: the host compiler for the CPU
+// device); results are cached by a hash of the source, the flags, the compiler's version
+// and the ABI, so a cached build costs nothing.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace pkb::build {
+
+// Where pkb's own build found things; candidates are built against the same.
+struct Toolchain {
+  std::string root;         // holds include/pkb
+  std::string nvcc;         // "" without the CUDA device
+  std::string cuda_lib_dir;
+  std::string nccl_include, nccl_library;
+  std::string torch_root;   // for candidates that include pkb/torch_bridge.hpp
+  std::string rpath;        // ':'-separated runtime library folders
+  static Toolchain from_build(const std::string& root);
+};
+
+struct Request {
+  std::string source;
+  std::string device = "cpu";  // "cpu" or "cuda"
+  std::string arch = "sm_90a"; // CUDA target (from the probed GPU)
+  std::string cache_dir;       // default_cache_dir() + "/build" when empty
+};
+
+struct Result {
+  bool ok = false;
+  std::string backend;       // cuda, cpu, triton, tk
+  std::string library;       // the shared object
+  std::string source_sha256;
+  std::string key;           // the cache key
+  bool cached = false;
+  double seconds = 0;
+  std::string compiler;      // its version line
+  std::string error;         // one line when !ok
+  std::string log;           // the compiler's output when it failed
+};
+
+// The kind of candidate a file is, by extension and content: cuda, cpu, triton, tk or "".
+std::string backend_of(const std::string& source);
+
+Result build(const Request& req, const Toolchain& tc);
+
+// $PKB_CACHE_DIR, else $XDG_CACHE_HOME/pkb, else ~/.cache/pkb.
+std::string default_cache_dir();
+
+// The CUDA target for a compute capability: sm_90a on Hopper, sm_100a on Blackwell.
+std::string arch_for(int major, int minor);
+
+}  // namespace pkb::build

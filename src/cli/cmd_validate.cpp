@@ -1,0 +1,114 @@
+// pkb validate: is a problem's check worth anything? pkb compare: saved outputs offline.
+#include <filesystem>
+
+#include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
+#include "eval/compare_dirs.hpp"
+#include "spec/dtype.hpp"
+
+namespace pkb::cli {
+
+namespace {
+
+// Validates one problem; returns whether all three stand-ins failed the comparison.
+bool validate_one(Globals& g, const spec::ProblemSpec& s, RunOptions ro, int trials, const std::string& preset,
+                  const std::string& seed) {
+  if (!ro.world) {
+    // The smallest W >= 2 the problem allows (with one rank nothing is communicated).
+    for (int w = std::max(2, s.min_world); w <= std::min(8, s.max_world) && !ro.world; ++w)
+      if (s.world_size_error(w, preset).empty()) ro.world = w == 2 && s.world_size_error(4, preset).empty() ? 4 : w;
+    if (!ro.world) {
+      printf("%-44s skipped: no world size from 2 to 8 fits its constraints\n", s.slug.c_str());
+      return true;
+    }
+  }
+  Placement p = place(ro, &s, preset);
+  nlohmann::json job = {{"mode", "validate"}, {"spec", s.path}, {"preset", preset},
+                        {"seed", std::to_string(make_seed(seed))}, {"trials", trials},
+                        {"reference_libs", g.reference_libs}};
+  launch::GroupReport r = run_ranks(p, job, budgets(ro, &s, preset, p), ro.echo, "validate " + s.slug, trials);
+  if (r.outcome != launch::Outcome::Ok) {
+    printf("%-44s W=%d  ERROR\n", s.slug.c_str(), p.world);
+    fprintf(stderr, "%s", r.details().c_str());
+    return false;
+  }
+  bool ok = true;
+  std::string line;
+  for (const char* attack : {"zeros", "passthrough", "no_communication"}) {
+    bool caught = false;
+    for (auto& rk : r.ranks) caught = caught || !nlohmann::json::parse(rk.result)[attack].is_null();
+    ok = ok && caught;
+    line += std::string("  ") + attack + (caught ? " rejected" : " ACCEPTED");
+  }
+  printf("%-44s W=%d %s\n", s.slug.c_str(), p.world, line.c_str());
+  if (!ok)
+    printf("  %s is broken: an answer that skips the work passes its check; tighten its tolerances or change its "
+           "inputs (%s)\n",
+           s.slug.c_str(), s.path.c_str());
+  return ok;
+}
+
+}  // namespace
+
+void add_validate_commands(CLI::App& app, Globals& g, Action& run) {
+  static std::vector<std::string> problems;
+  static int trials = 5;
+  static std::string preset = "default", seed;
+  static RunOptions ro;
+  auto* cmd = app.add_subcommand(
+      "validate", "Check that an all-zero answer, the inputs passed through and no communication all fail");
+  cmd->add_option("problems", problems, "problems (slug, id or stem), or 'all'")->required();
+  cmd->add_option("-n,--trials", trials, "trials per problem")->check(CLI::Range(1, 1000));
+  cmd->add_option("--size", preset, "size preset");
+  cmd->add_option("--seed", seed, "replay a seed");
+  ro.add_to(cmd);
+  cmd->callback([&] {
+    run = [&] {
+      std::vector<const spec::ProblemSpec*> todo;
+      for (auto& key : problems) {
+        if (key == "all")
+          for (auto& s : g.registry().all()) todo.push_back(&s);
+        else
+          todo.push_back(&g.problem(key));
+      }
+      int broken = 0;
+      for (auto* s : todo) broken += !validate_one(g, *s, ro, trials, preset, seed);
+      printf("%zu problem%s, %d broken\n", todo.size(), todo.size() == 1 ? "" : "s", broken);
+      return broken ? int(kWrong) : int(kOk);
+    };
+  });
+
+  static std::string dir_a, dir_b, problem;
+  static double atol = -1, rtol = -1;
+  auto* cmp = app.add_subcommand("compare", "Compare saved outputs (rank_<r>.pt) of two folders");
+  cmp->add_option("a", dir_a, "a folder of rank_<r>.pt")->required()->check(CLI::ExistingDirectory);
+  cmp->add_option("b", dir_b, "the folder to compare with (the reference's)")->required()->check(CLI::ExistingDirectory);
+  cmp->add_option("-p,--problem", problem, "take per-output tolerances from this problem's spec");
+  cmp->add_option("--atol", atol, "absolute tolerance (default: the spec's, else by dtype)");
+  cmp->add_option("--rtol", rtol, "relative tolerance (default: the spec's, else by dtype)");
+  cmp->callback([&] {
+    run = [&] {
+      const spec::ProblemSpec* s = problem.empty() ? nullptr : &g.problem(problem);
+      auto tolerance = [&](size_t i, const std::string& dtype) {
+        spec::DType d = spec::dtype_from_name(dtype);
+        double a = spec::default_atol(d), r = spec::default_rtol(d);
+        if (s && i < s->outputs.size()) {
+          a = s->outputs[i].atol.value_or(a);
+          r = s->outputs[i].rtol.value_or(r);
+        }
+        return std::make_pair(atol >= 0 ? atol : a, rtol >= 0 ? rtol : r);
+      };
+      eval::DirReport rep;
+      try {
+        rep = eval::compare_dirs(dir_a, dir_b, tolerance);
+      } catch (const std::exception& e) {
+        throw UsageError(e.what());
+      }
+      for (auto& l : rep.lines) printf("%s\n", l.c_str());
+      printf("%s (%d ranks)\n", rep.ok ? "equal" : "DIFFERENT", rep.ranks);
+      return rep.ok ? int(kOk) : int(kWrong);
+    };
+  });
+}
+
+}  // namespace pkb::cli

@@ -1,0 +1,200 @@
+#include "eval/candidate.hpp"
+
+#include <dlfcn.h>
+
+#include <cstring>
+
+#include "heap/heap.hpp"
+#include "launch/client.hpp"
+#include "tensor/dtypes.hpp"
+#include "worker/rank.hpp"
+
+namespace pkb::eval {
+
+// pkb_dtype numbers the spec dtypes in the same order.
+static_assert(int(spec::DType::bf16) == PKB_BF16 && int(spec::DType::boolean) == PKB_BOOL &&
+              int(spec::DType::fp8_e4m3) == PKB_FP8_E4M3 && int(spec::DType::complex128) == PKB_COMPLEX128);
+
+namespace {
+
+template <class F>
+F symbol(void* handle, const char* name) {
+  return reinterpret_cast<F>(dlsym(handle, name));
+}
+
+}  // namespace
+
+Candidate::Candidate(const std::string& library) {
+  // RTLD_LOCAL: two candidates' symbols never mix; RTLD_NOW: a missing symbol fails here.
+  handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle_) throw worker::RankError("abi", std::string("cannot load the candidate: ") + dlerror());
+  auto version = symbol<pkb_abi_version_fn>(handle_, "pkb_abi_version");
+  if (!version)
+    throw worker::RankError("abi", "the candidate does not export pkb_abi_version(); add: extern \"C\" int "
+                                   "pkb_abi_version(void) { return PKB_ABI_VERSION; }");
+  int v = version();
+  if (v != PKB_ABI_VERSION)
+    throw worker::RankError("abi", "the candidate was written for solution ABI version " + std::to_string(v) +
+                                       "; this pkb speaks version " + std::to_string(PKB_ABI_VERSION) +
+                                       " (include/pkb/solution.h)");
+  run_ = symbol<pkb_run_fn>(handle_, "pkb_run");
+  if (!run_)
+    throw worker::RankError("abi", "the candidate does not export pkb_run() (extern \"C\" int pkb_run(pkb_ctx*, "
+                                   "const pkb_tensor*, int, pkb_tensor*, int))");
+  init_ = symbol<pkb_init_fn>(handle_, "pkb_init");
+  finalize_ = symbol<pkb_finalize_fn>(handle_, "pkb_finalize");
+}
+
+Candidate::~Candidate() {
+  // Never dlclose: a candidate's static destructors or CUDA module unloads may run
+  // at odd times; the rank exits right after.
+}
+
+int Candidate::init(pkb_ctx* ctx, const std::vector<pkb_tensor>& in, const std::vector<pkb_tensor>& out) const {
+  return init_ ? init_(ctx, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size())) : 0;
+}
+
+int Candidate::run(pkb_ctx* ctx, const std::vector<pkb_tensor>& in, std::vector<pkb_tensor>& out) const {
+  return run_(ctx, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()));
+}
+
+void Candidate::finalize(pkb_ctx* ctx) const {
+  if (finalize_) finalize_(ctx);
+}
+
+CandidateCtx::CandidateCtx(heap::Heap& heap, launch::Client& client, int device, void* stream, void* nccl,
+                           const spec::ProblemSpec& spec, const spec::Vars& vars)
+    : heap_(heap), client_(client) {
+  ctx_.abi_version = PKB_ABI_VERSION;
+  ctx_.rank = heap.rank();
+  ctx_.world = heap.world();
+  ctx_.device = device;
+  ctx_.stream = stream;
+  ctx_.nccl_comm = nccl;
+  strings_.push_back(std::make_unique<std::string>(spec.slug));
+  ctx_.problem = strings_.back()->c_str();
+  ctx_.heap_bases = heap.bases().data();
+  ctx_.heap_bases_dev = heap.bases_for_kernels();
+  ctx_.pads = heap.pads().data();
+  ctx_.pads_dev = heap.pads_for_kernels();
+  ctx_.pad_slots = heap.pad_bytes() / sizeof(uint32_t);
+
+  auto name = [&](const std::string& n) {
+    strings_.push_back(std::make_unique<std::string>(n));
+    return strings_.back()->c_str();
+  };
+  for (auto& a : spec.args) {
+    pkb_arg x{};
+    x.name = name(a.name);
+    if (auto* i = std::get_if<int64_t>(&a.value)) x.kind = PKB_ARG_INT, x.i = *i;
+    else if (auto* f = std::get_if<double>(&a.value)) x.kind = PKB_ARG_FLOAT, x.f = *f;
+    else if (auto* b = std::get_if<bool>(&a.value)) x.kind = PKB_ARG_BOOL, x.i = *b;
+    else if (auto* s = std::get_if<std::string>(&a.value)) x.kind = PKB_ARG_STRING, x.s = name(*s);
+    else {
+      lists_.push_back(std::make_unique<std::vector<int64_t>>(std::get<std::vector<int64_t>>(a.value)));
+      x.kind = PKB_ARG_INT_LIST;
+      x.list = lists_.back()->data();
+      x.list_len = static_cast<int64_t>(lists_.back()->size());
+    }
+    args_.push_back(x);
+  }
+  for (auto& [k, v] : vars) {
+    pkb_arg x{};
+    x.name = name(k);
+    x.kind = PKB_ARG_INT;
+    x.i = static_cast<int64_t>(v);
+    args_.push_back(x);
+  }
+  ctx_.args = args_.data();
+  ctx_.n_args = static_cast<int32_t>(args_.size());
+  ctx_.symm_alloc = &CandidateCtx::symm_alloc;
+  ctx_.peer_ptr = &CandidateCtx::peer_ptr;
+  ctx_.host_barrier = &CandidateCtx::host_barrier;
+  ctx_.arg_int = &CandidateCtx::arg_int;
+  ctx_.arg_float = &CandidateCtx::arg_float;
+  ctx_.set_error = &CandidateCtx::set_error;
+  ctx_.internal = this;
+}
+
+std::string CandidateCtx::take_error() {
+  std::string e = error_;
+  error_.clear();
+  return e;
+}
+
+void* CandidateCtx::symm_alloc(pkb_ctx* c, size_t bytes) {
+  CandidateCtx& s = self(c);
+  if (!s.in_init_) {
+    s.error_ = "symm_alloc called outside pkb_init";
+    return nullptr;
+  }
+  try {
+    size_t off = s.heap_.allocate(bytes);
+    return static_cast<char*>(s.heap_.base(s.heap_.rank())) + off;
+  } catch (const std::exception& e) {
+    s.error_ = e.what();
+    return nullptr;
+  }
+}
+
+void* CandidateCtx::peer_ptr(pkb_ctx* c, const void* local, int peer) {
+  CandidateCtx& s = self(c);
+  const char* base = static_cast<const char*>(s.heap_.base(s.heap_.rank()));
+  const char* p = static_cast<const char*>(local);
+  if (peer < 0 || peer >= s.heap_.world() || p < base || p >= base + s.heap_.bytes()) return nullptr;
+  return static_cast<char*>(s.heap_.base(peer)) + (p - base);
+}
+
+void CandidateCtx::host_barrier(pkb_ctx* c) {
+  CandidateCtx& s = self(c);
+  if (!s.in_init_) {
+    s.error_ = "host_barrier called outside pkb_init";
+    return;
+  }
+  s.client_.barrier(s.heap_.world());
+}
+
+const pkb_arg* CandidateCtx::find(const char* name) const {
+  for (auto& a : args_)
+    if (std::strcmp(a.name, name) == 0) return &a;
+  return nullptr;
+}
+
+int64_t CandidateCtx::arg_int(pkb_ctx* c, const char* name, int* found) {
+  const pkb_arg* a = self(c).find(name);
+  if (found) *found = a && (a->kind == PKB_ARG_INT || a->kind == PKB_ARG_BOOL);
+  return a ? (a->kind == PKB_ARG_FLOAT ? static_cast<int64_t>(a->f) : a->i) : 0;
+}
+
+double CandidateCtx::arg_float(pkb_ctx* c, const char* name, int* found) {
+  const pkb_arg* a = self(c).find(name);
+  if (found) *found = a && (a->kind == PKB_ARG_FLOAT || a->kind == PKB_ARG_INT);
+  return a ? (a->kind == PKB_ARG_FLOAT ? a->f : static_cast<double>(a->i)) : 0.0;
+}
+
+void CandidateCtx::set_error(pkb_ctx* c, const char* message) { self(c).error_ = message ? message : ""; }
+
+pkb_tensor describe_shape(const spec::TensorSpec& s, const std::vector<int64_t>& shape, at::ScalarType type) {
+  pkb_tensor t{};
+  t.name = s.name.c_str();
+  t.ndim = static_cast<int32_t>(shape.size());
+  t.dtype = static_cast<int32_t>(tensor::from_aten(type));
+  int64_t stride = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    t.sizes[d] = shape[d];
+    t.strides[d] = stride;
+    stride *= shape[d];
+    t.dynamic[d] = s.shape[d].dynamic;
+  }
+  t.on_host = s.host;
+  return t;
+}
+
+pkb_tensor describe(const spec::TensorSpec& s, const at::Tensor& x, bool symmetric) {
+  pkb_tensor t = describe_shape(s, x.sizes().vec(), x.scalar_type());
+  t.data = x.data_ptr();
+  t.symmetric = symmetric;
+  return t;
+}
+
+}  // namespace pkb::eval

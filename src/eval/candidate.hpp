@@ -1,0 +1,79 @@
+// A candidate in a rank: its shared object, checked against the solution ABI, and the
+// pkb_ctx it is handed (include/pkb/solution.h).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "pkb/solution.h"
+#include "spec/spec.hpp"
+
+namespace pkb::heap {
+class Heap;
+}
+namespace pkb::launch {
+class Client;
+}
+
+namespace pkb::eval {
+
+class Candidate {
+ public:
+  // Loads the library. Throws worker::RankError("abi", ...) when an entry point is missing
+  // or the ABI version differs.
+  explicit Candidate(const std::string& library);
+  ~Candidate();
+  Candidate(const Candidate&) = delete;
+  Candidate& operator=(const Candidate&) = delete;
+
+  bool has_init() const { return init_ != nullptr; }
+  int init(pkb_ctx* ctx, const std::vector<pkb_tensor>& in, const std::vector<pkb_tensor>& out) const;
+  int run(pkb_ctx* ctx, const std::vector<pkb_tensor>& in, std::vector<pkb_tensor>& out) const;
+  void finalize(pkb_ctx* ctx) const;
+
+ private:
+  void* handle_ = nullptr;
+  pkb_init_fn init_ = nullptr;
+  pkb_run_fn run_ = nullptr;
+  pkb_finalize_fn finalize_ = nullptr;
+};
+
+// The pkb_ctx of one rank, with the state its callbacks need.
+class CandidateCtx {
+ public:
+  CandidateCtx(heap::Heap& heap, launch::Client& client, int device, void* stream, void* nccl,
+               const spec::ProblemSpec& spec, const spec::Vars& vars);
+  pkb_ctx* get() { return &ctx_; }
+  // After pkb_init: symm_alloc and host_barrier refuse from now on.
+  void end_init() { in_init_ = false; }
+  std::string take_error();
+
+ private:
+  static void* symm_alloc(pkb_ctx* c, size_t bytes);
+  static void* peer_ptr(pkb_ctx* c, const void* local, int peer);
+  static void host_barrier(pkb_ctx* c);
+  static int64_t arg_int(pkb_ctx* c, const char* name, int* found);
+  static double arg_float(pkb_ctx* c, const char* name, int* found);
+  static void set_error(pkb_ctx* c, const char* message);
+  static CandidateCtx& self(pkb_ctx* c) { return *static_cast<CandidateCtx*>(c->internal); }
+  const pkb_arg* find(const char* name) const;
+
+  pkb_ctx ctx_{};
+  heap::Heap& heap_;
+  launch::Client& client_;
+  bool in_init_ = true;
+  std::string error_;
+  std::vector<pkb_arg> args_;
+  std::vector<std::unique_ptr<std::string>> strings_;
+  std::vector<std::unique_ptr<std::vector<int64_t>>> lists_;
+};
+
+// A pkb_tensor describing `t` (or, for pkb_init, only its shape when t has no storage).
+pkb_tensor describe(const spec::TensorSpec& s, const at::Tensor& t, bool symmetric);
+// The same for a shape and dtype with no data (what pkb_init sees).
+pkb_tensor describe_shape(const spec::TensorSpec& s, const std::vector<int64_t>& shape, at::ScalarType type);
+
+}  // namespace pkb::eval

@@ -1,0 +1,116 @@
+#include "eval/compare.hpp"
+
+#include <ATen/ATen.h>
+
+#include <limits>
+#include <sstream>
+
+#include "worker/run_reference.hpp"
+
+namespace pkb::eval {
+
+nlohmann::json Mismatch::to_json() const {
+  return {{"reason", reason},  {"detail", detail}, {"max_abs_err", max_abs},
+          {"max_rel_err", max_rel}, {"bad_count", bad}, {"first_bad_index", first_index}};
+}
+
+namespace {
+
+std::vector<int64_t> unravel(int64_t flat, c10::IntArrayRef shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    idx[d] = shape[d] ? flat % shape[d] : 0;
+    flat = shape[d] ? flat / shape[d] : 0;
+  }
+  return idx;
+}
+
+}  // namespace
+
+Mismatch compare(const at::Tensor& got, const at::Tensor& want, double atol, double rtol) {
+  Mismatch m;
+  if (got.scalar_type() != want.scalar_type()) {
+    m.ok = false;
+    m.reason = "dtype";
+    m.detail = std::string("dtype ") + c10::toString(got.scalar_type()) + ", reference " +
+               c10::toString(want.scalar_type());
+    return m;
+  }
+  if (got.sizes() != want.sizes()) {
+    m.ok = false;
+    m.reason = "shape";
+    m.detail = "shape " + worker::shape_str(got.sizes()) + ", reference " + worker::shape_str(want.sizes());
+    return m;
+  }
+  if (got.numel() == 0) return m;
+  at::Tensor g = got, w = want.to(got.device());
+  bool exact = !(at::isFloatingType(g.scalar_type()) || at::isComplexType(g.scalar_type()));
+  // Bitwise-equal outputs (the common case for exact problems) need no arithmetic; NaN is
+  // never equal to itself, so outputs holding NaN take the long way.
+  if (g.equal(w)) return m;
+  at::Tensor bad;
+  if (exact) {
+    bad = g.ne(w);
+  } else {
+    // fp32 holds every fp16/bf16/fp8 value exactly; 64-bit types compare in fp64.
+    at::ScalarType wide = (g.scalar_type() == at::kDouble || g.scalar_type() == at::kComplexDouble) ? at::kDouble : at::kFloat;
+    at::Tensor gw = (g.is_complex() ? at::view_as_real(g) : g).to(wide);
+    at::Tensor ww = (w.is_complex() ? at::view_as_real(w) : w).to(wide);
+    // |got - want| <= atol + rtol * |want|; infinities must match; NaN passes only on NaN.
+    bad = at::isclose(gw, ww, rtol, atol, /*equal_nan=*/true).logical_not();
+    if (g.is_complex()) bad = bad.any(-1);
+    if (bad.any().item<bool>()) {
+      at::Tensor finite = ww.isfinite() & gw.isfinite();
+      at::Tensor diff = at::where(finite, (gw - ww).abs().to(at::kDouble), at::zeros({}, gw.options().dtype(at::kDouble)));
+      m.max_abs = diff.max().item<double>();
+      at::Tensor denom = ww.abs().to(at::kDouble);
+      m.max_rel = at::where(finite & ww.ne(0), diff / denom, at::zeros_like(diff)).max().item<double>();
+      if ((gw.isnan() & ww.isnan().logical_not()).any().item<bool>()) m.reason = "nan";
+    }
+  }
+  m.bad = bad.sum().item<int64_t>();
+  if (m.bad == 0) return m;
+  m.ok = false;
+  if (m.reason.empty()) m.reason = "values";
+  int64_t first = bad.reshape({-1}).nonzero()[0][0].item<int64_t>();
+  m.first_index = unravel(first, got.sizes());
+  std::ostringstream os;
+  os << m.bad << " of " << got.numel() << " elements differ";
+  os << "; first at " << worker::shape_str(m.first_index);
+  at::Tensor gf = got.reshape({-1})[first].cpu(), wf = want.reshape({-1})[first].cpu();
+  auto num = [](const at::Tensor& x) {
+    std::ostringstream s;
+    if (x.is_complex()) s << x.to(at::kComplexDouble).item<c10::complex<double>>();
+    else if (x.scalar_type() == at::kBool) s << (x.item<bool>() ? "true" : "false");
+    else s << x.to(at::kDouble).item<double>();
+    return s.str();
+  };
+  os << ": got " << num(gf) << ", want " << num(wf);
+  if (!exact && m.max_abs > 0) os << "; max abs error " << m.max_abs << ", max rel error " << m.max_rel;
+  if (m.reason == "nan") os << " (NaN where the reference has a number: unwritten output, or a NaN computed)";
+  m.detail = os.str();
+  return m;
+}
+
+void poison(const at::Tensor& t, bool flip) {
+  if (t.numel() == 0) return;
+  at::ScalarType s = t.scalar_type();
+  if (at::isFloatingType(s) || at::isComplexType(s)) {
+    t.fill_(std::numeric_limits<double>::quiet_NaN());
+  } else if (s == at::kBool) {
+    t.fill_(flip);
+  } else {
+    // The extremes of the type, via int64 to reach them exactly.
+    int64_t lo, hi;
+    switch (s) {
+      case at::kByte: lo = 0, hi = 255; break;
+      case at::kChar: lo = -128, hi = 127; break;
+      case at::kShort: lo = -32768, hi = 32767; break;
+      case at::kInt: lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max(); break;
+      default: lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max(); break;
+    }
+    t.fill_(flip ? hi : lo);
+  }
+}
+
+}  // namespace pkb::eval

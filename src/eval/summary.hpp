@@ -1,0 +1,41 @@
+// The parent's side of an evaluation: statistics over timed calls, the roofline bound and
+// bus bandwidth of a problem on a hardware profile. No torch here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "spec/hardware.hpp"
+#include "spec/spec.hpp"
+
+namespace pkb::eval {
+
+struct Stats {
+  double median = 0, mean = 0, min = 0, max = 0, iqr = 0;
+  int samples = 0;
+  nlohmann::json to_json() const;
+  static Stats from_json(const nlohmann::json& j);
+};
+
+Stats stats_of(std::vector<double> us);
+
+// A collective ends when its slowest rank ends: per call, the largest time over ranks.
+std::vector<double> slowest_per_call(const std::vector<std::vector<double>>& per_rank);
+
+struct Bound {
+  double us = 0;         // the speed-of-light time: the largest of the three below
+  std::string limiter;   // nvlink, hbm or flops
+  double nvlink_us = 0, hbm_us = 0, flops_us = 0;
+};
+
+// Per-rank formulas evaluated for every rank; the slowest rank bounds the call. us == 0
+// when the spec gives no roofline.
+Bound roofline_bound(const spec::ProblemSpec& s, const std::string& preset, int world, const std::string& dtype,
+                     const spec::HardwareProfile& hw);
+
+// nccl-tests bus bandwidth in GB/s for a call of `us`; 0 when the spec has no bus factor.
+double busbw_gbps(const spec::ProblemSpec& s, const std::string& preset, int world, double us);
+
+}  // namespace pkb::eval

@@ -1,0 +1,58 @@
+// BAD CANDIDATE for coll_allreduce (CUDA), a pkb test.
+// Expected verdict: timeout
+//
+// What is wrong: its barrier kernel waits for every peer's signal before sending its own;
+// nobody ever sends, so every rank spins forever.
+//
+// Otherwise a plain one-shot all-reduce (bf16 only): after a barrier kernel every rank sums
+// every rank's x into its own y, then a second barrier kernel; all on ctx->stream.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "pkb/device.cuh"
+#include "pkb/solution.h"
+
+namespace {
+
+struct Inputs {
+  const __nv_bfloat16* x[64];  // every rank's x, as this rank addresses it
+};
+
+// A hand-rolled barrier with its two halves swapped: thread p waits for peer p's signal
+// before sending its own, so every rank waits forever.
+__global__ void barrier_kernel(uint32_t* const* pads, int rank, int world) {
+  int peer = threadIdx.x;
+  if (peer < world) {
+    pkb::dev::wait_signal(pads[rank], pkb::dev::slot(0, peer, world));
+    pkb::dev::put_signal(pads[peer], pkb::dev::slot(0, rank, world));
+  }
+}
+
+__global__ void allreduce_kernel(Inputs in, int world, __nv_bfloat16* y, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    float acc = 0.f;
+    for (int p = 0; p < world; ++p) acc += __bfloat162float(in.x[p][i]);
+    y[i] = __float2bfloat16_rn(acc);
+  }
+}
+
+}  // namespace
+
+PKB_EXPORT int pkb_abi_version(void) { return PKB_ABI_VERSION; }
+
+PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int, pkb_tensor* out, int) {
+  if (out[0].dtype != PKB_BF16 || ctx->world > 64) {
+    ctx->set_error(ctx, "bf16 and at most 64 ranks only");
+    return 1;
+  }
+  size_t n = size_t(out[0].sizes[0]) * size_t(out[0].sizes[1]);
+  Inputs x;
+  for (int p = 0; p < ctx->world; ++p) x.x[p] = static_cast<const __nv_bfloat16*>(ctx->peer_ptr(ctx, in[0].data, p));
+  auto* y = static_cast<__nv_bfloat16*>(out[0].data);
+  cudaStream_t stream = static_cast<cudaStream_t>(ctx->stream);
+  barrier_kernel<<<1, 64, 0, stream>>>(ctx->pads_dev, ctx->rank, ctx->world);
+  allreduce_kernel<<<264, 512, 0, stream>>>(x, ctx->world, y, n);
+  barrier_kernel<<<1, 64, 0, stream>>>(ctx->pads_dev, ctx->rank, ctx->world);
+  return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}

@@ -1,0 +1,162 @@
+// pkb eval end to end on the CPU device (W=4): every collective against its CPU candidate,
+// the gallery of bad candidates with their verdicts, saved outputs and pkb compare, seed
+// replay, the reference-timing cache, and pkb validate over every problem.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "launch/subprocess.hpp"
+#include "support.hpp"
+
+using namespace pkbtest;
+using json = nlohmann::json;
+
+namespace {
+
+const std::string kSrc = PKB_SOURCE_DIR;
+
+json read_json(const std::string& path) {
+  std::ifstream f(path);
+  return json::parse(f);
+}
+
+// Short timing: the protocol in full, with fewer calls than the defaults.
+PkbRun eval(const std::string& problem, const std::string& solution, const std::string& json_out,
+            std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"eval", "-p", problem, "-s", solution, "--device", "cpu", "-w", "4",
+                                   "--warmup", "10", "--iters", "20", "--json", json_out};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run_pkb(args, 900);
+}
+
+}  // namespace
+
+class CpuCandidate : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CpuCandidate, IsCorrectOverAHundredTrialsAndTimed) {
+  std::string problem = GetParam(), out = temp_dir("eval-" + problem) + "/r.json";
+  PkbRun r = eval(problem, kSrc + "/solutions_cpu/" + problem + ".cpp", out);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  json j = read_json(out);
+  EXPECT_EQ(j["schema"], "pkb.eval/1");
+  EXPECT_EQ(j["verdict"], "correct");
+  EXPECT_EQ(j["run"]["trials"], 100);
+  EXPECT_EQ(j["run"]["world"], 4);
+  EXPECT_EQ(j["timing"]["candidate"]["samples"], 20);
+  EXPECT_GT(j["timing"]["reference"]["median_us"].get<double>(), 0);
+  EXPECT_GT(j["speedup"].get<double>(), 0);
+  EXPECT_EQ(j["candidate"]["sha256"].get<std::string>().size(), 64u);
+  EXPECT_TRUE(survivors(r.tag).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Collectives, CpuCandidate,
+                         ::testing::Values("coll_allreduce", "coll_allgather", "coll_broadcast", "coll_reduce",
+                                           "coll_scatter", "coll_gather", "coll_reducescatter", "coll_alltoall"));
+
+// tests/candidates/expected.tsv: file, problem, verdict.
+std::vector<std::tuple<std::string, std::string, std::string>> gallery(const std::string& kind) {
+  std::vector<std::tuple<std::string, std::string, std::string>> out;
+  std::ifstream f(kSrc + "/tests/candidates/expected.tsv");
+  std::string line;
+  std::getline(f, line);
+  while (std::getline(f, line)) {
+    std::istringstream in(line);
+    std::string file, problem, verdict;
+    in >> file >> problem >> verdict;
+    if (file.rfind(kind + "/", 0) == 0) out.emplace_back(file, problem, verdict);
+  }
+  return out;
+}
+
+class BadCandidate : public ::testing::TestWithParam<std::tuple<std::string, std::string, std::string>> {};
+
+TEST_P(BadCandidate, GetsTheRightVerdict) {
+  auto [file, problem, verdict] = GetParam();
+  std::string out = temp_dir("bad-" + std::filesystem::path(file).stem().string()) + "/r.json";
+  PkbRun r = eval(problem, kSrc + "/tests/candidates/" + file, out, {"--trials", "10", "--timeout", "15"});
+  json j = read_json(out);
+  EXPECT_EQ(j["verdict"], verdict) << r.out << r.err;
+  const std::map<std::string, int> codes = {{"wrong", 1}, {"compile_error", 3}, {"crash", 4}, {"timeout", 5},
+                                            {"integrity_violation", 6}};
+  EXPECT_EQ(r.code, codes.at(verdict));
+  EXPECT_FALSE(j["message"].get<std::string>().empty());
+  EXPECT_TRUE(j["timing"].is_null());  // no timings for a candidate that is not correct
+  EXPECT_LT(r.seconds, 120);
+  EXPECT_TRUE(survivors(r.tag).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Gallery, BadCandidate, ::testing::ValuesIn(gallery("cpu")), [](const auto& info) {
+  return std::filesystem::path(std::get<0>(info.param)).stem().string();
+});
+
+TEST(Eval, FailureNamesRankOutputTrialAndSavesBothSides) {
+  std::string dir = temp_dir("save"), out = dir + "/r.json";
+  PkbRun r = eval("coll_allreduce", kSrc + "/tests/candidates/cpu/skip_comm_one_rank.cpp", out,
+                  {"--save-outputs", dir + "/saved", "--trials", "5"});
+  ASSERT_EQ(r.code, 1) << r.err;
+  json j = read_json(out);
+  EXPECT_EQ(j["failure"]["rank"], 1);
+  EXPECT_EQ(j["failure"]["output"], "y");
+  EXPECT_EQ(j["failure"]["trial"], 0);
+  EXPECT_GT(j["failure"]["bad_count"].get<int64_t>(), 0);
+  EXPECT_GT(j["failure"]["max_abs_err"].get<double>(), 0);
+  EXPECT_EQ(j["failure"]["first_bad_index"].size(), 2u);
+  EXPECT_TRUE(contains(r.out, "rank 1, output 'y', trial 0:")) << r.out;
+  for (auto side : {"reference", "candidate", "inputs"})
+    for (int q = 0; q < 4; ++q)
+      EXPECT_TRUE(std::filesystem::exists(dir + "/saved/" + side + "/rank_" + std::to_string(q) + ".pt")) << side;
+  // Offline: the candidate's saved outputs differ from the reference's; each equals itself.
+  PkbRun c = run_pkb({"compare", dir + "/saved/candidate", dir + "/saved/reference", "-p", "coll_allreduce"});
+  EXPECT_EQ(c.code, 1) << c.out << c.err;
+  EXPECT_TRUE(contains(c.out, "rank 1 output 0:")) << c.out;
+  EXPECT_TRUE(contains(c.out, "DIFFERENT (4 ranks)")) << c.out;
+  c = run_pkb({"compare", dir + "/saved/reference", dir + "/saved/reference"});
+  EXPECT_EQ(c.code, 0) << c.out << c.err;
+  // The saved files load with plain torch.load.
+  auto py = pkb::launch::run_process(
+      {PKB_PYTHON, "-c",
+       "import torch,sys; d=sys.argv[1]; y=torch.load(d+'/reference/rank_1.pt'); x=torch.load(d+'/inputs/rank_1.pt');"
+       "assert y.shape==(1024,1024) and set(x)=={'x'}, (y.shape, x.keys())",
+       dir + "/saved"},
+      120);
+  EXPECT_EQ(py.exit_code, 0) << py.err;
+}
+
+TEST(Eval, SeedReplaysInputsAndCachesReferenceTiming) {
+  std::string dir = temp_dir("seed");
+  std::vector<std::string> fixed = {"--seed", "424242", "--trials", "3", "--save-outputs"};
+  auto args = [&](const std::string& name) {
+    auto a = fixed;
+    a.push_back(dir + "/" + name);
+    return a;
+  };
+  PkbRun a = eval("coll_alltoall", kSrc + "/solutions_cpu/coll_alltoall.cpp", dir + "/a.json", args("a"));
+  PkbRun b = eval("coll_alltoall", kSrc + "/solutions_cpu/coll_alltoall.cpp", dir + "/b.json", args("b"));
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_EQ(read_json(dir + "/a.json")["run"]["seed"], "424242");
+  EXPECT_EQ(read_json(dir + "/b.json")["timing"]["reference_cached"], true);
+  PkbRun c = run_pkb({"compare", dir + "/a/inputs", dir + "/b/inputs", "--atol", "0", "--rtol", "0"});
+  EXPECT_EQ(c.code, 0) << c.out;
+}
+
+TEST(Eval, BadInputGetsOneClearLine) {
+  PkbRun r = run_pkb({"eval", "-p", "coll_allreduce", "-s", "/nonexistent.cu", "--device", "cpu"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "pkb: error: no such candidate file: /nonexistent.cu")) << r.err;
+  r = run_pkb({"eval", "-p", "coll_allreduce", "-s", kSrc + "/solutions_cuda/coll_allreduce.cu", "--device", "cpu",
+               "-w", "2"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_TRUE(contains(r.out, "a .cu candidate runs on the CUDA device")) << r.out;
+}
+
+TEST(Validate, EveryProblemRejectsZerosPassthroughAndNoCommunication) {
+  PkbRun r = run_pkb({"validate", "all", "--device", "cpu", "--trials", "3"}, 3000);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, ", 0 broken")) << r.out;
+  EXPECT_FALSE(contains(r.out, "ACCEPTED")) << r.out;
+}
