@@ -305,12 +305,26 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
       if (!o.dtype.empty()) job["dtype"] = o.dtype;
       if (!o.save.empty()) job["save_dir"] = fs::absolute(o.save).string();
       std::string label = "eval " + s.slug + " W=" + std::to_string(p.world);
+      auto t_launch = std::chrono::steady_clock::now();
       launch::GroupReport rep = run_ranks(p, job, budgets(o.run, &s, o.preset, p), o.run.echo, label, o.trials);
       if (rep.outcome == launch::Outcome::Interrupted) {
         fprintf(stderr, "pkb: interrupted; no result\n");
         return int(kInterrupted);
       }
       judge(res, rep, s, o, p, hw, dtype, cached_ref);
+      // Where the wall time went (bench/eval_cost.sh): the slowest rank at each step.
+      auto entered = [&](const char* phase) {
+        double t = 0;
+        for (auto& rk : rep.ranks) t = std::max(t, rk.entered_s.count(phase) ? rk.entered_s.at(phase) : 0.0);
+        return t;
+      };
+      res["costs_s"] = {{"startup", std::chrono::duration<double>(t_launch - process_start()).count() - b.seconds},
+                        {"compile", b.seconds},
+                        {"bootstrap", entered("init")},
+                        {"init", entered("trial") - entered("init")},
+                        {"trials", (o.no_timing ? entered("finish") : entered("timing_setup")) - entered("trial")},
+                        {"timing", o.no_timing ? 0.0 : entered("finish") - entered("timing_setup")},
+                        {"ranks_total", rep.wall_s}};
       if (rep.outcome != launch::Outcome::Ok && res["verdict"] != "compile_error") fprintf(stderr, "%s", rep.details().c_str());
       if (time_reference && res["verdict"] == "correct" && !res["timing"].is_null()) {
         fs::create_directories(fs::path(cache_file).parent_path());

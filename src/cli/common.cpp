@@ -18,6 +18,11 @@ using json = nlohmann::json;
 
 void warn(const std::string& msg) { spdlog::warn("{}", msg); }
 
+std::chrono::steady_clock::time_point process_start() {
+  static const auto t = std::chrono::steady_clock::now();
+  return t;
+}
+
 const spec::Registry& Globals::registry() {
   if (!registry_) {
     for (auto& lib : reference_libs) {

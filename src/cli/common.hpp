@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -87,5 +88,8 @@ int exit_for(const launch::GroupReport& r);
 uint64_t make_seed(const std::string& given);
 
 void warn(const std::string& msg);
+
+// When this pkb process started (main() sets it first thing).
+std::chrono::steady_clock::time_point process_start();
 
 }  // namespace pkb::cli

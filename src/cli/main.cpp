@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  process_start();
   spdlog::set_pattern("pkb: %^%l%$: %v");
   Globals g;
   g.root = std::getenv("PKB_ROOT") ? std::getenv("PKB_ROOT") : PKB_DEFAULT_ROOT;

@@ -124,6 +124,7 @@ class Hub {
   }
 
   void spawn_all() {
+    spawned_ = Clock::now();
     // Build argv and envp before forking: the child only execs.
     std::vector<char*> argv;
     for (auto& a : o_.argv) argv.push_back(const_cast<char*>(a.c_str()));
@@ -452,6 +453,7 @@ class Hub {
         r.report.phase = j.value("phase", "?");
         r.report.trial = j.value("trial", -1);
         r.phase_start = Clock::now();
+        r.report.entered_s.emplace(r.report.phase, std::chrono::duration<double>(r.phase_start - spawned_).count());
         if (o_.on_phase) o_.on_phase(r.report.rank, r.report.phase, r.report.trial);
         break;
       }
@@ -526,6 +528,7 @@ class Hub {
   const GroupOptions& o_;
   std::vector<Rank> ranks_;
   pid_t pgid_ = 0;
+  Clock::time_point spawned_;
   std::map<std::string, std::string> kv_;
   std::map<std::string, int> fd_store_;
   std::vector<Waiter> waiters_;

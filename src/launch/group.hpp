@@ -42,6 +42,8 @@ struct RankReport {
   std::string error_kind, error_message;  // from the rank's Error event
   std::string result;                     // the rank's Result (JSON), "" if none
   std::vector<std::string> last_lines;
+  // Seconds from the spawn to the first time the rank entered each phase.
+  std::map<std::string, double> entered_s;
 };
 
 struct GroupReport {

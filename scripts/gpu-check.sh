@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# One call on a lent GPU machine (no package registry there): builds pkb from the snapshot
+# of the committed tree in .gpu/src against the machine's own python3 torch and the Debian
+# packages in .deps (scripts/fetch-device-debs.sh), then runs the stages named on the
+# command line. Everything lands in $OUT: summary.md (a table), log.txt, results.jsonl.
+#
+#   scripts/gpu-snapshot.sh                       # here: .gpu/src = git archive HEAD
+#   run: bash scripts/gpu-check.sh smoke          # there, carry [".deps", ".gpu"]
+#
+# Stages: smoke, runtime, eval, gallery, bandwidth, tp, tp_candidates. NVLink multicast stays off.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+OUT=${OUT:-/tmp/pkb-gpu}
+mkdir -p "$OUT"
+LOG=$OUT/log.txt SUM=$OUT/summary.md RES=$OUT/results.jsonl
+SRC=$PWD/.gpu/src
+export PKB_CACHE_DIR=/tmp/pkb-cache
+
+# Debian libraries for the build and at run time; libcurl from the system when it has one.
+lib=$PWD/.deps/root/usr/lib/x86_64-linux-gnu
+if ldconfig -p | grep -q "libcurl.so.4 "; then
+  ln -sf "$(ldconfig -p | awk '/libcurl.so.4 /{print $NF; exit}')" "$lib/libcurl.so"
+else
+  cp -a .deps/curl/usr/lib/x86_64-linux-gnu/. "$lib/"
+fi
+export LD_LIBRARY_PATH=$lib:${LD_LIBRARY_PATH:-}
+
+echo "# pkb on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(date -u +%FT%TZ), commit $(cat .gpu/commit)" >"$SUM"
+echo "| step | exit | seconds | note |" >>"$SUM"
+echo "| --- | --- | --- | --- |" >>"$SUM"
+
+# step NAME EXPECTED_EXIT COMMAND...: runs it, logs it, adds a row to the summary.
+step() {
+  local name=$1 want=$2
+  shift 2
+  echo "=== $name: $*" >>"$LOG"
+  local t0=$(date +%s.%N)
+  timeout 600 "$@" >>"$LOG" 2>&1
+  local rc=$? t=$(echo "$(date +%s.%N) - $t0" | bc)
+  local note=""
+  if [ "$rc" = 2 ] && tail -3 "$LOG" | grep -q "pick another --world-size"; then note="skipped: W outside the problem's constraints"
+  elif [ "$rc" != "$want" ]; then note="**expected exit $want**"; fi
+  printf "| %s | %s | %.1f | %s |\n" "$name" "$rc" "$t" "$note" >>"$SUM"
+  return 0
+}
+
+# eval_json NAME EXPECTED_EXIT EVAL-ARGS...: a pkb eval whose JSON goes to results.jsonl.
+eval_json() {
+  local name=$1 want=$2
+  shift 2
+  local j=/tmp/pkb-eval.json
+  rm -f $j
+  step "$name" "$want" "$PKB" eval --json $j "$@"
+  if [ -f $j ]; then
+    python3 -c "import json,sys; d=json.load(open('$j')); d['step']='$name'; print(json.dumps(d))" >>"$RES"
+    python3 - "$j" >>"$SUM" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = d.get("timing") or {}
+c = (t.get("candidate") or {}).get("median_us")
+r = (t.get("reference") or {}).get("median_us")
+line = f"|  ↳ {d['verdict']} | | | {d['message'][:110]}"
+if c:
+    line += f"; median cand {c:.1f} us, ref {r:.1f} us, speedup {d.get('speedup', 0):.2f}x"
+    if d.get("busbw_gbps"): line += f", busbw {d['busbw_gbps']['candidate']:.0f} GB/s"
+    if d.get("roofline"): line += f", roofline {100*d['roofline']['fraction']:.0f}%"
+    if d.get("flags"): line += ", flags " + ",".join(d["flags"])
+print(line + " |")
+EOF
+  fi
+}
+
+build() {
+  local t0=$(date +%s)
+  cmake -S "$SRC" -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPKB_PYTHON="$(command -v python3)" \
+    -DCMAKE_PREFIX_PATH="$PWD/.deps/root/usr" -DCMAKE_CUDA_ARCHITECTURES=90a >>"$LOG" 2>&1 &&
+    ninja -C build-gpu pkb pkb_test_refs >>"$LOG" 2>&1
+  local rc=$?
+  echo "| build (ninja, $(nproc) cores) | $rc | $(($(date +%s) - t0)) | |" >>"$SUM"
+  [ $rc = 0 ] || { tail -40 "$LOG"; exit 1; }
+}
+
+PKB=$PWD/build-gpu/pkb
+COLL="coll_allreduce coll_allgather coll_broadcast coll_reduce coll_scatter coll_gather coll_reducescatter coll_alltoall"
+
+stage_smoke() {
+  step "doctor" 0 "$PKB" doctor
+  "$PKB" doctor --json >"$OUT/doctor.json" 2>>"$LOG"
+  step "selftest W=1" 0 "$PKB" selftest -w 1
+  step "selftest W=4 shared GPU, MPS" 0 "$PKB" selftest -w 4
+  step "dryrun coll_allreduce W=1 nccl" 0 "$PKB" dryrun -p coll_allreduce -w 1
+  step "dryrun coll_allgather W=4 shared" 0 "$PKB" dryrun -p coll_allgather -w 4
+  eval_json "eval coll_allreduce W=1" 0 -p coll_allreduce -s "$SRC/solutions_cuda/coll_allreduce.cu" -w 1
+  eval_json "eval coll_allreduce W=2 shared" 0 -p coll_allreduce -s "$SRC/solutions_cuda/coll_allreduce.cu" -w 2
+}
+
+stage_runtime() {
+  step "doctor" 0 "$PKB" doctor
+  "$PKB" doctor --json >"$OUT/doctor.json" 2>>"$LOG"
+  for w in 1 2 4; do step "selftest W=$w" 0 "$PKB" selftest -w $w; done
+  step "selftest W=4 without MPS" 0 "$PKB" selftest -w 4 --no-mps
+  for p in $COLL; do
+    for w in 1 2 4; do
+      rm -rf /tmp/dr
+      step "dryrun $p W=$w" 0 "$PKB" dryrun -p $p -w $w --save-outputs /tmp/dr
+      step "  saved rank_*.pt load in torch and hold the answer" 0 python3 "$SRC/tests/check_dryrun.py" $p /tmp/dr $w
+    done
+  done
+  step "fault: rank segfaults (expect crash)" 4 "$PKB" --problem-dir "$SRC/tests/faults" \
+    --reference-lib build-gpu/tests/libpkb_test_refs.so dryrun -p test_fault_segv -w 2 -n 3
+}
+
+stage_eval() {
+  for p in $COLL; do
+    for w in 1 2 4; do
+      eval_json "eval $p W=$w" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" -w $w
+    done
+  done
+}
+
+stage_gallery() {
+  tail -n +2 "$SRC/tests/candidates/expected.tsv" | while read -r file problem verdict; do
+    case $file in cuda/*) ;; *) continue ;; esac
+    case $verdict in correct) code=0 ;; wrong) code=1 ;; compile_error) code=3 ;; crash) code=4 ;;
+      timeout) code=5 ;; integrity_violation) code=6 ;; esac
+    eval_json "gallery $file (expect $verdict)" $code -p $problem -s "$SRC/tests/candidates/$file" -w 2 \
+      --trials 10 --warmup 20 --iters 50 --timeout 20
+  done
+}
+
+stage_bandwidth() {
+  # A copy-bound candidate (all-gather at W=1 is one read and one write of the tensor)
+  # against the device copy bandwidth measured in the same run; three runs for spread.
+  for k in 1 2 3; do
+    eval_json "bandwidth run $k: coll_allgather large W=1" 0 -p coll_allgather --size large -w 1 \
+      -s "$SRC/solutions_cuda/coll_allgather.cu" --trials 20
+  done
+}
+
+stage_tp() {
+  for p in $("$PKB" list -c tp | awk 'NR>1 && $2 ~ /^tp_/ {print $2}'); do
+    for w in 1 2 4; do step "dryrun $p W=$w" 0 "$PKB" dryrun -p $p -w $w; done
+  done
+}
+
+stage_tp_candidates() {
+  for p in tp_gemm_allgather tp_allgather_gemm tp_gemm_reducescatter; do
+    for size in default large; do
+      eval_json "eval $p $size W=1" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" --size $size -w 1
+      eval_json "eval $p $size W=2 shared" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" --size $size -w 2
+    done
+  done
+}
+
+build
+for s in "$@"; do
+  echo "| **stage $s** | | | |" >>"$SUM"
+  "stage_$s"
+done
+cat "$SUM"
