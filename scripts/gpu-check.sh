@@ -35,9 +35,9 @@ step() {
   local name=$1 want=$2
   shift 2
   echo "=== $name: $*" >>"$LOG"
-  local t0=$(date +%s.%N)
+  local t0=$EPOCHREALTIME
   timeout 600 "$@" >>"$LOG" 2>&1
-  local rc=$? t=$(echo "$(date +%s.%N) - $t0" | bc)
+  local rc=$? t=$(python3 -c "print($EPOCHREALTIME - $t0)")
   local note=""
   if [ "$rc" = 2 ] && tail -3 "$LOG" | grep -q "pick another --world-size"; then note="skipped: W outside the problem's constraints"
   elif [ "$rc" != "$want" ]; then note="**expected exit $want**"; fi
