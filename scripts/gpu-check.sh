@@ -7,7 +7,7 @@
 #   scripts/gpu-snapshot.sh                       # here: .gpu/src = git archive HEAD
 #   run: bash scripts/gpu-check.sh smoke          # there, carry [".deps", ".gpu"]
 #
-# Stages: smoke, runtime, eval, gallery, bandwidth, tp, tp_candidates. NVLink multicast stays off.
+# Stages: smoke, runtime, eval, gallery, escape, bandwidth, tp, tp_candidates. NVLink multicast stays off.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -66,6 +66,12 @@ if c:
     if d.get("busbw_gbps"): line += f", busbw {d['busbw_gbps']['candidate']:.0f} GB/s"
     if d.get("roofline"): line += f", roofline {100*d['roofline']['fraction']:.0f}%"
     if d.get("flags"): line += ", flags " + ",".join(d["flags"])
+    if d.get("device_copy"):
+        dc = d["device_copy"]
+        line += f"; device copy of the outputs' {dc['bytes']/2**20:.0f} MiB: {dc['median_us']:.1f} us (candidate/copy {c/dc['median_us']:.3f})"
+if d.get("escape_check"):
+    e = d["escape_check"]
+    line += f"; escape check: {e['calls']} calls host {e['host_us']:.0f} us, stream {e['event_us']:.0f} us, baseline {e['baseline_us']:.0f} us"
 print(line + " |")
 EOF
   fi
@@ -130,12 +136,23 @@ stage_gallery() {
 }
 
 stage_bandwidth() {
-  # A copy-bound candidate (all-gather at W=1 is one read and one write of the tensor)
-  # against the device copy bandwidth measured in the same run; three runs for spread.
+  # A copy-bound candidate (the all-gather at W=1 as one cudaMemcpyAsync) against the copy
+  # time pkb measures in the same run; three runs for the spread of the median.
   for k in 1 2 3; do
-    eval_json "bandwidth run $k: coll_allgather large W=1" 0 -p coll_allgather --size large -w 1 \
-      -s "$SRC/solutions_cuda/coll_allgather.cu" --trials 20
+    eval_json "bandwidth run $k: copy_allgather large W=1" 0 -p coll_allgather --size large -w 1 \
+      -s "$SRC/tests/candidates/cuda/copy_allgather.cu" --trials 20
   done
+  eval_json "bandwidth: solutions_cuda/coll_allgather large W=1" 0 -p coll_allgather --size large -w 1 \
+    -s "$SRC/solutions_cuda/coll_allgather.cu" --trials 20
+}
+
+stage_escape() {
+  eval_json "gallery cuda/side_stream.cu (expect integrity_violation)" 6 -p coll_allreduce \
+    -s "$SRC/tests/candidates/cuda/side_stream.cu" -w 2 --trials 10 --warmup 20 --iters 50 --timeout 20
+  eval_json "side_stream at W=1 (expect integrity_violation)" 6 -p coll_allreduce \
+    -s "$SRC/tests/candidates/cuda/side_stream.cu" -w 1 --trials 10 --warmup 20 --iters 50 --timeout 20
+  eval_json "gallery cuda/copy_allgather.cu W=2 (expect correct)" 0 -p coll_allgather \
+    -s "$SRC/tests/candidates/cuda/copy_allgather.cu" -w 2 --trials 10 --warmup 20 --iters 50
 }
 
 stage_tp() {

@@ -53,8 +53,9 @@ struct Clocks {
 };
 Clocks read_clocks(at::Device d);
 
-// Device-to-device copy bandwidth, counting bytes read plus written (0 on the CPU device).
-double copy_gbps(at::Device d, size_t bytes);
+// The median time of a device-to-device copy of `bytes` (cudaMemcpyAsync), timed per
+// copy with events like a candidate's call (0 on the CPU device).
+double copy_us(at::Device d, size_t bytes);
 
 // The GPUs as CUDA sees them, as JSON (see probe.hpp).
 std::string probe_json();

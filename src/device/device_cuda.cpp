@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -171,30 +172,27 @@ Clocks read_clocks(at::Device d) {
   return c;
 }
 
-double copy_gbps(at::Device d, size_t bytes) {
-  if (!d.is_cuda()) return 0;
+double copy_us(at::Device d, size_t bytes) {
+  if (!d.is_cuda() || bytes == 0) return 0;
   void *a = nullptr, *b = nullptr;
   check(cudaMalloc(&a, bytes), "cudaMalloc");
   check(cudaMalloc(&b, bytes), "cudaMalloc");
   cudaStream_t s = nullptr;
   check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
   for (int i = 0; i < 3; ++i) cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s);
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  const int reps = 20;
-  cudaEventRecord(e0, s);
-  for (int i = 0; i < reps; ++i) cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s);
-  cudaEventRecord(e1, s);
-  check(cudaEventSynchronize(e1), "copy bandwidth");
-  float ms = 0;
-  cudaEventElapsedTime(&ms, e0, e1);
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
+  const int reps = 21;
+  EventTimer timer(s, reps);
+  for (int i = 0; i < reps; ++i) {
+    timer.start(i);
+    cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s);
+    timer.stop(i);
+  }
+  std::vector<double> us = timer.elapsed_us();
+  std::sort(us.begin(), us.end());
   cudaStreamDestroy(s);
   cudaFree(a);
   cudaFree(b);
-  return 2.0 * bytes * reps / (ms * 1e-3) / 1e9;
+  return us[reps / 2];
 }
 
 at::Generator generator(at::Device d, uint64_t seed) {

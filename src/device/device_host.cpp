@@ -28,7 +28,7 @@ void sync_stream(at::Device, void*) {}
 std::unique_ptr<CallTimer> make_timer(at::Device, void*, int n) { return std::make_unique<HostTimer>(n); }
 void flush_l2(at::Device, void*) {}
 Clocks read_clocks(at::Device) { return {}; }
-double copy_gbps(at::Device, size_t) { return 0; }
+double copy_us(at::Device, size_t) { return 0; }
 
 at::Generator generator(at::Device d, uint64_t seed) {
   select(d);
