@@ -7,6 +7,7 @@
 #include <c10/core/Device.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,12 @@ class CallTimer {
   virtual std::vector<double> elapsed_us() = 0;
 };
 std::unique_ptr<CallTimer> make_timer(at::Device d, void* stream, int n);
+
+// Whether all work `call` enqueues from `stream` is joined back to it: the call is captured
+// into a CUDA graph (so nothing runs) and a fork left unjoined fails the capture. Unknown
+// on the CPU device, and when the call does something capture cannot record.
+enum class Joined { yes, no, unknown };
+Joined capture_joined(at::Device d, void* stream, const std::function<void()>& call);
 
 // Evicts the L2 cache (writes a buffer twice its size on `stream`); no-op on the CPU device.
 void flush_l2(at::Device d, void* stream);

@@ -144,6 +144,22 @@ std::unique_ptr<CallTimer> make_timer(at::Device d, void* stream, int n) {
   return std::make_unique<HostTimer>(n);
 }
 
+Joined capture_joined(at::Device d, void* stream, const std::function<void()>& call) {
+  if (!d.is_cuda()) return Joined::unknown;
+  auto s = static_cast<cudaStream_t>(stream);
+  if (cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed) != cudaSuccess) {
+    cudaGetLastError();
+    return Joined::unknown;
+  }
+  call();
+  cudaGraph_t graph = nullptr;
+  cudaError_t e = cudaStreamEndCapture(s, &graph);
+  if (graph) cudaGraphDestroy(graph);
+  cudaGetLastError();  // capture errors are not sticky; clear what the call left
+  if (e == cudaErrorStreamCaptureUnjoined) return Joined::no;
+  return e == cudaSuccess ? Joined::yes : Joined::unknown;
+}
+
 void flush_l2(at::Device d, void* stream) {
   if (!d.is_cuda()) return;
   static void* buf = nullptr;

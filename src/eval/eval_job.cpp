@@ -428,7 +428,12 @@ class EvalJob {
       batch(false, base_host, base_event);
       batch(true, host, event);
     }
-    out["escape"] = {{"calls", kBatch}, {"host_us", host}, {"event_us", event}, {"baseline_host_us", base_host}};
+    // One call captured into a graph: work forked off the stream and never joined fails it.
+    device::synchronize(r_.device);
+    device::Joined joined = device::capture_joined(r_.device, stream_, [&] { call_candidate((*sets_)[1], "timing", kWarmKey); });
+    device::synchronize(r_.device);
+    out["escape"] = {{"calls", kBatch}, {"host_us", host}, {"event_us", event}, {"baseline_host_us", base_host},
+                     {"capture", joined == device::Joined::yes ? "joined" : joined == device::Joined::no ? "unjoined" : "unknown"}};
   }
 
   worker::Rank& r_;
