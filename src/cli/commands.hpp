@@ -16,5 +16,8 @@ void add_dryrun_command(CLI::App& app, Globals& g, Action& run);
 void add_doctor_commands(CLI::App& app, Globals& g, Action& run);   // doctor, selftest
 void add_eval_commands(CLI::App& app, Globals& g, Action& run);     // eval, build
 void add_validate_commands(CLI::App& app, Globals& g, Action& run); // validate, compare
+void add_sweep_command(CLI::App& app, Globals& g, Action& run);
+void add_report_command(CLI::App& app, Globals& g, Action& run);
+void add_generate_commands(CLI::App& app, Globals& g, Action& run);  // generate, prompt
 
 }  // namespace pkb::cli

@@ -42,6 +42,9 @@ int main(int argc, char** argv) {
   add_doctor_commands(app, g, run);
   add_eval_commands(app, g, run);
   add_validate_commands(app, g, run);
+  add_sweep_command(app, g, run);
+  add_report_command(app, g, run);
+  add_generate_commands(app, g, run);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,259 @@
+// pkb prompt: the prompt a model gets for a problem. pkb generate: asks models for
+// candidates, many problems and samples at once, resuming where an earlier run stopped.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
+#include "gen/error.hpp"
+#include "gen/prompt.hpp"
+#include "gen/runner.hpp"
+#include "spec/dtype.hpp"
+#include "spec/hardware.hpp"
+
+namespace pkb::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct PromptOptions {
+  std::string backend, shots, hardware, precision, preset = "default", prompts_file;
+  int world = 0;
+
+  void add_to(CLI::App* app) {
+    app->add_option("--backend", backend, "cuda, cpu, triton, tk (default: prompts.toml's)");
+    app->add_option("--shots", shots, "zero_shot, one_shot, few_shot (default: the backend's)");
+    app->add_option("--hardware", hardware,
+                    "a profile of hardware/profiles.toml, 'auto' (what pkb doctor sees) or 'none'");
+    app->add_option("--precision", precision, "element type for the problems' 'dt' tensors (default: each spec's)");
+    app->add_option("-w,--world-size", world, "W the prompt evaluates shapes at (default: the profile's GPUs, else 8)")
+        ->check(CLI::Range(1, 1024));
+    app->add_option("--size", preset, "size preset the prompt evaluates shapes at (default: default)");
+    app->add_option("--prompts", prompts_file, "prompt templates (default: <root>/prompts.toml)");
+  }
+};
+
+// Everything a prompt needs besides the problem, resolved once per command.
+struct PromptSetup {
+  std::vector<spec::HardwareProfile> profiles;
+  gen::PromptBook book;
+  const gen::Backend* backend = nullptr;
+  std::string shots;
+  const spec::HardwareProfile* hardware = nullptr;  // nullptr: none
+  std::string detected;
+  int world = 8;
+};
+
+PromptSetup setup_prompts(Globals& g, const PromptOptions& o) {
+  PromptSetup p;
+  try {
+    p.profiles = spec::load_profiles(g.root + "/hardware/profiles.toml");
+  } catch (const spec::SpecError& e) {
+    throw UsageError(e.what());
+  }
+  p.book = gen::PromptBook::load(o.prompts_file.empty() ? g.root + "/prompts.toml" : o.prompts_file, p.profiles);
+  p.backend = &p.book.backend(o.backend.empty() ? p.book.default_backend : o.backend);
+  p.shots = o.shots.empty() ? p.backend->shots : o.shots;
+  p.book.shot_option(p.shots);
+  if (!o.precision.empty() && !spec::is_dtype_name(o.precision))
+    throw UsageError("unknown --precision '" + o.precision + "'; use one of " + spec::dtype_names());
+
+  auto by_name = [&](const std::string& name) -> const spec::HardwareProfile* {
+    if (name == "none") return nullptr;
+    if (auto* prof = spec::find_profile(p.profiles, name)) return prof;
+    std::string list;
+    for (auto& prof : p.profiles) list += prof.name + ", ";
+    throw UsageError("unknown --hardware '" + name + "'; use " + list + "auto or none");
+  };
+  std::string hw = o.hardware.empty() ? p.book.default_hardware : o.hardware;
+  if (hw == "auto") {
+    nlohmann::json probe = probe_devices();
+    auto devs = probe.value("devices", nlohmann::json::array());
+    std::string fallback = p.book.default_hardware == "auto" ? "none" : p.book.default_hardware;
+    if (devs.empty()) {
+      warn("--hardware auto: no GPU visible (" +
+           probe.value("note", probe.value("error", std::string("CUDA sees none"))) + "); using the profile " +
+           fallback);
+      p.hardware = by_name(fallback);
+    } else {
+      std::string gpu = devs[0].value("name", "");
+      p.hardware = spec::pick_profile(p.profiles, gpu, static_cast<int>(devs.size()));
+      if (!p.hardware) {
+        warn("--hardware auto: no profile in hardware/profiles.toml matches '" + gpu + "'; using " + fallback);
+        p.hardware = by_name(fallback);
+      }
+      p.detected = gen::describe_devices(probe);
+    }
+  } else {
+    p.hardware = by_name(hw);
+  }
+  p.world = o.world ? o.world : (p.hardware && p.hardware->gpus >= 2 ? p.hardware->gpus : 8);
+  return p;
+}
+
+gen::Prompt prompt_for(Globals& g, const PromptSetup& p, const PromptOptions& o, const spec::ProblemSpec& s) {
+  if (!s.sizes.count(o.preset)) throw UsageError(s.slug + " has no size preset '" + o.preset + "'");
+  gen::PromptRequest req;
+  req.problem = &s;
+  req.root = g.root;
+  req.backend = p.backend->key;
+  req.shots = p.shots;
+  req.hardware = p.hardware;
+  req.detected = p.detected;
+  req.setting = {gen::nearest_world(s, p.world, o.preset), o.preset, o.precision};
+  if (req.setting.world != p.world && o.world)
+    warn(s.slug + " cannot run with W=" + std::to_string(p.world) +
+         "; its prompt uses W=" + std::to_string(req.setting.world));
+  return gen::assemble_prompt(p.book, g.registry(), req);
+}
+
+std::vector<const spec::ProblemSpec*> select_problems(Globals& g, const std::vector<std::string>& keys) {
+  std::vector<const spec::ProblemSpec*> out;
+  std::set<std::string> seen;
+  for (auto& key : keys) {
+    if (key == "all" || !spec::category_name(key).empty()) {
+      for (auto& s : g.registry().all()) {
+        bool wanted = key == "all" ? s.category != "test" : s.category == key;  // "all": benchmark problems only
+        if (wanted && seen.insert(s.slug).second) out.push_back(&s);
+      }
+    } else {
+      const spec::ProblemSpec& s = g.problem(key);
+      if (seen.insert(s.slug).second) out.push_back(&s);
+    }
+  }
+  return out;
+}
+
+struct GenerateOptions {
+  std::vector<std::string> models, problems = {"all"};
+  int samples = 1, jobs = 4;
+  bool force = false;
+  std::string out, run_name, models_file, base_url;
+  gen::RetryPolicy policy;
+  PromptOptions prompt;
+};
+
+int generate(Globals& g, GenerateOptions& o) {
+  gen::ModelTable table = gen::ModelTable::load(o.models_file.empty() ? g.root + "/models.toml" : o.models_file);
+  if (!o.run_name.empty() && o.models.size() > 1)
+    throw UsageError("--run-name names one model's run; give one --model");
+  PromptSetup p = setup_prompts(g, o.prompt);
+  std::string precision = o.prompt.precision.empty() ? "dt" : o.prompt.precision;
+  std::string hardware = p.hardware ? p.hardware->name : "none";
+  std::string solutions = (fs::path(o.out.empty() ? g.root : o.out) / ("solutions_" + p.backend->key)).string();
+
+  std::vector<gen::Target> targets;
+  for (auto& name : o.models) {
+    gen::Target t;
+    t.model = table.resolve(name, o.base_url);
+    t.key = gen::api_key(t.model);
+    t.run_name = o.run_name.empty() ? gen::run_name(name, p.backend->key, precision, hardware, p.shots) : o.run_name;
+    t.run_dir = (fs::path(solutions) / t.run_name).string();
+    targets.push_back(t);
+  }
+  std::vector<gen::Task> tasks;
+  for (auto* s : select_problems(g, o.problems)) tasks.push_back({s->slug, prompt_for(g, p, o.prompt, *s)});
+
+  gen::RunSettings rs;
+  rs.samples = o.samples;
+  rs.jobs = o.jobs;
+  rs.force = o.force;
+  rs.policy = o.policy;
+  rs.extension = p.backend->extension;
+  rs.tags = p.backend->tags;
+  rs.labels = {{"backend", p.backend->key}, {"shots", p.shots}, {"hardware", hardware}, {"precision", precision}};
+  gen::Progress progress(stderr, isatty(2));
+  gen::RunSummary sum = gen::run_generation(targets, tasks, rs, progress);
+
+  int code = kOk;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const gen::ModelTally& m = sum.models[i];
+    printf("%s: %d ok, %d without code, %d failed, %d already there, %d not asked -> %s\n",
+           targets[i].model.name.c_str(), m.ok, m.no_code, m.failed, m.skipped, m.not_asked,
+           targets[i].run_dir.c_str());
+    if (!m.stop_reason.empty()) {
+      fprintf(stderr, "pkb: error: %s stopped: %s\n", targets[i].model.name.c_str(), m.stop_reason.c_str());
+      code = kUsage;
+    } else if (m.failed && code == kOk) {
+      code = kWrong;
+    }
+  }
+  printf("tokens: %lld in, %lld out\n", static_cast<long long>(sum.tokens_in), static_cast<long long>(sum.tokens_out));
+  if (!sum.fatal.empty()) throw std::runtime_error(sum.fatal);
+  if (sum.interrupted) {
+    fprintf(stderr, "pkb: interrupted; finished samples are kept, and the same command resumes\n");
+    return kInterrupted;
+  }
+  return code;
+}
+
+}  // namespace
+
+void add_generate_commands(CLI::App& app, Globals& g, Action& run) {
+  static PromptOptions po;
+  static std::string problem;
+  auto* prompt = app.add_subcommand("prompt", "Print the prompt a model gets for a problem");
+  prompt->add_option("-p,--problem", problem, "slug, original id or original stem")->required();
+  po.add_to(prompt);
+  prompt->callback([&] {
+    run = [&] {
+      try {
+        PromptSetup p = setup_prompts(g, po);
+        gen::Prompt text = prompt_for(g, p, po, g.problem(problem));
+        printf("===== system =====\n%s\n===== user =====\n%s", text.system.c_str(), text.user.c_str());
+      } catch (const gen::GenError& e) {
+        throw UsageError(e.what());
+      }
+      return int(kOk);
+    };
+  });
+
+  static GenerateOptions go;
+  auto* gen_cmd = app.add_subcommand(
+      "generate",
+      "Ask models for candidates: every problem x sample not yet on disk (exit 1: some requests failed; 2: a "
+      "model was refused; 130: interrupted, rerun to resume)");
+  gen_cmd->add_option("-m,--model", go.models, "a models.toml entry or provider:model-id (repeatable)")
+      ->required()
+      ->delimiter(',');
+  gen_cmd
+      ->add_option("-p,--problem", go.problems,
+                   "'all', category keys (coll, tp, ...), slugs, ids or stems, comma-separated")
+      ->delimiter(',');
+  gen_cmd->add_option("-n,--samples", go.samples, "candidates per problem and model (default 1)")
+      ->check(CLI::Range(1, 1000));
+  gen_cmd->add_option("-j,--jobs", go.jobs, "requests in flight at once (default 4)")->check(CLI::Range(1, 256));
+  gen_cmd->add_flag("--force", go.force, "ask again for samples that exist");
+  gen_cmd->add_option("--output-dir", go.out, "where solutions_<backend>/ goes (default: the root)");
+  gen_cmd->add_option("--run-name", go.run_name,
+                      "the run's folder (default: <model>_<backend>_<precision>_<hardware>_<shots>)");
+  gen_cmd->add_option("--models", go.models_file, "the models table (default: <root>/models.toml)");
+  gen_cmd->add_option("--base-url", go.base_url,
+                      "send every request here (else $PKB_<PROVIDER>_BASE_URL, else the table)");
+  gen_cmd->add_option("--timeout", go.policy.timeout_s, "seconds one request may take, answer included (default 1800)")
+      ->check(CLI::PositiveNumber);
+  gen_cmd
+      ->add_option("--retries", go.policy.retries, "retries after a 429, 5xx, timeout or malformed answer (default 8)")
+      ->check(CLI::Range(0, 100));
+  gen_cmd
+      ->add_option("--retry-delay", go.policy.base_delay_s,
+                   "seconds before the first retry, doubling after each (default 2)")
+      ->check(CLI::NonNegativeNumber);
+  po.add_to(gen_cmd);
+  gen_cmd->callback([&] {
+    run = [&] {
+      go.prompt = po;
+      try {
+        return generate(g, go);
+      } catch (const gen::GenError& e) {
+        throw UsageError(e.what());
+      }
+    };
+  });
+}
+
+}  // namespace pkb::cli

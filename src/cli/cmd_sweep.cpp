@@ -1,0 +1,399 @@
+// pkb sweep: evaluates every candidate found under folders of solutions (the output of pkb
+// generate, or hand-written ones) against its problem, one `pkb eval` child per evaluation,
+// appending one JSON line per evaluation to a results file as each ends. A re-run of the
+// same command resumes. `--launcher slurm` spreads the grid over the nodes of a cluster.
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include <unistd.h>
+
+#include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
+#include "launch/subprocess.hpp"
+#include "sweep/candidates.hpp"
+#include "sweep/results_file.hpp"
+#include "sweep/runner.hpp"
+#include "sweep/slurm.hpp"
+
+namespace pkb::cli {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct SweepOptions {
+  std::vector<std::string> solutions;
+  std::string problems = "all", out, device = "auto", seed, shard, launcher = "local";
+  std::vector<int> worlds;
+  sweep::Settings settings;
+  int jobs = 0, nodes = 1;
+  double deadline = 3600;
+  std::vector<std::string> sbatch;
+  bool submit = false, wait = false;
+};
+
+// Ctrl-C or scancel: the evaluation in flight dies with pkb (its children follow through
+// PR_SET_PDEATHSIG) and runs again on resume; every finished one is already on disk.
+extern "C" void on_interrupt(int) {
+  const char msg[] = "\npkb: interrupted; run the same command again to resume (finished evaluations are kept)\n";
+  [[maybe_unused]] ssize_t n = write(2, msg, sizeof msg - 1);
+  _exit(kInterrupted);
+}
+
+std::pair<int, int> parse_shard(const std::string& text) {
+  size_t slash = text.find('/');
+  try {
+    if (slash != std::string::npos) {
+      int i = std::stoi(text.substr(0, slash)), n = std::stoi(text.substr(slash + 1));
+      if (n >= 1 && i >= 0 && i < n) return {i, n};
+    }
+  } catch (...) {
+  }
+  throw UsageError("--shard takes INDEX/COUNT with 0 <= INDEX < COUNT (e.g. 0/4), not '" + text + "'");
+}
+
+std::string verdict_line(const sweep::Task& t, const json& line) {
+  std::string v = line.value("verdict", "?");
+  char extra[64] = "";
+  if (line.value("speedup", json()).is_number()) snprintf(extra, sizeof extra, " %.2fx", line["speedup"].get<double>());
+  char wall[32] = "";
+  if (line.value("wall_s", json()).is_number()) snprintf(wall, sizeof wall, " (%.1f s)", line["wall_s"].get<double>());
+  std::string msg = v == "correct" ? "" : "  " + line.value("message", std::string());
+  if (msg.size() > 160) msg = msg.substr(0, 157) + "...";
+  return t.candidate.problem + " W=" + std::to_string(t.world) + " " + t.candidate.run + "/sample_" +
+         std::to_string(t.candidate.sample) + ": " + v + extra + wall + msg;
+}
+
+// The bar on stderr (a terminal only) and one line per finished evaluation on stdout.
+class ProgressView {
+ public:
+  ProgressView(size_t total, size_t to_build) : total_(total), to_build_(to_build), tty_(isatty(2)) {}
+  void built() {
+    ++built_;
+    draw();
+  }
+  void start(const sweep::Task& t) {
+    current_ = t.candidate.problem + " W=" + std::to_string(t.world) + " " + t.candidate.run + "/sample_" +
+               std::to_string(t.candidate.sample);
+    draw();
+  }
+  void result(const sweep::Task& t, const json& line) {
+    ++done_;
+    ++verdicts_[line.value("verdict", "?")];
+    current_.clear();
+    clear();
+    printf("[%zu/%zu] %s\n", done_, total_, verdict_line(t, line).c_str());
+    fflush(stdout);
+    draw();
+  }
+  void finish() { clear(); }
+  const std::map<std::string, int>& verdicts() const { return verdicts_; }
+
+ private:
+  void clear() {
+    if (tty_) fprintf(stderr, "\r\033[K");
+  }
+  void draw() {
+    if (!tty_) return;
+    const int width = 30;
+    int fill = total_ ? static_cast<int>(width * done_ / total_) : width;
+    std::string bar = std::string(fill, '#') + std::string(width - fill, '.');
+    std::string counts;
+    for (auto& [v, n] : verdicts_) counts += " " + v + " " + std::to_string(n);
+    fprintf(stderr, "\r\033[K[%s] %zu/%zu%s | built %zu/%zu%s%s", bar.c_str(), done_, total_, counts.c_str(), built_,
+            to_build_, current_.empty() ? "" : " | ", current_.c_str());
+    fflush(stderr);
+  }
+
+  size_t total_, to_build_, done_ = 0, built_ = 0;
+  bool tty_;
+  std::string current_;
+  std::map<std::string, int> verdicts_;
+};
+
+// The arguments that make a child pkb see the same problems as this one.
+std::vector<std::string> registry_args(const Globals& g) {
+  std::vector<std::string> a = {"--root", g.root};
+  for (auto& d : g.problem_dirs) a.insert(a.end(), {"--problem-dir", d});
+  for (auto& l : g.reference_libs) a.insert(a.end(), {"--reference-lib", l});
+  return a;
+}
+
+// Checks the options and the grid on the submitting machine, where the user sees the
+// errors (not in a task's log); returns how many candidates there are.
+size_t count_candidates(Globals& g, const SweepOptions& o) {
+  if (!o.shard.empty()) throw UsageError("--shard is for the Slurm tasks themselves; leave it out");
+  try {
+    std::vector<std::string> wanted = sweep::select_problems(o.problems, g.registry());
+    std::set<std::string> selected(wanted.begin(), wanted.end());
+    size_t n = 0;
+    for (auto& c : sweep::discover(o.solutions, g.registry()).candidates) n += selected.count(c.problem);
+    if (n == 0) throw UsageError("no candidate under the --solutions folders for --problems " + o.problems);
+    return n;
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  } catch (const std::runtime_error& e) {
+    throw UsageError(e.what());
+  }
+}
+
+int sweep_on_slurm(Globals& g, const SweepOptions& o, size_t grid_size) {
+  fs::path dir = fs::absolute(o.out);
+  if (fs::is_regular_file(dir))
+    throw UsageError("--out " + o.out + " is a file; --launcher slurm writes a folder of task_<i>.jsonl files");
+  fs::create_directories(dir);
+  const sweep::Settings& s = o.settings;
+  sweep::SlurmJob job;
+  job.results_dir = dir.string();
+  job.workdir = fs::current_path().string();
+  job.nodes = o.nodes;
+  if (o.device != "cpu" && !o.worlds.empty()) job.gpus_per_node = *std::max_element(o.worlds.begin(), o.worlds.end());
+  job.sbatch_options = o.sbatch;
+  std::vector<std::string>& a = job.sweep_argv;
+  a = {launch::self_exe()};
+  for (auto& r : registry_args(g)) a.push_back(r);
+  a.push_back("sweep");
+  for (auto& d : o.solutions) a.insert(a.end(), {"--solutions", d});
+  a.insert(a.end(), {"--problems", o.problems, "--device", o.device, "--size", s.size,
+                     // One seed for every node: pkb eval's reference cache stays valid across them.
+                     "--seed", std::to_string(make_seed(o.seed)), "--eval-deadline", std::to_string(o.deadline)});
+  for (int w : o.worlds) a.insert(a.end(), {"--world-size", std::to_string(w)});
+  if (s.trials >= 0) a.insert(a.end(), {"--trials", std::to_string(s.trials)});
+  if (s.warmup >= 0) a.insert(a.end(), {"--warmup", std::to_string(s.warmup)});
+  if (s.iters >= 0) a.insert(a.end(), {"--iters", std::to_string(s.iters)});
+  if (!s.timing) a.push_back("--no-timing");
+  if (s.timeout > 0) a.insert(a.end(), {"--timeout", std::to_string(s.timeout)});
+  if (o.jobs) a.insert(a.end(), {"--jobs", std::to_string(o.jobs)});
+
+  std::string script = (dir / "sweep.sbatch").string();
+  std::ofstream file(script);
+  file << sweep::slurm_script(job);
+  file.close();
+  if (!file) throw UsageError("cannot write " + script + "; pick an --out folder you can write to");
+  printf("wrote %s: an array of %d task%s sharing %zu candidate%s\n", script.c_str(), o.nodes, o.nodes == 1 ? "" : "s",
+         grid_size, grid_size == 1 ? "" : "s");
+  if (!o.submit) {
+    printf("submit it with: sbatch %s   (or pkb sweep ... --submit); then: pkb report %s\n", script.c_str(),
+           dir.c_str());
+    return kOk;
+  }
+  std::string id;
+  try {
+    if (o.wait) printf("submitting and waiting for the job to end...\n"), fflush(stdout);
+    id = sweep::submit(script, o.wait);
+  } catch (const std::exception& e) {
+    fprintf(stderr, "pkb: error: %s\n", e.what());
+    return kInternal;
+  }
+  printf("%s Slurm job %s; results in %s (pkb report %s)\n", o.wait ? "finished" : "submitted", id.c_str(),
+         dir.c_str(), dir.c_str());
+  return kOk;
+}
+
+// The grid: problem by problem (by id), each world size its problem allows, each candidate
+// for the sweep's device. Resolves the device into o.settings.device.
+std::vector<sweep::Task> plan_grid(Globals& g, SweepOptions& o) {
+  const spec::Registry& reg = g.registry();
+  std::vector<std::string> wanted;
+  sweep::Discovery found;
+  try {
+    wanted = sweep::select_problems(o.problems, reg);
+    found = sweep::discover(o.solutions, reg);
+  } catch (const std::exception& e) {
+    throw UsageError(e.what());
+  }
+  for (size_t i = 0; i < found.skipped.size() && i < 5; ++i) warn("skipped " + found.skipped[i]);
+  if (found.skipped.size() > 5) warn("skipped " + std::to_string(found.skipped.size() - 5) + " more such files");
+
+  std::string& device = o.settings.device;
+  int gpus = 0;
+  device = o.device;
+  if (device != "cpu") {
+    gpus = static_cast<int>(probe_devices().value("devices", json::array()).size());
+    if (device == "cuda" && gpus == 0) throw UsageError("--device cuda, but no GPU is visible; use --device cpu");
+    device = gpus > 0 ? "cuda" : "cpu";
+  }
+  std::vector<int> worlds = o.worlds;
+  if (worlds.empty()) worlds = {device == "cuda" ? gpus : 4};
+
+  std::set<std::string> selected(wanted.begin(), wanted.end());
+  std::vector<std::string> problems;  // as the candidates come: by problem id
+  std::map<std::string, std::vector<const sweep::Candidate*>> by_problem;
+  size_t other_device = 0;
+  for (auto& c : found.candidates) {
+    if (!selected.count(c.problem)) continue;
+    if (c.device != device) {
+      ++other_device;
+      continue;
+    }
+    if (by_problem[c.problem].empty()) problems.push_back(c.problem);
+    by_problem[c.problem].push_back(&c);
+  }
+  if (other_device)
+    warn("left out " + std::to_string(other_device) + " candidate(s) for the " + (device == "cpu" ? "CUDA" : "CPU") +
+         " device (this sweep runs on the " + (device == "cpu" ? "CPU" : "CUDA") + " device; see --device)");
+
+  std::vector<sweep::Task> grid;
+  for (auto& slug : problems) {
+    const spec::ProblemSpec& spec = reg.find(slug);
+    if (!spec.sizes.count(o.settings.size)) {
+      warn(slug + " has no size preset '" + o.settings.size + "'; its candidates are left out");
+      continue;
+    }
+    for (int w : worlds) {
+      std::string err = spec.world_size_error(w, o.settings.size);
+      if (!err.empty()) {
+        warn("left out " + slug + " at W=" + std::to_string(w) + ": " + err);
+        continue;
+      }
+      for (auto* c : by_problem[slug]) grid.push_back({*c, w, 0, sweep::task_key(*c, w, o.settings)});
+    }
+  }
+  if (grid.empty())
+    throw UsageError("no candidate to evaluate under " + o.solutions.front() + " for --problems " + o.problems +
+                     " on the " + device +
+                     " device; candidates are solutions_<backend>/<run>/<problem>/sample_<k>.<ext> or "
+                     "solutions_<backend>/<problem>.<ext>");
+  return grid;
+}
+
+// A folder for the evaluations' JSON before it is appended; gone with the sweep.
+struct ScratchDir {
+  std::string path;
+  ScratchDir() {
+    char tmpl[] = "/tmp/pkb-sweep-XXXXXX";
+    if (!mkdtemp(tmpl)) throw std::runtime_error(std::string("cannot make a folder in /tmp: ") + std::strerror(errno));
+    path = tmpl;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+int sweep_here(Globals& g, SweepOptions& o) {
+  std::pair<int, int> share = o.shard.empty() ? std::pair<int, int>{0, 1} : parse_shard(o.shard);
+  std::vector<sweep::Task> grid = sweep::shard(plan_grid(g, o), share.first, share.second);
+
+  if (fs::is_directory(o.out)) throw UsageError("--out " + o.out + " is a folder; give a .jsonl file");
+  if (fs::path(o.out).has_parent_path()) fs::create_directories(fs::path(o.out).parent_path());
+  std::unique_ptr<sweep::ResultsFile> results;
+  try {
+    results = std::make_unique<sweep::ResultsFile>(o.out);
+  } catch (const std::runtime_error& e) {
+    throw UsageError(e.what());
+  }
+  if (results->torn_bytes())
+    warn("cut off a torn last line (" + std::to_string(results->torn_bytes()) + " bytes, from an interrupted run) of " +
+         o.out + "; that evaluation runs again");
+  if (results->bad_lines())
+    warn(o.out + " has " + std::to_string(results->bad_lines()) + " line(s) that are not JSON; left as they are");
+
+  // One seed for every evaluation, so pkb eval times each problem's reference once; a
+  // resumed sweep keeps the seed it started with.
+  uint64_t seed = make_seed(o.seed.empty() ? results->seed() : o.seed);
+  size_t already = 0;
+  std::set<std::string> to_build;
+  for (auto& t : grid) {
+    t.seed = seed;
+    if (results->has(t.key)) ++already;
+    else to_build.insert(t.candidate.sha256 + t.candidate.device);
+  }
+  printf("pkb sweep: %zu evaluation%s (%zu already in %s), %zu to compile, device=%s, seed=%llu\n", grid.size(),
+         grid.size() == 1 ? "" : "s", already, o.out.c_str(), to_build.size(), o.settings.device.c_str(),
+         static_cast<unsigned long long>(seed));
+  fflush(stdout);
+  if (already == grid.size()) {
+    printf("nothing to do; pkb report %s\n", o.out.c_str());
+    return kOk;
+  }
+
+  ScratchDir scratch;
+  sweep::RunnerOptions ro;
+  const char* exe = std::getenv("PKB_SWEEP_EXE");  // tests substitute a stand-in for pkb build/eval
+  ro.pkb = exe && *exe ? exe : launch::self_exe();
+  ro.global_args = registry_args(g);
+  ro.settings = o.settings;
+  ro.jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ro.deadline_s = o.deadline;
+  ro.scratch_dir = scratch.path;
+
+  ProgressView view(grid.size() - already, to_build.size());
+  sweep::Callbacks cb;
+  cb.on_built = [&](const sweep::Candidate&, bool) { view.built(); };
+  cb.on_start = [&](const sweep::Task& t) { view.start(t); };
+  cb.on_result = [&](const sweep::Task& t, const json& line) { view.result(t, line); };
+  signal(SIGINT, on_interrupt);
+  signal(SIGTERM, on_interrupt);
+  auto t0 = std::chrono::steady_clock::now();
+  size_t ran = 0;
+  try {
+    ran = sweep::run_sweep(grid, *results, ro, cb);
+  } catch (const sweep::EvalRejected& e) {
+    view.finish();
+    throw UsageError(std::string(e.what()) + "; fix the sweep's options and run it again");
+  }
+  view.finish();
+  double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 60;
+  std::string counts;
+  for (auto& [v, n] : view.verdicts()) counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + v;
+  printf("done: %zu evaluation%s in %.1f min (%s); pkb report %s\n", ran, ran == 1 ? "" : "s", minutes,
+         counts.c_str(), o.out.c_str());
+  return kOk;
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& app, Globals& g, Action& run) {
+  static SweepOptions o;
+  auto* cmd = app.add_subcommand("sweep", "Evaluate every candidate under folders of solutions; resumable");
+  cmd->add_option("--solutions", o.solutions, "folders of candidates (pkb generate's output) or files")
+      ->required()
+      ->expected(1, -1);
+  cmd->add_option("--problems", o.problems, "all, a category key (coll, tp, ...) or a comma list of problems");
+  cmd->add_option("--out", o.out, "results file (JSON Lines, appended; a re-run resumes); a folder for --launcher slurm")
+      ->required();
+  cmd->add_option("-w,--world-size", o.worlds, "ranks, one or a comma list (default: visible GPUs; 4 on the CPU device)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--device", o.device, "cuda, cpu, or auto (CUDA when a GPU is visible)")
+      ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+  cmd->add_option("-n,--trials", o.settings.trials, "trials per evaluation (pkb eval's default when unset)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--warmup", o.settings.warmup, "warm-up calls before timing")->check(CLI::Range(0, 1000000));
+  cmd->add_option("--iters", o.settings.iters, "timed calls")->check(CLI::Range(1, 1000000));
+  cmd->add_flag("--no-timing", [](int64_t) { o.settings.timing = false; }, "check correctness only");
+  cmd->add_option("--size", o.settings.size, "size preset (default, large, ...)");
+  cmd->add_option("--seed", o.seed, "the inputs' seed, for every evaluation (default: a fresh secret one)");
+  cmd->add_option("--timeout", o.settings.timeout, "seconds a candidate may take per phase (pkb eval --timeout)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--eval-deadline", o.deadline, "seconds before a whole evaluation is killed (default 3600)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("-j,--jobs", o.jobs, "compilations at once (default: all cores)")->check(CLI::Range(1, 1024));
+  cmd->add_option("--shard", o.shard, "only share INDEX of COUNT of the grid, e.g. 2/8 (what Slurm tasks run)");
+  cmd->add_option("--launcher", o.launcher, "local (here), or slurm (write an array job; see --submit)")
+      ->check(CLI::IsMember({"local", "slurm"}));
+  cmd->add_option("--nodes", o.nodes, "slurm: array tasks, one node each")->check(CLI::Range(1, 100000));
+  cmd->add_option("--sbatch", o.sbatch, "slurm: one more #SBATCH option, e.g. --sbatch=--partition=gpu (repeatable)");
+  cmd->add_flag("--submit", o.submit, "slurm: submit the job with sbatch");
+  cmd->add_flag("--wait", o.wait, "slurm: with --submit, wait until every task has ended");
+  cmd->callback([&] {
+    run = [&] {
+      if (o.launcher == "slurm") return sweep_on_slurm(g, o, count_candidates(g, o));
+      if (o.submit || o.wait || !o.sbatch.empty() || o.nodes != 1)
+        throw UsageError("--nodes, --sbatch, --submit and --wait are for --launcher slurm");
+      return sweep_here(g, o);
+    };
+  });
+}
+
+}  // namespace pkb::cli

@@ -1,0 +1,22 @@
+// What goes to a model and what comes back, independent of the provider.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace pkb::gen {
+
+struct Prompt {
+  std::string system, user;
+  // 16 hex digits (64-bit FNV-1a of both parts): tells whether two samples saw the same prompt.
+  std::string hash() const;
+};
+
+struct Completion {
+  std::string text;  // the answer, reasoning left out
+  int64_t tokens_in = 0;
+  int64_t tokens_out = 0;     // reasoning tokens included
+  std::string finish_reason;  // the provider's word: stop, length, end_turn, MAX_TOKENS, ...
+};
+
+}  // namespace pkb::gen

@@ -1,0 +1,30 @@
+// A problem's spec as a prompt states it: what it computes, world sizes, and every input,
+// output and argument with its shape as a formula and evaluated, dtype, initialisation and
+// tolerance, in the order the candidate receives them.
+#pragma once
+
+#include <string>
+
+#include "spec/spec.hpp"
+
+namespace pkb::gen {
+
+struct Setting {
+  int world = 8;
+  std::string preset = "default";
+  std::string dtype;  // what 'dt' stands for; "" keeps the spec's
+};
+
+// `wanted` when the problem runs with it at `preset`, else the nearest W it runs with.
+int nearest_world(const spec::ProblemSpec& s, int wanted, const std::string& preset);
+
+// The dtype 'dt' resolves to for this setting.
+std::string element_type(const spec::ProblemSpec& s, const Setting& at);
+
+// Throws GenError when the preset is unknown or the world size does not fit the problem.
+std::string problem_facts(const spec::ProblemSpec& s, const Setting& at);
+
+// Inputs and outputs in one line each, formulas only: for in-context examples.
+std::string interface_summary(const spec::ProblemSpec& s);
+
+}  // namespace pkb::gen

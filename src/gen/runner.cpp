@@ -1,0 +1,282 @@
+#include "gen/runner.hpp"
+
+#include <atomic>
+#include <csignal>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <unistd.h>
+
+#include "gen/error.hpp"
+#include "gen/extract.hpp"
+#include "gen/http.hpp"
+#include "gen/protocol.hpp"
+
+namespace pkb::gen {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;  // manifest fields in reading order
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
+
+extern "C" void on_stop_signal(int sig) {
+  // A second signal means "now": the default action ends the process (finished files are
+  // whole, since every file is written by rename).
+  if (g_stop.exchange(true)) {
+    signal(sig, SIG_DFL);
+    raise(sig);
+  }
+}
+
+// SIGINT and SIGTERM raise g_stop while a run is under way; the old handlers come back after.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop = false;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_ {
+  }, old_term_{};
+};
+
+struct Job {
+  size_t target, task;
+  int sample;
+};
+
+std::string sample_base(const Target& t, const Task& task, int k) {
+  return (fs::path(t.run_dir) / task.problem / ("sample_" + std::to_string(k))).string();
+}
+
+std::string now_utc() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+const char* status_of(Outcome o) {
+  switch (o) {
+    case Outcome::ok: return "ok";
+    case Outcome::failed: return "failed";
+    case Outcome::model_stopped: return "model_stopped";
+    case Outcome::interrupted: return "interrupted";
+  }
+  return "?";
+}
+
+// Appends whole lines from many threads; each line is flushed so a crash loses none.
+class Manifest {
+ public:
+  void append(const std::string& path, const json& line) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::ofstream f(path, std::ios::app);
+    f << line.dump() << "\n";
+    f.flush();
+    if (!f) throw std::runtime_error("cannot append to " + path);
+  }
+
+ private:
+  std::mutex mu_;
+};
+
+}  // namespace
+
+std::string run_name(const std::string& model, const std::string& backend, const std::string& precision,
+                     const std::string& hardware, const std::string& shots) {
+  return model_slug(model) + "_" + backend + "_" + precision + "_" + hardware + "_" + shots;
+}
+
+void write_atomically(const std::string& path, const std::string& text) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::string tmp = path + ".tmp" + std::to_string(getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << text;
+    f.flush();
+    if (!f) throw std::runtime_error("cannot write " + tmp);
+  }
+  fs::rename(tmp, path);
+}
+
+namespace {
+
+// One run_generation call: the job list, the workers' shared state, and what each answer
+// becomes on disk.
+class Generation {
+ public:
+  Generation(const std::vector<Target>& targets, const std::vector<Task>& tasks, const RunSettings& s,
+             Progress& progress)
+      : targets_(targets), tasks_(tasks), s_(s), progress_(progress), stopped_(targets.size()) {
+    summary_.models.resize(targets.size());
+  }
+
+  RunSummary run() {
+    plan();
+    StopSignals signals;
+    progress_.begin(static_cast<int>(jobs_.size()));
+    int n = std::max(1, std::min<int>(s_.jobs, static_cast<int>(jobs_.size())));
+    active_ = n;
+    std::vector<std::thread> pool;
+    for (int i = 0; i < n; ++i) pool.emplace_back([this] { work(); });
+    while (active_ > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      progress_.tick();
+    }
+    for (auto& th : pool) th.join();
+    progress_.end();
+    summary_.interrupted = g_stop && summary_.fatal.empty();
+    for (; next_ < jobs_.size(); ++next_) ++summary_.models[jobs_[next_].target].not_asked;
+    return summary_;
+  }
+
+ private:
+  // Sample-major order: an interrupted run has sample 0 of every problem first; models
+  // interleave so that one provider's rate limit does not idle the pool.
+  void plan() {
+    for (int k = 0; k < s_.samples; ++k)
+      for (size_t p = 0; p < tasks_.size(); ++p)
+        for (size_t t = 0; t < targets_.size(); ++t) {
+          if (!s_.force && fs::exists(sample_base(targets_[t], tasks_[p], k) + ".response.json"))
+            ++summary_.models[t].skipped;
+          else
+            jobs_.push_back({t, p, k});
+        }
+    // The prompt beside its samples, named by the hash their manifest lines carry.
+    for (auto& j : jobs_) {
+      const Prompt& p = tasks_[j.task].prompt;
+      fs::path file = fs::path(targets_[j.target].run_dir) / tasks_[j.task].problem / ("prompt-" + p.hash() + ".md");
+      if (!fs::exists(file)) write_atomically(file.string(), "# system\n\n" + p.system + "\n# user\n\n" + p.user);
+    }
+  }
+
+  void work() {
+    for (;;) {
+      Job j;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (g_stop || next_ == jobs_.size()) break;
+        j = jobs_[next_++];
+        if (stopped_[j.target]) {
+          ++summary_.models[j.target].not_asked;
+          continue;
+        }
+      }
+      try {
+        ask(j);
+      } catch (const std::exception& e) {  // pkb's own failure (disk full...): stop everything
+        std::lock_guard<std::mutex> lock(mu_);
+        if (summary_.fatal.empty()) summary_.fatal = e.what();
+        g_stop = true;
+      }
+    }
+    --active_;
+  }
+
+  void ask(const Job& j) {
+    const Target& t = targets_[j.target];
+    const Task& task = tasks_[j.task];
+    std::string label = t.model.name + " " + task.problem + " #" + std::to_string(j.sample);
+    progress_.started();
+    Reply r =
+        request_completion(t.model, t.key, task.prompt, s_.policy, g_stop,
+                           [&](int, const std::string& why, double wait) { progress_.retrying(label, why, wait); });
+    json line = {{"time", now_utc()},
+                 {"run", t.run_name},
+                 {"model", t.model.name},
+                 {"provider", t.model.provider.name},
+                 {"model_id", t.model.id},
+                 {"problem", task.problem},
+                 {"sample", j.sample},
+                 {"status", status_of(r.outcome)},
+                 {"prompt_hash", task.prompt.hash()},
+                 {"attempts", r.attempts},
+                 {"http_status", r.http_status},
+                 {"latency_s", r.latency_s},
+                 {"wall_s", r.wall_s},
+                 {"tokens_in", r.completion.tokens_in},
+                 {"tokens_out", r.completion.tokens_out},
+                 {"finish_reason", r.completion.finish_reason},
+                 {"code", nullptr},
+                 {"response", nullptr},
+                 {"extraction", nullptr},
+                 {"error", r.error.empty() ? json(nullptr) : json(r.error)}};
+    line.update(s_.labels);
+    if (r.outcome == Outcome::ok) save(t, sample_base(t, task, j.sample), r, line);
+    if (r.outcome == Outcome::model_stopped && !stopped_[j.target].exchange(true)) {
+      progress_.notice(t.model.name + " stopped: " + r.error);
+      std::lock_guard<std::mutex> lock(mu_);
+      summary_.models[j.target].stop_reason = r.error;
+    }
+    manifest_.append((fs::path(t.run_dir) / "manifest.jsonl").string(), line);
+    std::string status = line["status"];
+    progress_.finished(label, status, r.completion.tokens_in, r.completion.tokens_out, r.wall_s,
+                       line["error"].is_null() ? "" : line["error"].get<std::string>());
+
+    std::lock_guard<std::mutex> lock(mu_);
+    ModelTally& m = summary_.models[j.target];
+    summary_.tokens_in += r.completion.tokens_in;
+    summary_.tokens_out += r.completion.tokens_out;
+    int& count = status == "ok"            ? m.ok
+                 : status == "no_code"     ? m.no_code
+                 : status == "interrupted" ? m.not_asked
+                                           : m.failed;
+    ++count;
+  }
+
+  // The code (when the answer holds some), then the raw answer, which marks the sample done.
+  void save(const Target& t, const std::string& base, const Reply& r, json& line) {
+    Extraction x = extract_code(r.completion.text, s_.tags);
+    line["extraction"] = x.why;
+    if (x.found) {
+      std::string code = base + "." + s_.extension;
+      write_atomically(code, x.code);
+      line["code"] = fs::path(code).lexically_relative(t.run_dir).string();
+    } else {
+      line["status"] = "no_code";
+      line["error"] = x.why;
+    }
+    std::string response = base + ".response.json";
+    write_atomically(response, r.raw);
+    line["response"] = fs::path(response).lexically_relative(t.run_dir).string();
+  }
+
+  const std::vector<Target>& targets_;
+  const std::vector<Task>& tasks_;
+  const RunSettings& s_;
+  Progress& progress_;
+  Manifest manifest_;
+  std::mutex mu_;  // guards summary_ and next_
+  RunSummary summary_;
+  std::vector<Job> jobs_;
+  size_t next_ = 0;
+  std::vector<std::atomic<bool>> stopped_;  // per target: a request was refused for good
+  std::atomic<int> active_{0};
+};
+
+}  // namespace
+
+RunSummary run_generation(const std::vector<Target>& targets, const std::vector<Task>& tasks, const RunSettings& s,
+                          Progress& progress) {
+  http_global_init();
+  return Generation(targets, tasks, s, progress).run();
+}
+
+}  // namespace pkb::gen

@@ -1,0 +1,31 @@
+// A summary as text for the terminal, Markdown, a self-contained HTML page (inline CSS and
+// SVG charts; no script, no network) and JSON (schema pkb.report/1).
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "report/results.hpp"
+#include "report/summary.hpp"
+
+namespace pkb::report {
+
+// The colours of the HTML charts; the screenshot test looks for them.
+namespace colour {
+inline const char* const kFaster = "#2563eb";   // speedup bar, at least as fast as the reference
+inline const char* const kSlower = "#f59e0b";   // speedup bar, slower
+inline const char* const kCorrect = "#16a34a";
+inline const char* const kWrong = "#dc2626";
+inline const char* const kIntegrity = "#7c3aed";
+inline const char* const kCompileError = "#9ca3af";
+inline const char* const kCrash = "#92400e";
+inline const char* const kTimeout = "#db2777";
+}  // namespace colour
+
+std::string render_text(const Summary& s, const Results& r);
+std::string render_markdown(const Summary& s, const Results& r);
+std::string render_html(const Summary& s, const Results& r);
+nlohmann::json render_json(const Summary& s, const Results& r);
+
+}  // namespace pkb::report

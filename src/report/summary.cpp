@@ -1,0 +1,128 @@
+#include "report/summary.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace pkb::report {
+
+double pass_at_k(int n, int c, int k) {
+  if (n - c < k) return 1.0;
+  // C(n-c,k)/C(n,k) as a product, which stays exact enough for any n.
+  double fail = 1.0;
+  for (int i = 0; i < k; ++i) fail *= static_cast<double>(n - c - i) / static_cast<double>(n - i);
+  return 1.0 - fail;
+}
+
+void Rates::add(const Evaluation& e) {
+  fast.resize(kSpeedupThresholds.size());
+  ++evaluations;
+  ++verdicts[e.verdict];
+  compiled += e.compiled();
+  if (!e.correct()) return;
+  ++correct;
+  if (e.speedup && *e.speedup > 0) {
+    ++timed;
+    log_speedup_sum_ += std::log(*e.speedup);
+    for (size_t i = 0; i < kSpeedupThresholds.size(); ++i) fast[i] += *e.speedup > kSpeedupThresholds[i];
+  }
+  if (e.roofline_fraction) {
+    ++roofline_n_;
+    roofline_sum_ += *e.roofline_fraction;
+  }
+}
+
+void Rates::finish() {
+  fast.resize(kSpeedupThresholds.size());
+  if (timed) geomean_speedup = std::exp(log_speedup_sum_ / timed);
+  if (roofline_n_) mean_roofline_fraction = roofline_sum_ / roofline_n_;
+}
+
+namespace {
+
+using Instance = std::tuple<int, std::string, int, std::string>;  // problem id, slug, world, size
+
+Instance instance_of(const Evaluation& e) { return {e.problem_id, e.problem, e.world, e.size}; }
+
+bool faster(const Evaluation& a, const std::optional<Evaluation>& best) {
+  if (!best) return true;
+  return a.speedup.value_or(0) > best->speedup.value_or(0);
+}
+
+}  // namespace
+
+Summary summarize(const std::vector<Evaluation>& evaluations, const std::vector<int>& ks) {
+  Summary s;
+  s.ks = ks;
+  s.evaluations = evaluations.size();
+
+  std::map<std::string, Rates> by_run;
+  std::map<std::string, std::map<Instance, std::pair<int, std::vector<int>>>> samples;  // run -> problem -> n, c per p
+  std::map<std::string, int> category_order;  // category -> its first problem id
+  std::map<std::pair<std::string, std::string>, Rates> by_category;
+  std::map<Instance, BestCandidate> best;
+  const size_t P = kSpeedupThresholds.size();
+  for (auto& e : evaluations) {
+    by_run[e.run].add(e);
+    auto& [n, c] = samples[e.run][instance_of(e)];
+    c.resize(P + 1);  // c[0]: correct; c[1+i]: correct and faster than threshold i
+    ++n;
+    if (e.correct()) {
+      ++c[0];
+      for (size_t i = 0; i < P; ++i) c[1 + i] += e.speedup.value_or(0) > kSpeedupThresholds[i];
+    }
+    auto [it, fresh] = category_order.emplace(e.category, e.problem_id);
+    if (!fresh) it->second = std::min(it->second, e.problem_id);
+    by_category[{e.category, e.run}].add(e);
+    BestCandidate& b = best[instance_of(e)];
+    b.problem = e.problem;
+    b.category = e.category;
+    b.problem_id = e.problem_id;
+    b.world = e.world;
+    b.size = e.size;
+    ++b.evaluated;
+    if (e.correct()) {
+      ++b.correct;
+      if (faster(e, b.best)) b.best = e;
+    }
+  }
+
+  for (auto& [run, rates] : by_run) {
+    RunSummary r;
+    r.run = run;
+    r.rates = rates;
+    r.rates.finish();
+    auto& problems = samples[run];
+    r.problems = static_cast<int>(problems.size());
+    r.min_samples = std::numeric_limits<int>::max();
+    for (auto& [inst, nc] : problems) r.min_samples = std::min(r.min_samples, nc.first);
+    for (int k : ks) {
+      std::vector<double> sums(P + 1, 0.0);
+      bool defined = k >= 1 && k <= r.min_samples;
+      if (defined)
+        for (auto& [inst, nc] : problems)
+          for (size_t i = 0; i <= P; ++i) sums[i] += pass_at_k(nc.first, nc.second[i], k);
+      auto mean = [&](size_t i) { return defined ? std::optional<double>(sums[i] / r.problems) : std::nullopt; };
+      r.pass_at_k[k] = mean(0);
+      for (size_t i = 0; i < P; ++i) r.fast_at_k[k].push_back(mean(1 + i));
+    }
+    s.runs.push_back(std::move(r));
+  }
+
+  for (auto& [key, rates] : by_category) {
+    CategoryRow row{key.first, key.second, rates};
+    row.rates.finish();
+    s.categories.push_back(std::move(row));
+  }
+  std::stable_sort(s.categories.begin(), s.categories.end(), [&](const CategoryRow& a, const CategoryRow& b) {
+    return std::make_tuple(category_order[a.category], a.category, a.run) <
+           std::make_tuple(category_order[b.category], b.category, b.run);
+  });
+  for (auto& [inst, b] : best) s.best.push_back(b);
+  return s;
+}
+
+}  // namespace pkb::report

@@ -1,0 +1,161 @@
+#include "sweep/candidates.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <tuple>
+
+#include "build/sha256.hpp"
+
+namespace pkb::sweep {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string backend_of_extension(const std::string& ext) {
+  if (ext == ".cu") return "cuda";
+  if (ext == ".cpp" || ext == ".cc" || ext == ".cxx") return "cpu";
+  if (ext == ".py") return "triton";
+  return "";
+}
+
+// "sample_12" -> 12; -1 for anything else.
+int sample_index(const std::string& stem) {
+  const std::string prefix = "sample_";
+  if (stem.rfind(prefix, 0) != 0 || stem.size() == prefix.size()) return -1;
+  std::string digits = stem.substr(prefix.size());
+  if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) return -1;
+  return std::stoi(digits);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+bool parse_candidate_path(const std::string& path, std::string& problem_key, std::string& run, int& sample,
+                          std::string& backend) {
+  fs::path p(path);
+  backend = backend_of_extension(p.extension().string());
+  if (backend.empty()) return false;
+  std::vector<std::string> dirs;  // innermost first
+  for (fs::path d = p.parent_path(); !d.empty() && d.has_filename(); d = d.parent_path()) dirs.push_back(d.filename());
+  // The nearest solutions_<backend> folder names the backend (tk candidates are .cu files too).
+  for (auto& d : dirs)
+    if (d.rfind("solutions_", 0) == 0 && d.size() > 10) {
+      backend = d.substr(10);
+      break;
+    }
+  std::string stem = p.stem().string();
+  sample = sample_index(stem);
+  if (sample >= 0) {  // <run>/<problem>/sample_<k>
+    problem_key = dirs.size() > 0 ? dirs[0] : "";
+    run = dirs.size() > 1 ? dirs[1] : "";
+  } else {            // <folder>/<problem>.<ext>
+    sample = 0;
+    problem_key = stem;
+    run = dirs.size() > 0 ? dirs[0] : "";
+  }
+  if (run.empty()) run = "solutions_" + backend;
+  return true;
+}
+
+Discovery discover(const std::vector<std::string>& roots, const spec::Registry& registry) {
+  Discovery found;
+  std::vector<std::string> files;
+  for (auto& root : roots) {
+    std::error_code ec;
+    if (fs::is_regular_file(root, ec)) {
+      files.push_back(root);
+      continue;
+    }
+    if (!fs::is_directory(root, ec))
+      throw std::runtime_error("--solutions " + root + ": no such file or folder");
+    for (auto it = fs::recursive_directory_iterator(root, fs::directory_options::skip_permission_denied, ec);
+         it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->path().filename().string().rfind('.', 0) == 0) {  // hidden: caches, editors' files
+        if (it->is_directory()) it.disable_recursion_pending();
+        continue;
+      }
+      if (it->is_regular_file()) files.push_back(it->path().string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  files.erase(std::unique(files.begin(), files.end()), files.end());
+
+  for (auto& file : files) {
+    Candidate c;
+    c.path = file;
+    std::string key;
+    if (!parse_candidate_path(file, key, c.run, c.sample, c.backend)) continue;  // notes, specs, logs
+    const spec::ProblemSpec* spec = nullptr;
+    try {
+      spec = &registry.find(key);
+    } catch (const spec::SpecError&) {
+      found.skipped.push_back(file + ": '" + key + "' is not a problem (`pkb list` shows them)");
+      continue;
+    }
+    c.problem = spec->slug;
+    c.problem_id = spec->id;
+    c.category = spec->category;
+    c.device = c.backend == "cpu" ? "cpu" : "cuda";
+    c.sha256 = build::sha256_hex(slurp(file));
+    found.candidates.push_back(std::move(c));
+  }
+  // Problem-major, by the benchmark's problem ids: a problem's evaluations run back to back,
+  // so its reference is timed once and then served from pkb eval's cache.
+  std::sort(found.candidates.begin(), found.candidates.end(), [](const Candidate& a, const Candidate& b) {
+    return std::tie(a.problem_id, a.problem, a.run, a.sample, a.path) <
+           std::tie(b.problem_id, b.problem, b.run, b.sample, b.path);
+  });
+  return found;
+}
+
+std::vector<std::string> select_problems(const std::string& selector, const spec::Registry& registry) {
+  std::vector<std::string> slugs;
+  if (selector == "all") {
+    for (auto& s : registry.all()) slugs.push_back(s.slug);
+    return slugs;
+  }
+  if (!spec::category_name(selector).empty()) {
+    for (auto& s : registry.all())
+      if (s.category == selector) slugs.push_back(s.slug);
+    if (slugs.empty()) throw std::invalid_argument("--problems " + selector + ": no problem in that category yet");
+    return slugs;
+  }
+  std::stringstream list(selector);
+  for (std::string key; std::getline(list, key, ',');) {
+    if (key.empty()) continue;
+    try {
+      slugs.push_back(registry.find(key).slug);
+    } catch (const spec::SpecError& e) {
+      throw std::invalid_argument(std::string("--problems: ") + e.what() +
+                                  " (give all, a category key such as coll, or a comma list of problems)");
+    }
+  }
+  if (slugs.empty()) throw std::invalid_argument("--problems is empty; give all, a category key, or a comma list");
+  return slugs;
+}
+
+std::string task_key(const Candidate& c, int world, const Settings& s) {
+  auto opt = [](int v) { return v >= 0 ? std::to_string(v) : std::string("-"); };
+  return c.path + "|" + c.problem + "|W=" + std::to_string(world) + "|size=" + s.size + "|device=" + c.device +
+         "|trials=" + opt(s.trials) + "|warmup=" + opt(s.warmup) + "|iters=" + opt(s.iters) +
+         "|timing=" + (s.timing ? "on" : "off") + "|sha256=" + c.sha256;
+}
+
+std::vector<Task> shard(const std::vector<Task>& tasks, int index, int count) {
+  size_t begin = tasks.size() * static_cast<size_t>(index) / static_cast<size_t>(count);
+  size_t end = tasks.size() * static_cast<size_t>(index + 1) / static_cast<size_t>(count);
+  return std::vector<Task>(tasks.begin() + static_cast<long>(begin), tasks.begin() + static_cast<long>(end));
+}
+
+}  // namespace pkb::sweep

@@ -1,0 +1,69 @@
+// Finding the candidates of a sweep: solution files laid out as `pkb generate` writes them
+// (solutions_<backend>/<run>/<problem>/sample_<k>.<ext>) or by hand
+// (solutions_<backend>/<problem>.<ext>), and the grid of evaluations they make.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "spec/registry.hpp"
+
+namespace pkb::sweep {
+
+struct Candidate {
+  std::string path;     // as found under the folder the user named
+  std::string problem;  // the problem's slug
+  int problem_id = 0;
+  std::string category;
+  std::string run;      // the model or run it came from: <run> above, or the folder of a hand-written one
+  int sample = 0;       // <k> of sample_<k>; 0 for a hand-written one
+  std::string backend;  // cuda, cpu, triton or tk
+  std::string device;   // where it runs: "cpu" for cpu candidates, "cuda" for the rest
+  std::string sha256;   // of the source bytes
+};
+
+struct Discovery {
+  std::vector<Candidate> candidates;  // by problem id, run, sample, path
+  std::vector<std::string> skipped;   // "path: why" for solution files that name no known problem
+};
+
+// What a file's path says about it: problem key (a slug, id or stem; not yet checked), run,
+// sample and backend. Returns false for files that are not candidates (by extension).
+bool parse_candidate_path(const std::string& path, std::string& problem_key, std::string& run, int& sample,
+                          std::string& backend);
+
+// Walks `roots` (folders, searched recursively, or single files). Throws std::runtime_error
+// when a root does not exist.
+Discovery discover(const std::vector<std::string>& roots, const spec::Registry& registry);
+
+// The problems `--problems` names: "all", a category key, or a comma list of slugs, ids or
+// stems. Throws std::invalid_argument naming the fix.
+std::vector<std::string> select_problems(const std::string& selector, const spec::Registry& registry);
+
+// What every evaluation of a sweep shares. Negative means pkb eval's default.
+struct Settings {
+  std::string device;  // "cpu" or "cuda"
+  std::string size = "default";
+  int trials = -1, warmup = -1, iters = -1;
+  bool timing = true;
+  double timeout = 0;  // --timeout per phase, passed on
+};
+
+struct Task {
+  Candidate candidate;
+  int world = 0;
+  uint64_t seed = 0;
+  std::string key;  // what makes an evaluation the same one again (resume)
+};
+
+// The resume key: the candidate (its path, so identical samples each count, and its
+// content), problem, world size, size preset and the settings that change what is
+// measured. Not the seed: a re-run draws new inputs but is the same evaluation.
+std::string task_key(const Candidate& c, int world, const Settings& s);
+
+// The shard `index` of `count` (contiguous, so a problem's evaluations stay together and its
+// reference is timed on as few nodes as possible).
+std::vector<Task> shard(const std::vector<Task>& tasks, int index, int count);
+
+}  // namespace pkb::sweep

@@ -1,0 +1,211 @@
+#include "sweep/runner.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+namespace pkb::sweep {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// pkb eval's exit codes (README, docs/results.md): the verdict a child implies when it
+// leaves no JSON behind.
+const std::map<int, std::string> kVerdictOfExit = {
+    {1, "wrong"}, {3, "compile_error"}, {4, "crash"}, {5, "timeout"}, {6, "integrity_violation"}};
+constexpr int kUsageExit = 2;
+
+std::string last_line(const std::string& text) {
+  std::istringstream in(text);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+  if (last.size() > 400) last = last.substr(0, 400) + "...";
+  return last;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Compiles the distinct candidates of the tasks, `jobs` at a time, in task order, so the
+// evaluation in front rarely waits and never compiles itself.
+class Builder {
+ public:
+  Builder(const std::vector<const Task*>& tasks, const RunnerOptions& o, const Callbacks& cb, std::mutex& cb_mu)
+      : o_(o), cb_(cb), cb_mu_(cb_mu) {
+    for (const Task* t : tasks) {
+      std::string id = t->candidate.sha256 + "|" + t->candidate.device;
+      if (index_.emplace(id, unique_.size()).second) unique_.push_back(&t->candidate);
+    }
+    done_.assign(unique_.size(), false);
+    int n = std::max(1, std::min<int>(o.jobs, static_cast<int>(unique_.size())));
+    for (int i = 0; i < n && !unique_.empty(); ++i) threads_.emplace_back([this] { work(); });
+  }
+  ~Builder() {  // the sweep ended or failed: start no more builds, finish those running
+    stop_ = true;
+    for (auto& t : threads_) t.join();
+  }
+  void wait_for(const Candidate& c) {
+    size_t i = index_.at(c.sha256 + "|" + c.device);
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return done_[i]; });
+  }
+
+ private:
+  void work() {
+    for (size_t i; !stop_ && (i = next_++) < unique_.size();) {
+      const Candidate& c = *unique_[i];
+      std::vector<std::string> argv = {o_.pkb};
+      argv.insert(argv.end(), o_.global_args.begin(), o_.global_args.end());
+      argv.insert(argv.end(), {"build", "--solution", c.path, "--device", c.device});
+      // A build that fails for any reason is not fatal: pkb eval builds (and judges) it again.
+      bool compiled = false;
+      try {
+        compiled = launch::run_process(argv, o_.deadline_s).ok();
+      } catch (const std::exception&) {  // no process could be started: the evaluation will say so
+      }
+      if (cb_.on_built) {
+        std::lock_guard<std::mutex> lock(cb_mu_);
+        cb_.on_built(c, compiled);
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      done_[i] = true;
+      cv_.notify_all();
+    }
+  }
+
+  const RunnerOptions& o_;
+  const Callbacks& cb_;
+  std::mutex& cb_mu_;
+  std::vector<const Candidate*> unique_;
+  std::map<std::string, size_t> index_;
+  std::vector<bool> done_;
+  std::atomic<size_t> next_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace
+
+std::vector<std::string> eval_argv(const Task& t, const RunnerOptions& o, const std::string& json_out) {
+  const Settings& s = o.settings;
+  std::vector<std::string> a = {o.pkb};
+  a.insert(a.end(), o.global_args.begin(), o.global_args.end());
+  a.insert(a.end(), {"eval", "--problem", t.candidate.problem, "--solution", t.candidate.path, "--world-size",
+                     std::to_string(t.world), "--device", t.candidate.device, "--seed", std::to_string(t.seed),
+                     "--size", s.size});
+  if (s.trials >= 0) a.insert(a.end(), {"--trials", std::to_string(s.trials)});
+  if (s.warmup >= 0) a.insert(a.end(), {"--warmup", std::to_string(s.warmup)});
+  if (s.iters >= 0) a.insert(a.end(), {"--iters", std::to_string(s.iters)});
+  if (!s.timing) a.push_back("--no-timing");
+  if (s.timeout > 0) {
+    std::ostringstream t_s;
+    t_s << s.timeout;
+    a.insert(a.end(), {"--timeout", t_s.str()});
+  }
+  a.insert(a.end(), {"--json", json_out});
+  return a;
+}
+
+json record_for(const Task& t, const Settings& s, const launch::ProcessResult& child, const std::string& json_text,
+                double wall_s, double deadline_s) {
+  json line = json::parse(json_text, nullptr, false);
+  if (!line.is_object() || !line.value("verdict", json()).is_string()) {
+    if (!child.timed_out && child.signal == 0 && child.exit_code == kUsageExit)
+      throw EvalRejected("pkb eval refused " + t.candidate.path + ": " + last_line(child.err));
+    std::string verdict = "crash", message;
+    std::ostringstream why;
+    if (child.timed_out) {
+      verdict = "timeout";
+      why << "pkb eval overran the sweep's deadline of " << deadline_s << " s and was killed";
+    } else if (child.signal) {
+      why << "pkb eval was killed by signal " << child.signal << " (" << strsignal(child.signal) << ")";
+    } else if (kVerdictOfExit.count(child.exit_code)) {
+      verdict = kVerdictOfExit.at(child.exit_code);
+      why << "pkb eval exited with code " << child.exit_code << " without writing its result";
+    } else {
+      why << "pkb eval failed (exit code " << child.exit_code << ") without writing its result";
+    }
+    std::string said = last_line(child.err);
+    if (!said.empty()) why << ": " << said;
+    const Candidate& c = t.candidate;
+    line = {{"schema", "pkb.eval/1"},
+            {"problem", c.problem},
+            {"problem_id", c.problem_id},
+            {"category", c.category},
+            {"candidate", {{"path", c.path}, {"sha256", c.sha256}, {"backend", c.backend}}},
+            {"run",
+             {{"world", t.world},
+              {"device", c.device},
+              {"size", s.size},
+              {"seed", std::to_string(t.seed)},
+              {"trials", s.trials >= 0 ? json(s.trials) : json()},
+              {"warmup", s.warmup >= 0 ? json(s.warmup) : json()},
+              {"iters", s.iters >= 0 ? json(s.iters) : json()}}},
+            {"versions", nullptr},
+            {"verdict", verdict},
+            {"message", why.str()},
+            {"failure", nullptr},
+            {"timing", nullptr},
+            {"speedup", nullptr},
+            {"busbw_gbps", nullptr},
+            {"roofline", nullptr},
+            {"flags", {"no_result"}},
+            {"wall_s", wall_s}};
+  }
+  line["sweep"] = {{"run", t.candidate.run}, {"sample", t.candidate.sample}, {"task", t.key}};
+  return line;
+}
+
+size_t run_sweep(const std::vector<Task>& tasks, ResultsFile& out, const RunnerOptions& o, const Callbacks& cb) {
+  std::vector<const Task*> todo;
+  for (auto& t : tasks)
+    if (!out.has(t.key)) todo.push_back(&t);
+  if (todo.empty()) return 0;
+  fs::create_directories(o.scratch_dir);
+  std::mutex cb_mu;
+  Builder builder(todo, o, cb, cb_mu);
+  size_t ran = 0;
+  for (const Task* t : todo) {
+    builder.wait_for(t->candidate);
+    if (cb.on_start) {
+      std::lock_guard<std::mutex> lock(cb_mu);
+      cb.on_start(*t);
+    }
+    std::string json_out = o.scratch_dir + "/eval_" + std::to_string(ran) + ".json";
+    fs::remove(json_out);
+    auto t0 = std::chrono::steady_clock::now();
+    launch::ProcessResult child = launch::run_process(eval_argv(*t, o, json_out), o.deadline_s);
+    std::string text = fs::exists(json_out) ? slurp(json_out) : "";
+    fs::remove(json_out);
+    json line = record_for(*t, o.settings, child, text, seconds_since(t0), o.deadline_s);
+    out.append(line);
+    ++ran;
+    if (cb.on_result) {
+      std::lock_guard<std::mutex> lock(cb_mu);
+      cb.on_result(*t, line);
+    }
+  }
+  return ran;
+}
+
+}  // namespace pkb::sweep

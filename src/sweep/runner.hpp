@@ -1,0 +1,51 @@
+// Running a sweep: every task is one `pkb eval` child process (a crash or hang costs only
+// that child), fed by `pkb build` children compiling ahead on all cores. Each evaluation's
+// line is appended to the results file the moment it ends.
+#pragma once
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "launch/subprocess.hpp"
+#include "sweep/candidates.hpp"
+#include "sweep/results_file.hpp"
+
+namespace pkb::sweep {
+
+struct RunnerOptions {
+  std::string pkb;                       // the executable run as `pkb build` and `pkb eval`
+  std::vector<std::string> global_args;  // --root, --problem-dir, --reference-lib: the children see the same problems
+  Settings settings;
+  int jobs = 1;                          // compilations at once
+  double deadline_s = 3600;              // a child still running after this is killed
+  std::string scratch_dir;               // where evaluations write their JSON before it is appended
+};
+
+struct Callbacks {  // called one at a time, from any thread
+  std::function<void(const Candidate&, bool compiled)> on_built;
+  std::function<void(const Task&)> on_start;
+  std::function<void(const Task&, const nlohmann::json& line)> on_result;
+};
+
+// pkb eval refused the command line (exit 2): every evaluation would, so the sweep stops.
+struct EvalRejected : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The `pkb eval` command line of a task.
+std::vector<std::string> eval_argv(const Task& t, const RunnerOptions& o, const std::string& json_out);
+
+// The line to record for a finished child: its pkb.eval/1 JSON, or, when it wrote none, the
+// verdict its exit code or death implies (flagged "no_result"); plus the sweep's fields.
+// Throws EvalRejected on a usage error.
+nlohmann::json record_for(const Task& t, const Settings& s, const launch::ProcessResult& child,
+                          const std::string& json_text, double wall_s, double deadline_s);
+
+// Evaluates `tasks` in order, skipping those `out` already has. Returns how many it ran.
+size_t run_sweep(const std::vector<Task>& tasks, ResultsFile& out, const RunnerOptions& o, const Callbacks& cb);
+
+}  // namespace pkb::sweep

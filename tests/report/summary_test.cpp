@@ -1,0 +1,86 @@
+// The report's estimators and aggregates against numbers worked out by hand.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "report/summary.hpp"
+
+using namespace pkb::report;
+
+TEST(PassAtK, MatchesTheClosedFormWorkedByHand) {
+  EXPECT_DOUBLE_EQ(pass_at_k(5, 2, 1), 0.4);                  // c/n
+  EXPECT_DOUBLE_EQ(pass_at_k(5, 2, 2), 1.0 - 3.0 / 10.0);     // 1 - C(3,2)/C(5,2)
+  EXPECT_DOUBLE_EQ(pass_at_k(5, 2, 3), 1.0 - 1.0 / 10.0);     // 1 - C(3,3)/C(5,3)
+  EXPECT_DOUBLE_EQ(pass_at_k(5, 2, 4), 1.0);                  // fewer than 4 failures: a pass is certain
+  EXPECT_DOUBLE_EQ(pass_at_k(10, 0, 5), 0.0);
+  EXPECT_DOUBLE_EQ(pass_at_k(10, 10, 1), 1.0);
+  // 1 - C(197,100)/C(200,100) = 1 - (100*99*98)/(200*199*198): large n stays exact.
+  EXPECT_NEAR(pass_at_k(200, 3, 100), 1.0 - (100.0 * 99 * 98) / (200.0 * 199 * 198), 1e-12);
+}
+
+namespace {
+
+Evaluation eval(const std::string& run, const std::string& problem, int world, const std::string& verdict,
+                std::optional<double> speedup = std::nullopt, std::optional<double> roofline = std::nullopt) {
+  Evaluation e;
+  e.run = run;
+  e.problem = problem;
+  e.category = problem.substr(0, problem.find('_'));
+  e.problem_id = problem == "coll_allreduce" ? 1 : problem == "coll_allgather" ? 2 : 9;
+  e.world = world;
+  e.verdict = verdict;
+  e.speedup = speedup;
+  e.roofline_fraction = roofline;
+  return e;
+}
+
+}  // namespace
+
+TEST(Summary, RatesOfOneRun) {
+  std::vector<Evaluation> evals = {
+      eval("m", "coll_allreduce", 4, "correct", 4.0, 0.5), eval("m", "coll_allreduce", 4, "correct", 1.0, 0.1),
+      eval("m", "coll_allreduce", 4, "compile_error"),     eval("m", "coll_allreduce", 4, "correct"),  // untimed
+  };
+  Summary s = summarize(evals, {1, 2});
+  ASSERT_EQ(s.runs.size(), 1u);
+  const Rates& r = s.runs[0].rates;
+  EXPECT_EQ(r.evaluations, 4);
+  EXPECT_EQ(r.compiled, 3);
+  EXPECT_EQ(r.correct, 3);
+  EXPECT_EQ(r.timed, 2);
+  EXPECT_EQ(r.fast, (std::vector<int>{1, 1, 1}));  // 1.0 is not faster than the reference; 4.0 beats 1, 1.5 and 2
+  EXPECT_DOUBLE_EQ(*r.geomean_speedup, 2.0);       // sqrt(4 * 1); the untimed one has no speedup to count
+  EXPECT_DOUBLE_EQ(*r.mean_roofline_fraction, 0.3);
+  // One problem, n = 4, c = 3: pass@1 = 3/4, pass@2 = 1 - C(1,2)/C(4,2) = 1.
+  EXPECT_DOUBLE_EQ(*s.runs[0].pass_at_k.at(1), 0.75);
+  EXPECT_DOUBLE_EQ(*s.runs[0].pass_at_k.at(2), 1.0);
+  // fast_1: c = 1 of n = 4: @1 = 1/4, @2 = 1 - C(3,2)/C(4,2) = 1 - 3/6.
+  EXPECT_DOUBLE_EQ(*s.runs[0].fast_at_k.at(1)[0], 0.25);
+  EXPECT_DOUBLE_EQ(*s.runs[0].fast_at_k.at(2)[0], 0.5);
+}
+
+TEST(Summary, WorldSizesAreSeparateProblemsAndKBeyondTheSamplesIsUndefined) {
+  std::vector<Evaluation> evals = {eval("m", "coll_allreduce", 2, "correct", 2.0), eval("m", "coll_allreduce", 2, "wrong"),
+                                   eval("m", "coll_allreduce", 4, "wrong")};
+  Summary s = summarize(evals, {1, 2});
+  EXPECT_EQ(s.runs[0].problems, 2);
+  EXPECT_EQ(s.runs[0].min_samples, 1);
+  EXPECT_DOUBLE_EQ(*s.runs[0].pass_at_k.at(1), (0.5 + 0.0) / 2);
+  EXPECT_FALSE(s.runs[0].pass_at_k.at(2).has_value());  // W=4 has one sample
+  ASSERT_EQ(s.best.size(), 2u);
+  EXPECT_EQ(s.best[0].world, 2);
+  ASSERT_TRUE(s.best[0].best.has_value());
+  EXPECT_DOUBLE_EQ(*s.best[0].best->speedup, 2.0);
+  EXPECT_FALSE(s.best[1].best.has_value());
+  EXPECT_EQ(s.best[1].evaluated, 1);
+}
+
+TEST(Summary, CategoriesFollowProblemIdsThenRuns) {
+  std::vector<Evaluation> evals = {eval("b", "dp_layernorm_bwd_allreduce", 4, "correct", 1.0),
+                                   eval("b", "coll_allgather", 4, "wrong"), eval("a", "coll_allreduce", 4, "correct", 1.0)};
+  Summary s = summarize(evals, {1});
+  ASSERT_EQ(s.categories.size(), 3u);
+  EXPECT_EQ(s.categories[0].category + "/" + s.categories[0].run, "coll/a");
+  EXPECT_EQ(s.categories[1].category + "/" + s.categories[1].run, "coll/b");
+  EXPECT_EQ(s.categories[2].category + "/" + s.categories[2].run, "dp/b");
+}

@@ -1,0 +1,110 @@
+// pkb sweep with the real pkb eval on the CPU device, over the collective problems: the
+// correct CPU candidates (solutions_cpu/coll_*.cpp) and a wrong, a crashing and a hanging
+// one (tests/sweep/candidates), laid out as pkb generate writes them. Then the same sweep
+// killed mid-way and run again.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "sweep_support.hpp"
+
+using namespace pkbtest;
+using namespace sweeptest;
+
+namespace {
+
+const char* const kCollectives[] = {"coll_allreduce", "coll_allgather", "coll_broadcast", "coll_reduce",
+                                    "coll_scatter",   "coll_gather",    "coll_reducescatter", "coll_alltoall"};
+
+// solutions_cpu/<run>/<problem>/sample_0.cpp: the correct candidate of every collective.
+fs::path correct_tree(const fs::path& dir, const std::string& run) {
+  fs::path root = dir / "solutions_cpu";
+  for (auto* p : kCollectives)
+    write_file(root / run / p / "sample_0.cpp", slurp(std::string(PKB_SOURCE_DIR) + "/solutions_cpu/" + p + ".cpp"));
+  return root;
+}
+
+std::vector<std::string> sweep_args(const fs::path& solutions, const fs::path& out) {
+  // Few trials and iterations, and a short phase deadline: the hang costs only that.
+  return {"sweep", "--solutions", solutions.string(), "--problems", "coll", "--device", "cpu", "-w", "4",
+          "--trials", "2", "--warmup", "1", "--iters", "3", "--timeout", "20", "--out", out.string()};
+}
+
+}  // namespace
+
+TEST(SweepEval, CollectivesWithCorrectWrongCrashingAndHangingCandidates) {
+  fs::path dir = temp_dir("sweep-eval");
+  fs::path solutions = correct_tree(dir, "mixed");
+  const std::string bad = std::string(PKB_SOURCE_DIR) + "/tests/sweep/candidates/";
+  write_file(solutions / "mixed/coll_allreduce/sample_1.cpp", slurp(bad + "zeros.cpp"));
+  write_file(solutions / "mixed/coll_allreduce/sample_2.cpp", slurp(bad + "segfault.cpp"));
+  write_file(solutions / "mixed/coll_allreduce/sample_3.cpp", slurp(bad + "deadlock.cpp"));
+  write_file(solutions / "mixed/coll_broadcast/sample_1.cpp", "this is not C++\n");
+  fs::path out = dir / "results.jsonl";
+  PkbRun r = run_pkb(sweep_args(solutions, out), 900);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(survivors(r.tag).empty());
+
+  std::vector<json> lines = read_lines(out);
+  ASSERT_EQ(lines.size(), 12u) << slurp(out);
+  EXPECT_EQ(task_keys(lines).size(), 12u);
+  std::map<std::string, json> by;
+  for (auto& l : lines) by[l["problem"].get<std::string>() + "/" + std::to_string(l["sweep"]["sample"].get<int>())] = l;
+  for (auto* p : kCollectives) {
+    const json& l = by[std::string(p) + "/0"];
+    EXPECT_EQ(l["verdict"], "correct") << p << ": " << l.dump();
+    EXPECT_TRUE(l["speedup"].is_number()) << l.dump();
+    EXPECT_EQ(l["schema"], "pkb.eval/1");
+    EXPECT_EQ(l["sweep"]["run"], "mixed");
+    EXPECT_FALSE(contains(l.dump(), "no_result")) << "pkb eval wrote this result itself";
+  }
+  EXPECT_EQ(by["coll_allreduce/1"]["verdict"], "wrong") << by["coll_allreduce/1"].dump();
+  EXPECT_EQ(by["coll_allreduce/2"]["verdict"], "crash") << by["coll_allreduce/2"].dump();
+  EXPECT_EQ(by["coll_allreduce/3"]["verdict"], "timeout") << by["coll_allreduce/3"].dump();
+  EXPECT_LT(by["coll_allreduce/3"]["wall_s"].get<double>(), 20 + 40) << "a hang costs its own timeout, not more";
+  EXPECT_EQ(by["coll_broadcast/1"]["verdict"], "compile_error") << by["coll_broadcast/1"].dump();
+
+  // Reference once per problem: every evaluation of a problem ran with one seed, the key
+  // of pkb eval's reference-timing cache.
+  std::map<std::string, std::set<std::string>> seeds;
+  for (auto& l : lines) seeds[l["problem"]].insert(l["run"]["seed"].get<std::string>());
+  for (auto& [problem, s] : seeds) EXPECT_EQ(s.size(), 1u) << problem;
+
+  PkbRun rep = run_pkb({"report", out.string(), "--json", (dir / "r.json").string()});
+  ASSERT_EQ(rep.code, 0) << rep.err;
+  json j = json::parse(slurp(dir / "r.json"));
+  ASSERT_EQ(j["runs"].size(), 1u);
+  EXPECT_EQ(j["runs"][0]["counts"]["correct"], 8);
+  EXPECT_EQ(j["runs"][0]["counts"]["compiled"], 11);
+}
+
+TEST(SweepEval, KilledMidwayAndRunAgainCompletesWithNoDuplicateAndNoLoss) {
+  fs::path dir = temp_dir("sweep-eval-kill");
+  fs::path solutions = correct_tree(dir, "resumed");
+  fs::path out = dir / "results.jsonl";
+  Background bg = start_pkb(sweep_args(solutions, out), (dir / "first.log").string());
+  ASSERT_TRUE(wait_for_lines(out, 3, 600)) << slurp(dir / "first.log");
+  kill(bg.pid, SIGKILL);  // the sweep alone: its evaluation and that one's ranks must follow it
+  reap(bg.pid);
+  auto left = survivors(bg.tag, 10);
+  EXPECT_TRUE(left.empty()) << left.size() << " process(es) outlived the killed sweep, first pid " << left[0];
+  std::string before = slurp(out);
+  before = before.substr(0, before.rfind('\n') + 1);
+  size_t kept = count_lines(out);
+  ASSERT_LT(kept, 8u) << "the sweep finished before it could be killed";
+
+  PkbRun rest = run_pkb(sweep_args(solutions, out), 900);
+  ASSERT_EQ(rest.code, 0) << rest.out << rest.err;
+  EXPECT_TRUE(contains(rest.out, "8 evaluations (" + std::to_string(kept) + " already in")) << rest.out;
+  std::string after = slurp(out);
+  EXPECT_EQ(after.substr(0, before.size()), before) << "what was written before the kill is kept as it was";
+  std::vector<json> lines = read_lines(out);
+  EXPECT_EQ(lines.size(), 8u) << after;
+  std::set<std::string> problems;
+  for (auto& l : lines) {
+    problems.insert(l["problem"].get<std::string>());
+    EXPECT_EQ(l["verdict"], "correct") << l.dump();
+  }
+  EXPECT_EQ(problems.size(), 8u) << "one line per evaluation, none twice, none lost";
+  EXPECT_EQ(task_keys(lines).size(), 8u);
+}
