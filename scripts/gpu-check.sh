@@ -7,7 +7,7 @@
 #   scripts/gpu-snapshot.sh                       # here: .gpu/src = git archive HEAD
 #   run: bash scripts/gpu-check.sh smoke          # there, carry [".deps", ".gpu"]
 #
-# Stages: smoke, runtime, eval, gallery, escape, bandwidth, tp, tp_candidates. NVLink multicast stays off.
+# Stages: smoke, runtime, eval, gallery, escape, bandwidth, cost, tp, tp_candidates. NVLink multicast stays off.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -168,6 +168,11 @@ stage_tp_candidates() {
       eval_json "eval $p $size W=2 shared" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" --size $size -w 2
     done
   done
+}
+
+stage_cost() {
+  echo "| **pkb's own cost** (bench/eval_cost.sh, W=1, CUDA) | | | |" >>"$SUM"
+  bash bench/eval_cost.sh "$PKB" cuda 1 coll_allreduce "$SRC/solutions_cuda/coll_allreduce.cu" >>"$SUM" 2>>"$LOG"
 }
 
 build

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# The main job on a fresh machine: installs what is missing, builds pkb, and evaluates a
-# candidate on the best device present (CUDA when a GPU is visible, else the CPU device
-# with 4 ranks). Extra arguments go to pkb.
+# The main job on a fresh machine: installs what is missing, builds pkb, and evaluates the
+# all-reduce example candidate on the best device present (CUDA on every visible GPU when
+# there is one, else the CPU device with 4 ranks). Extra arguments go to pkb eval.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
 if ./build/pkb doctor --json | grep -q '"index"'; then
-  exec ./build/pkb dryrun --problem coll_allreduce "$@"
+  exec ./build/pkb eval --problem coll_allreduce --solution solutions_cuda/coll_allreduce.cu "$@"
 else
-  exec ./build/pkb dryrun --problem coll_allreduce --device cpu --world-size 4 "$@"
+  exec ./build/pkb eval --problem coll_allreduce --solution solutions_cpu/coll_allreduce.cpp --device cpu --world-size 4 "$@"
 fi
