@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "launch/subprocess.hpp"
+#include "spec/hardware.hpp"
 
 #ifndef PKB_TORCH_VERSION
 #define PKB_TORCH_VERSION "unknown"
@@ -31,6 +32,13 @@ void add_doctor_commands(CLI::App& app, Globals& g, Action& run) {
       probe["torch_version"] = PKB_TORCH_VERSION;
       probe["mps_control"] = launch::which("nvidia-cuda-mps-control");
       probe["root"] = g.root;
+      // The profile eval measures rooflines against and prompts quote (--hardware overrides).
+      auto profiles = spec::load_profiles(g.root + "/hardware/profiles.toml");
+      auto devs_seen = probe.value("devices", nlohmann::json::array());
+      const spec::HardwareProfile* hw =
+          devs_seen.empty() ? spec::pick_profile(profiles, "cpu", 0)
+                            : spec::pick_profile(profiles, devs_seen[0].value("name", ""), static_cast<int>(devs_seen.size()));
+      probe["hardware_profile"] = hw ? hw->name : "";
       if (as_json) {
         printf("%s\n", probe.dump(2).c_str());
         return int(kOk);
@@ -61,6 +69,8 @@ void add_doctor_commands(CLI::App& app, Globals& g, Action& run) {
           printf("\n");
         }
       }
+      printf("hardware profile: %s\n", hw ? (hw->name + " (" + hw->description + ")").c_str()
+                                         : "none matches (add one to hardware/profiles.toml)");
       std::string mps = probe["mps_control"];
       printf("MPS: %s\n", mps.empty() ? "nvidia-cuda-mps-control not found (ranks sharing a GPU time-slice)"
                                       : ("available (" + mps + ")").c_str());
