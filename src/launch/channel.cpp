@@ -54,25 +54,29 @@ std::string encode(const Frame& f) {
   return s + f.payload;
 }
 
+ssize_t send_bytes(int sock, const char* bytes, size_t n, int fd, int flags) {
+  struct iovec iov{const_cast<char*>(bytes), n};
+  struct msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  if (fd >= 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  }
+  return sendmsg(sock, &msg, flags | MSG_NOSIGNAL);
+}
+
 void send_frame(int sock, const Frame& f) {
   std::string bytes = encode(f);
   size_t off = 0;
   while (off < bytes.size()) {
-    struct iovec iov{bytes.data() + off, bytes.size() - off};
-    struct msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    if (off == 0 && f.fd >= 0) {
-      msg.msg_control = control;
-      msg.msg_controllen = sizeof(control);
-      struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-      c->cmsg_level = SOL_SOCKET;
-      c->cmsg_type = SCM_RIGHTS;
-      c->cmsg_len = CMSG_LEN(sizeof(int));
-      std::memcpy(CMSG_DATA(c), &f.fd, sizeof(int));
-    }
-    ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+    ssize_t n = send_bytes(sock, bytes.data() + off, bytes.size() - off, off == 0 ? f.fd : -1, 0);
     if (n < 0) {
       if (errno == EINTR) continue;
       throw_errno("bootstrap send");

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <sys/types.h>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,10 @@ std::vector<std::string> unpack(const std::string& payload);
 
 // Encodes a frame header + payload.
 std::string encode(const Frame& f);
+
+// One sendmsg of bytes[0, n), with `fd` attached when fd >= 0 (pass it only with a frame's
+// first byte). Returns what sendmsg returns.
+ssize_t send_bytes(int sock, const char* bytes, size_t n, int fd, int flags);
 
 // Sends a whole frame on a blocking socket (the fd, if any, with its first byte).
 // Throws std::system_error.

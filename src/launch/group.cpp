@@ -373,21 +373,8 @@ class Hub {
   void flush(Rank& r) {
     while (r.sock_open && !r.outbox.empty()) {
       OutFrame& f = r.outbox.front();
-      struct iovec iov{f.bytes.data() + f.off, f.bytes.size() - f.off};
-      struct msghdr msg{};
-      msg.msg_iov = &iov;
-      msg.msg_iovlen = 1;
-      alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-      if (f.off == 0 && f.fd >= 0) {
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof(control);
-        struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        std::memcpy(CMSG_DATA(c), &f.fd, sizeof(int));
-      }
-      ssize_t n = sendmsg(r.sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      ssize_t n = send_bytes(r.sock, f.bytes.data() + f.off, f.bytes.size() - f.off, f.off == 0 ? f.fd : -1,
+                             MSG_DONTWAIT);
       if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
         r.outbox.clear();  // the rank is gone; reap() will say why

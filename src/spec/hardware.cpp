@@ -1,6 +1,6 @@
 #include "spec/hardware.hpp"
 
-#include <toml++/toml.h>
+#include "spec/toml.hpp"
 
 #include <sstream>
 
@@ -19,14 +19,7 @@ double HardwareProfile::tflops_for(const std::string& dtype) const {
 }
 
 std::vector<HardwareProfile> load_profiles(const std::string& path) {
-  toml::table root;
-  try {
-    root = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    std::ostringstream os;
-    os << path << ":" << e.source().begin.line << ": malformed TOML: " << e.description();
-    throw SpecError(os.str());
-  }
+  toml::table root = parse_toml(path);
   std::vector<HardwareProfile> out;
   for (auto&& [name, node] : root) {
     const toml::table* t = node.as_table();

@@ -4,7 +4,7 @@
 #include <set>
 #include <sstream>
 
-#include <toml++/toml.h>
+#include "spec/toml.hpp"
 
 #include "spec/dtype.hpp"
 
@@ -237,16 +237,19 @@ void check_names(const Reader& r, const std::set<std::string>& known, const Expr
 
 }  // namespace
 
-ProblemSpec load_spec(const std::string& path) {
-  Reader r(path);
-  toml::table root;
+toml::table parse_toml(const std::string& path) {
   try {
-    root = toml::parse_file(path);
+    return toml::parse_file(path);
   } catch (const toml::parse_error& e) {
     std::ostringstream os;
     os << path << ":" << e.source().begin.line << ": malformed TOML: " << e.description();
     throw SpecError(os.str());
   }
+}
+
+ProblemSpec load_spec(const std::string& path) {
+  Reader r(path);
+  toml::table root = parse_toml(path);
   r.only_keys(root,
               {"slug", "id", "stem", "category", "origin", "description", "dtype", "world", "constraints",
                "vars", "sizes", "inputs", "outputs", "args", "roofline", "timeout"},
