@@ -1,7 +1,6 @@
-// Saved tensors load with plain torch.load in Python (weights_only=True): a single output
-// as a tensor, several as a dict output_0..k (as the original did), inputs as a dict by
-// name. torch::pickle_save writes that format; torch::save would write a TorchScript
-// archive that torch.load refuses.
+// Saved tensors load with plain torch.load in Python (weights_only=True), fp8 included: a
+// single output as a tensor, several as a dict output_0..k (as the original did), inputs as
+// a dict by name (pickle.hpp writes the format).
 #pragma once
 
 #include <ATen/core/Tensor.h>

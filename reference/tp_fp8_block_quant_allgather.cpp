@@ -1,0 +1,29 @@
+// DeepSeek-V3 style 1x128 block FP8 quantization of activations, then an all-gather.
+// Every 128-element block of a row of x (M, N) gets the scale s = amax(|block|) / 448
+// (fp32; 1 where the block is all zero) and the codes y = fp8_e4m3(x / s). Every rank
+// returns the all-gathered codes (W*M, N) and scales (W*M, N/128), rank r's rows at r*M.
+// Origin: ParallelKernelBench 19_blocked_fp8_quantize (a Triton act_quant kernel there;
+// the same math in ATen ops here). The fp8 codes travel as bytes, as in the original.
+#include <ATen/ATen.h>
+
+#include "pkb/reference.hpp"
+
+namespace {
+
+struct Fp8BlockQuantAllGather : pkb::Reference {
+  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+    const at::Tensor& x = in["x"];
+    int64_t m = x.size(0), n = x.size(1), block = ctx.size("block");
+    at::Tensor xb = x.to(at::kFloat).view({m, n / block, block});
+    at::Tensor s = xb.abs().amax(-1) / 448.0;  // (M, N/block)
+    at::Tensor safe = at::where(s == 0, at::ones_like(s), s);
+    at::Tensor y = (xb / safe.unsqueeze(-1)).to(at::kFloat8_e4m3fn).view({m, n});
+    at::Tensor y_all = ctx.comm().all_gather(y.view(at::kByte)).view(at::kFloat8_e4m3fn);
+    at::Tensor s_all = ctx.comm().all_gather(s);
+    return {y_all, s_all};
+  }
+};
+
+}  // namespace
+
+PKB_REFERENCE("tp_fp8_block_quant_allgather", Fp8BlockQuantAllGather);

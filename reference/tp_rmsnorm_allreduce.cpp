@@ -1,0 +1,36 @@
+// RMSNorm over a hidden dimension sharded across ranks: rank r holds hidden slice
+// x_r (M, N) of a W*N-wide hidden state and its slice of the weight (N,). The per-row sum
+// of squares (fp32) is all-reduced; each rank returns
+// weight * (x_r * rsqrt(sum_sq / (N*W) + eps)).to(dt).
+// Origin: ParallelKernelBench 18_tp_rms_norm (HF LlamaRMSNorm split over TP ranks).
+// Deviation: rows of x get a random scale per rank (make_inputs), so one shard's sum of
+// squares says little about the row's: with plain randn every shard had rms ~ 1.
+#include <ATen/ATen.h>
+
+#include "pkb/reference.hpp"
+
+namespace {
+
+struct RmsNormAllReduce : pkb::Reference {
+  void make_inputs(pkb::Ctx& ctx, pkb::Inputs& in) override {
+    int64_t m = ctx.size("M"), n = ctx.size("N");
+    at::TensorOptions f32 = ctx.options(at::kFloat);
+    at::Tensor z = at::randn({m, n}, ctx.rng(), f32);
+    at::Tensor scale = at::rand({m, 1}, ctx.rng(), f32).mul_(2).sub_(1).exp_();  // e^U(-1, 1)
+    in["hidden"] = z.mul_(scale).to(ctx.dtype());
+  }
+
+  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+    const at::Tensor& hidden = in["hidden"];
+    at::Tensor x = hidden.to(at::kFloat);
+    at::Tensor sum_sq = x.pow(2).sum(-1, /*keepdim=*/true);
+    ctx.comm().all_reduce(sum_sq);
+    at::Tensor variance = sum_sq / static_cast<double>(x.size(-1) * ctx.world());
+    at::Tensor normed = (x * at::rsqrt(variance + ctx.arg_float("eps"))).to(hidden.scalar_type());
+    return {in["weight"] * normed};
+  }
+};
+
+}  // namespace
+
+PKB_REFERENCE("tp_rmsnorm_allreduce", RmsNormAllReduce);

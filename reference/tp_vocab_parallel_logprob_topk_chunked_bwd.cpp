@@ -1,0 +1,39 @@
+// Backward of the chunked NeMo-RL distributed log-probs with top-k/top-p: the gradient of
+// sum_t g_t * logprob_t with respect to the vocab-parallel logits. Per chunk of B*chunk
+// tokens: all-to-all to sequence-parallel rows, filter (top-k, top-p), then for each own
+// token (onehot(target) - softmax(filtered)) * g_t * keep in fp32, and an all-to-all back
+// to vocab-parallel. Rank r returns (B, S, Vl) fp32 for its vocab slice.
+// Origin: ParallelKernelBench 84_vocab_parallel_log_prob_topk_chunked_backward (NeMo-RL).
+// Deviations: as problem 82 (sampled targets, fp32 filter); grad_output is random per
+// trial (shared, as TP ranks hold the same) instead of a constant linspace.
+#include "tp_vocab_logprob.hpp"
+
+namespace {
+
+struct VocabParallelLogprobTopkChunkedBwd : pkb::Reference {
+  void make_inputs(pkb::Ctx& ctx, pkb::Inputs& in) override { pkb_tp::make_logprob_inputs(ctx, in, 2.0); }
+
+  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+    const at::Tensor& logits3 = in["logits"];
+    at::Tensor logits = logits3.reshape({-1, logits3.size(-1)});
+    at::Tensor target = in["target"].reshape({-1});
+    at::Tensor grad = in["grad_output"].reshape({-1}).to(at::kFloat);
+    int64_t n = target.numel(), step = ctx.size("B") * ctx.size("chunk"), w = ctx.world();
+    std::vector<at::Tensor> pieces;
+    for (int64_t start = 0; start < n; start += step) {
+      int64_t cnt = std::min(step, n - start), nl = cnt / w;
+      at::Tensor seq = pkb_tp::vocab_to_seq(ctx.comm(), logits.narrow(0, start, cnt)).to(at::kFloat);
+      auto [filtered, keep] = pkb_tp::top_k_top_p(seq, ctx.size("top_k"), ctx.arg_float("top_p"));
+      at::Tensor own = target.narrow(0, start + ctx.rank() * nl, nl).unsqueeze(-1);
+      at::Tensor g = filtered.softmax(-1).neg_();
+      g.scatter_add_(-1, own, at::ones_like(own, g.options()));
+      g.mul_(grad.narrow(0, start + ctx.rank() * nl, nl).unsqueeze(-1)).mul_(keep);
+      pieces.push_back(pkb_tp::seq_to_vocab(ctx.comm(), g));
+    }
+    return {at::cat(pieces).view(logits3.sizes())};
+  }
+};
+
+}  // namespace
+
+PKB_REFERENCE("tp_vocab_parallel_logprob_topk_chunked_bwd", VocabParallelLogprobTopkChunkedBwd);
