@@ -156,18 +156,23 @@ stage_escape() {
 }
 
 stage_tp() {
-  for p in $("$PKB" list -c tp | awk 'NR>1 && $2 ~ /^tp_/ {print $2}'); do
-    for w in 1 2 4; do step "dryrun $p W=$w" 0 "$PKB" dryrun -p $p -w $w; done
+  local problems=$("$PKB" list -c tp | awk 'NR>1 && $2 ~ /^tp_/ {print $2}')
+  for w in 1 2 4; do
+    for p in $problems; do step "dryrun $p W=$w" 0 "$PKB" dryrun -p $p -w $w; done
   done
 }
 
 stage_tp_candidates() {
   for p in tp_gemm_allgather tp_allgather_gemm tp_gemm_reducescatter; do
-    for size in default large; do
-      eval_json "eval $p $size W=1" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" --size $size -w 1
-      eval_json "eval $p $size W=2 shared" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" --size $size -w 2
-    done
+    eval_json "eval $p default W=1" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" -w 1
+    eval_json "eval $p default W=2 shared" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" -w 2
+    eval_json "eval $p large W=1" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" --size large -w 1
   done
+}
+
+stage_escape_only() {
+  eval_json "gallery cuda/side_stream.cu (expect integrity_violation)" 6 -p coll_allreduce \
+    -s "$SRC/tests/candidates/cuda/side_stream.cu" -w 2 --trials 10 --warmup 20 --iters 50 --timeout 20
 }
 
 stage_cost() {
