@@ -241,18 +241,23 @@ class Generation {
     ++count;
   }
 
-  // The code (when the answer holds some), then the raw answer, which marks the sample done.
+  // The code, then the raw answer, which marks the sample done. An answer without code still
+  // gets a code file, one that cannot compile and says why: a sweep then scores the sample
+  // as a compile error instead of skipping it, so pass@k counts the model's failure.
   void save(const Target& t, const std::string& base, const Reply& r, json& line) {
     Extraction x = extract_code(r.completion.text, s_.tags);
     line["extraction"] = x.why;
+    std::string code = base + "." + s_.extension;
     if (x.found) {
-      std::string code = base + "." + s_.extension;
       write_atomically(code, x.code);
-      line["code"] = fs::path(code).lexically_relative(t.run_dir).string();
     } else {
       line["status"] = "no_code";
       line["error"] = x.why;
+      std::string why = "pkb generate: the model's answer held no code (" + x.why + "); see " +
+                        fs::path(base).filename().string() + ".response.json";
+      write_atomically(code, s_.extension == "py" ? "raise SystemExit(\"" + why + "\")\n" : "#error \"" + why + "\"\n");
     }
+    line["code"] = fs::path(code).lexically_relative(t.run_dir).string();
     std::string response = base + ".response.json";
     write_atomically(response, r.raw);
     line["response"] = fs::path(response).lexically_relative(t.run_dir).string();

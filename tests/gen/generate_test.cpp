@@ -128,7 +128,8 @@ TEST(GenCommand, AnswersWithoutCodeOrWithSeveralBlocks) {
   PkbRun r = run_pkb(generate_args(out, {"--jobs", "1"}, "coll_allreduce"), 120, env_for(server));
   ASSERT_EQ(r.code, 0) << "an answer without code is the model's failure, not pkb's: " << r.err;
   std::string dir = out + "/solutions_cuda/" + kRun + "/coll_allreduce";
-  EXPECT_FALSE(fs::exists(dir + "/sample_0.cu"));
+  // A sample without code becomes a file that cannot compile, naming why (a sweep scores it).
+  EXPECT_TRUE(contains(slurp(dir + "/sample_0.cu"), "#error \"pkb generate: the model's answer held no code")) << dir;
   EXPECT_TRUE(contains(slurp(dir + "/sample_0.response.json"), "Sorry, I will not")) << "the raw answer is kept";
   EXPECT_EQ(slurp(dir + "/sample_1.cu"), "__global__ void kernel() {}\nPKB_EXPORT int pkb_run() { return 0; }\n");
   auto lines = manifest(out + "/solutions_cuda/" + kRun);
@@ -136,7 +137,7 @@ TEST(GenCommand, AnswersWithoutCodeOrWithSeveralBlocks) {
   json none = lines[0]["sample"] == 0 ? lines[0] : lines[1], picked = lines[0]["sample"] == 0 ? lines[1] : lines[0];
   EXPECT_EQ(none["status"], "no_code");
   EXPECT_EQ(none["error"], "no fenced code block in the answer");
-  EXPECT_TRUE(none["code"].is_null());
+  EXPECT_EQ(none["code"], "coll_allreduce/sample_0.cu");
   EXPECT_EQ(picked["status"], "ok");
   EXPECT_TRUE(contains(picked["extraction"], "tagged cuda, 3 complete blocks")) << picked;
   EXPECT_TRUE(contains(r.out, "1 ok, 1 without code")) << r.out;
