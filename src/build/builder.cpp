@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "build/sha256.hpp"
+#include "io/files.hpp"
 #include "launch/subprocess.hpp"
 
 namespace pkb::build {
@@ -18,20 +19,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 // The ABI headers are part of every key: a changed header rebuilds every candidate.
 std::string headers_hash(const std::string& root) {
   std::string all;
   std::vector<fs::path> files;
   for (auto& e : fs::directory_iterator(root + "/include/pkb")) files.push_back(e.path());
   std::sort(files.begin(), files.end());
-  for (auto& f : files) all += f.filename().string() + "\n" + slurp(f.string());
+  for (auto& f : files) all += f.filename().string() + "\n" + io::read_file(f.string());
   return sha256_hex(all);
 }
 
@@ -81,7 +75,7 @@ std::string backend_of(const std::string& source) {
   std::string ext = fs::path(source).extension().string();
   if (ext == ".py") return "triton";
   if (ext == ".cpp" || ext == ".cc" || ext == ".cxx") return "cpu";
-  if (ext == ".cu") return slurp(source).find("kittens.cuh") != std::string::npos ? "tk" : "cuda";
+  if (ext == ".cu") return io::read_file(source).find("kittens.cuh") != std::string::npos ? "tk" : "cuda";
   return "";
 }
 
@@ -105,7 +99,7 @@ Result build(const Request& req, const Toolchain& tc) {
     return res;
   }
   res.backend = backend_of(req.source);
-  std::string source = slurp(req.source);
+  std::string source = io::read_file(req.source);
   res.source_sha256 = sha256_hex(source);
 
   std::string compiler;

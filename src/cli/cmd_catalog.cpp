@@ -5,17 +5,11 @@
 
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
+#include "io/files.hpp"
 
 namespace pkb::cli {
 
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 }  // namespace
 
@@ -55,9 +49,9 @@ void add_catalog_commands(CLI::App& app, Globals& g, Action& run) {
       const spec::ProblemSpec& s = g.problem(key);
       printf("# %s  (id %d, %s; %s)\n# %s\n\n", s.slug.c_str(), s.id, s.stem.c_str(),
              spec::category_name(s.category).c_str(), s.path.c_str());
-      printf("%s\n", slurp(s.path).c_str());
+      printf("%s\n", io::read_file(s.path).c_str());
       std::string src = g.registry().reference_source(s);
-      printf("# reference: %s\n\n%s", src.c_str(), slurp(src).c_str());
+      printf("# reference: %s\n\n%s", src.c_str(), io::read_file(src).c_str());
       return int(kOk);
     };
   });

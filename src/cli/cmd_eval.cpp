@@ -14,6 +14,7 @@
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "eval/summary.hpp"
+#include "io/files.hpp"
 #include "spec/dtype.hpp"
 #include "spec/hardware.hpp"
 
@@ -40,13 +41,6 @@ int exit_for_verdict(const std::string& v) {
   if (v == "timeout") return kTimeout;
   if (v == "integrity_violation") return kIntegrity;
   return kInternal;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 std::string fmt_us(double us) {
@@ -82,7 +76,7 @@ const spec::HardwareProfile* hardware_for(Globals& g, const std::string& wanted,
 std::string reference_timing_key(Globals& g, const spec::ProblemSpec& s, const EvalOptions& o, const Placement& p,
                                  const std::string& dtype, uint64_t seed) {
   std::ostringstream k;
-  k << PKB_VERSION << "|" << slurp(s.path) << "|" << slurp(g.registry().reference_source(s)) << "|" << o.preset
+  k << PKB_VERSION << "|" << io::read_file(s.path) << "|" << io::read_file(g.registry().reference_source(s)) << "|" << o.preset
     << "|" << dtype << "|" << p.world << "|" << p.ranks_per_gpu << "|" << p.device << "|" << p.gpu_name << "|"
     << seed << "|" << o.warmup << "|" << o.iters << "|" << o.cache;
   return build::sha256_hex(k.str()).substr(0, 32);
@@ -302,7 +296,7 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
       std::string cache_file = build::default_cache_dir() + "/reference-timing/" +
                                reference_timing_key(g, s, o, p, dtype, seed) + ".json";
       json cached_ref;
-      if (!o.no_timing && !o.no_ref_cache && fs::exists(cache_file)) cached_ref = json::parse(slurp(cache_file), nullptr, false);
+      if (!o.no_timing && !o.no_ref_cache && fs::exists(cache_file)) cached_ref = json::parse(io::read_file(cache_file), nullptr, false);
       bool time_reference = cached_ref.is_null() || cached_ref.is_discarded();
       double sets_mib = o.sets_mib > 0 ? o.sets_mib : (p.device == "cuda" ? 8192.0 / p.ranks_per_gpu : 256.0);
       json job = {{"mode", "eval"},          {"spec", s.path},

@@ -7,6 +7,7 @@
 #include "gen/error.hpp"
 #include "gen/template.hpp"
 #include "gen/toml_reader.hpp"
+#include "io/files.hpp"
 
 namespace pkb::gen {
 
@@ -42,13 +43,6 @@ std::string trim_lines(const std::string& s) {
   a = s.rfind('\n', a);
   a = a == std::string::npos ? 0 : a + 1;
   return s.substr(a, s.find_last_not_of(" \t\r\n") + 1 - a);
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 std::string under_root(const std::string& root, const std::string& path) {
@@ -129,9 +123,9 @@ std::string examples_block(const PromptBook& book, const Backend& b, const spec:
     ex["example_problem"] = es->slug;
     ex["example_interface"] = interface_summary(*es);
     ex["example_reference_path"] = shown_path(req.root, eref);
-    ex["example_reference"] = trim_lines(read_file(eref));
+    ex["example_reference"] = trim_lines(io::read_file(eref));
     ex["example_candidate_path"] = shown_path(req.root, cand);
-    ex["example_candidate"] = trim_lines(read_file(cand));
+    ex["example_candidate"] = trim_lines(io::read_file(cand));
     examples += "\n\n" + trim_lines(render(book.example_entry, ex, book.path + " [examples] entry"));
   }
   if (!pairs.empty()) {
@@ -266,13 +260,13 @@ Prompt assemble_prompt(const PromptBook& book, const spec::Registry& registry, c
                  {"shots", shot_name}};
   std::string ref = registry.reference_source(s);
   ctx["reference_path"] = shown_path(req.root, ref);
-  ctx["reference_source"] = trim_lines(read_file(ref));
+  ctx["reference_source"] = trim_lines(io::read_file(ref));
   auto quote_files = [&](const std::map<std::string, std::string>& files, const std::string& section) {
     for (auto& [name, rel] : files) {
       std::string full = under_root(req.root, rel);
       if (!fs::is_regular_file(full))
         throw GenError(book.path + " " + section + " " + name + ": " + rel + " does not exist under " + req.root);
-      ctx[name] = trim_lines(read_file(full));
+      ctx[name] = trim_lines(io::read_file(full));
     }
   };
   quote_files(book.files, "[files]");

@@ -15,6 +15,7 @@
 #include "gen/extract.hpp"
 #include "gen/http.hpp"
 #include "gen/protocol.hpp"
+#include "io/files.hpp"
 
 namespace pkb::gen {
 
@@ -104,18 +105,6 @@ std::string run_name(const std::string& model, const std::string& backend, const
   return model_slug(model) + "_" + backend + "_" + precision + "_" + hardware + "_" + shots;
 }
 
-void write_atomically(const std::string& path, const std::string& text) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::string tmp = path + ".tmp" + std::to_string(getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << text;
-    f.flush();
-    if (!f) throw std::runtime_error("cannot write " + tmp);
-  }
-  fs::rename(tmp, path);
-}
-
 namespace {
 
 // One run_generation call: the job list, the workers' shared state, and what each answer
@@ -163,7 +152,7 @@ class Generation {
     for (auto& j : jobs_) {
       const Prompt& p = tasks_[j.task].prompt;
       fs::path file = fs::path(targets_[j.target].run_dir) / tasks_[j.task].problem / ("prompt-" + p.hash() + ".md");
-      if (!fs::exists(file)) write_atomically(file.string(), "# system\n\n" + p.system + "\n# user\n\n" + p.user);
+      if (!fs::exists(file)) io::write_file_atomically(file.string(), "# system\n\n" + p.system + "\n# user\n\n" + p.user);
     }
   }
 
@@ -249,17 +238,17 @@ class Generation {
     line["extraction"] = x.why;
     std::string code = base + "." + s_.extension;
     if (x.found) {
-      write_atomically(code, x.code);
+      io::write_file_atomically(code, x.code);
     } else {
       line["status"] = "no_code";
       line["error"] = x.why;
       std::string why = "pkb generate: the model's answer held no code (" + x.why + "); see " +
                         fs::path(base).filename().string() + ".response.json";
-      write_atomically(code, s_.extension == "py" ? "raise SystemExit(\"" + why + "\")\n" : "#error \"" + why + "\"\n");
+      io::write_file_atomically(code, s_.extension == "py" ? "raise SystemExit(\"" + why + "\")\n" : "#error \"" + why + "\"\n");
     }
     line["code"] = fs::path(code).lexically_relative(t.run_dir).string();
     std::string response = base + ".response.json";
-    write_atomically(response, r.raw);
+    io::write_file_atomically(response, r.raw);
     line["response"] = fs::path(response).lexically_relative(t.run_dir).string();
   }
 

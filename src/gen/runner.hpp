@@ -59,8 +59,6 @@ struct RunSummary {
 std::string run_name(const std::string& model, const std::string& backend, const std::string& precision,
                      const std::string& hardware, const std::string& shots);
 
-// Writes `text` to `path` through a temporary file and a rename: never half a file.
-void write_atomically(const std::string& path, const std::string& text);
 
 RunSummary run_generation(const std::vector<Target>& targets, const std::vector<Task>& tasks, const RunSettings& s,
                           Progress& progress);

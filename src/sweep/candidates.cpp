@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "build/sha256.hpp"
+#include "io/files.hpp"
 
 namespace pkb::sweep {
 
@@ -30,13 +31,6 @@ int sample_index(const std::string& stem) {
   std::string digits = stem.substr(prefix.size());
   if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) return -1;
   return std::stoi(digits);
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 }  // namespace
@@ -107,7 +101,7 @@ Discovery discover(const std::vector<std::string>& roots, const spec::Registry& 
     c.problem_id = spec->id;
     c.category = spec->category;
     c.device = c.backend == "cpu" ? "cpu" : "cuda";
-    c.sha256 = build::sha256_hex(slurp(file));
+    c.sha256 = build::sha256_hex(io::read_file(file));
     found.candidates.push_back(std::move(c));
   }
   // Problem-major, by the benchmark's problem ids: a problem's evaluations run back to back,

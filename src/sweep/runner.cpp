@@ -11,6 +11,8 @@
 #include <sstream>
 #include <thread>
 
+#include "io/files.hpp"
+
 namespace pkb::sweep {
 
 using json = nlohmann::json;
@@ -31,13 +33,6 @@ std::string last_line(const std::string& text) {
     if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
   if (last.size() > 400) last = last.substr(0, 400) + "...";
   return last;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -195,7 +190,7 @@ size_t run_sweep(const std::vector<Task>& tasks, ResultsFile& out, const RunnerO
     fs::remove(json_out);
     auto t0 = std::chrono::steady_clock::now();
     launch::ProcessResult child = launch::run_process(eval_argv(*t, o, json_out), o.deadline_s);
-    std::string text = fs::exists(json_out) ? slurp(json_out) : "";
+    std::string text = fs::exists(json_out) ? io::read_file(json_out) : "";
     fs::remove(json_out);
     json line = record_for(*t, o.settings, child, text, seconds_since(t0), o.deadline_s);
     out.append(line);
