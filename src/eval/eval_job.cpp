@@ -456,6 +456,13 @@ class EvalJob {
 
 }  // namespace
 
-json run_eval(worker::Rank& r) { return EvalJob(r).run(); }
+json run_eval(worker::Rank& r) {
+  // Not destroyed when run() throws: the job owns the candidate's communicator, which must
+  // outlive the error report (worker/worker.cpp), and the rank exits right after it.
+  auto* job = new EvalJob(r);
+  json out = job->run();
+  delete job;
+  return out;
+}
 
 }  // namespace pkb::eval

@@ -55,9 +55,12 @@ json dryrun(Rank& r) {
   std::string preset = r.job.value("preset", "default");
   at::ScalarType dt = tensor::resolve(r.job.value("dtype", spec.dtype), at::kFloat);
   uint64_t seed = std::stoull(r.job.at("seed").get<std::string>());
-  std::unique_ptr<Comm> comm = std::move(r.comm);
-  if (r.job.value("no_comm", false)) comm = comm::make_no_comm(std::move(comm));
-  RefCtx ctx(spec, spec.vars_for(preset, r.world, r.rank), r.device, dt, comm.get(), seed);
+  // The world communicator stays with the Rank: it must outlive an exception until
+  // worker_main has reported it (see there).
+  Comm* comm = r.comm.get();
+  std::unique_ptr<Comm> no_comm;
+  if (r.job.value("no_comm", false)) comm = (no_comm = comm::make_no_comm(*r.comm)).get();
+  RefCtx ctx(spec, spec.vars_for(preset, r.world, r.rank), r.device, dt, comm, seed);
   auto ref = create_reference(spec.slug);
   ref->setup(ctx);
 
