@@ -35,6 +35,12 @@ if(EXISTS ${PKB_TORCH_ROOT}/version.py)
   string(REGEX REPLACE ".*['\"]([^'\"]+)['\"].*" "\\1" PKB_TORCH_VERSION "${_tv}")
 endif()
 message(STATUS "pkb: libtorch ${PKB_TORCH_VERSION} at ${PKB_TORCH_ROOT}")
+# src/comm/gloo_comm.cpp declares ProcessGroupGloo as torch 2.11 lays it out (the wheel
+# ships no gloo headers); another torch may lay it out differently.
+if(NOT PKB_TORCH_VERSION MATCHES "^2\\.11\\.")
+  message(WARNING "pkb: built against torch ${PKB_TORCH_VERSION}, not 2.11: check the ProcessGroupGloo "
+                  "declarations in src/comm/gloo_comm.cpp against this torch's ProcessGroupGloo.hpp")
+endif()
 
 add_library(pkb::torch INTERFACE IMPORTED)
 set_target_properties(pkb::torch PROPERTIES
