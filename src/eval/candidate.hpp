@@ -71,7 +71,7 @@ class CandidateCtx {
   std::vector<std::unique_ptr<std::vector<int64_t>>> lists_;
 };
 
-// A pkb_tensor describing `t` (or, for pkb_init, only its shape when t has no storage).
+// A pkb_tensor describing `t`, which lives in the symmetric heap when `symmetric`.
 pkb_tensor describe(const spec::TensorSpec& s, const at::Tensor& t, bool symmetric);
 // The same for a shape and dtype with no data (what pkb_init sees).
 pkb_tensor describe_shape(const spec::TensorSpec& s, const std::vector<int64_t>& shape, at::ScalarType type);

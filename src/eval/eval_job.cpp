@@ -76,12 +76,11 @@ struct Set {
 
 class Sets {
  public:
-  Sets(worker::Rank& r, worker::RefCtx& ctx, const Layout& layout, size_t first_offset, int count)
-      : r_(r), ctx_(ctx), layout_(layout), first_(first_offset) {
+  Sets(worker::Rank& r, worker::RefCtx& ctx, const Layout& layout, size_t first_offset, int count) {
     const auto& s = ctx.spec();
     for (int k = 0; k < count; ++k) {
       Set set;
-      char* base = static_cast<char*>(r.heap->base(r.rank)) + first_ + k * layout.set_bytes;
+      char* base = static_cast<char*>(r.heap->base(r.rank)) + first_offset + k * layout.set_bytes;
       auto view = [&](const spec::TensorSpec& t, size_t off) {
         at::ScalarType type = tensor::resolve(t.dtype, ctx.dtype());
         auto shape = tensor::shape_of(t, ctx.vars());
@@ -100,7 +99,6 @@ class Sets {
     }
   }
   Set& operator[](size_t k) { return sets_.at(k); }
-  size_t size() const { return sets_.size(); }
 
   void fill(Set& set, const Inputs& in) {
     for (size_t i = 0; i < in.size(); ++i) set.in[i].copy_(in.at(i));
@@ -114,10 +112,6 @@ class Sets {
   }
 
  private:
-  worker::Rank& r_;
-  worker::RefCtx& ctx_;
-  const Layout& layout_;
-  size_t first_;
   std::vector<Set> sets_;
 };
 
@@ -169,22 +163,24 @@ class EvalJob {
     if (r_.comm->backend() == "nccl") cand_comm_ = r_.comm->split(0, r_.rank);
 
     Layout layout = plan_layout(spec_, preset_, r_.world, dt_);
-    layout_ = layout;
     int iters = r_.job.value("iters", 100);
     size_t budget = r_.job.value("set_budget_bytes", size_t{1} << 30);
     timed_sets_ = static_cast<int>(std::clamp<size_t>(budget / layout.set_bytes, 1, std::max(iters, 1)));
     size_t harness = (1 + kWarmSets + timed_sets_) * layout.set_bytes;
     r_.make_heap(harness + r_.job.value("candidate_heap_bytes", size_t{256} << 20));
     size_t first = r_.heap->allocate(harness);
-    sets_ = std::make_unique<Sets>(r_, ctx_, layout_, first, 1 + kWarmSets + timed_sets_);
+    sets_ = std::make_unique<Sets>(r_, ctx_, layout, first, 1 + kWarmSets + timed_sets_);
     pkb_channel_ = static_cast<int>(r_.heap->pad_bytes() / sizeof(uint32_t) / r_.world) - 1;
 
     cctx_ = std::make_unique<CandidateCtx>(*r_.heap, r_.client, r_.device.is_cuda() ? r_.device.index() : -1, stream_,
                                            comm::nccl_handle(cand_comm_.get()), spec_, ctx_.vars());
+    // pkb_init sees shapes and dtypes, no data.
     std::vector<pkb_tensor> din, dout;
     Set& s0 = (*sets_)[0];
-    for (size_t i = 0; i < spec_.inputs.size(); ++i) din.push_back(describe_shape(spec_.inputs[i], s0.in[i].sizes().vec(), s0.in[i].scalar_type()));
-    for (size_t i = 0; i < spec_.outputs.size(); ++i) dout.push_back(describe_shape(spec_.outputs[i], s0.out[i].sizes().vec(), s0.out[i].scalar_type()));
+    for (size_t i = 0; i < spec_.inputs.size(); ++i)
+      din.push_back(describe_shape(spec_.inputs[i], s0.in[i].sizes().vec(), s0.in[i].scalar_type()));
+    for (size_t i = 0; i < spec_.outputs.size(); ++i)
+      dout.push_back(describe_shape(spec_.outputs[i], s0.out[i].sizes().vec(), s0.out[i].scalar_type()));
     int rc = cand_->init(cctx_->get(), din, dout);
     device::synchronize(r_.device);
     if (rc != 0) throw std::runtime_error("pkb_init returned " + std::to_string(rc) + explain());
@@ -446,7 +442,6 @@ class EvalJob {
   std::unique_ptr<Comm> cand_comm_;
   std::unique_ptr<CandidateCtx> cctx_;
   std::unique_ptr<Sets> sets_;
-  Layout layout_;
   void* stream_ = nullptr;
   int timed_sets_ = 1;
   int pkb_channel_ = 0;
