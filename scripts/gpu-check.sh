@@ -7,7 +7,8 @@
 #   scripts/gpu-snapshot.sh                       # here: .gpu/src = git archive HEAD
 #   run: bash scripts/gpu-check.sh smoke          # there, carry [".deps", ".gpu"]
 #
-# Stages: smoke, runtime, eval, gallery, escape, bandwidth, cost, tp, tp_candidates. NVLink multicast stays off.
+# Stages: smoke, runtime, api, faults, eval, gallery[:W], escape, bandwidth, cost, tp, tp_candidates,
+# tp_shared. NVLink multicast stays off.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -81,7 +82,7 @@ build() {
   local t0=$(date +%s)
   cmake -S "$SRC" -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPKB_PYTHON="$(command -v python3)" \
     -DCMAKE_PREFIX_PATH="$PWD/.deps/root/usr" -DCMAKE_CUDA_ARCHITECTURES=90a >>"$LOG" 2>&1 &&
-    ninja -C build-gpu pkb pkb_test_refs >>"$LOG" 2>&1
+    ninja -C build-gpu pkb pkb_test_refs pkb_api_refs >>"$LOG" 2>&1
   local rc=$?
   echo "| build (ninja, $(nproc) cores) | $rc | $(($(date +%s) - t0)) | |" >>"$SUM"
   [ $rc = 0 ] || { tail -40 "$LOG"; exit 1; }
@@ -125,12 +126,39 @@ stage_eval() {
   done
 }
 
+stage_api() {
+  # The reference-API test problems (tests/api): W=1 under NCCL (ncclCommSplit), W=2 and 4
+  # through gloo on CUDA tensors; tests/check_api.py recomputes every saved output.
+  for p in test_api_grid test_api_ring test_api_uneven test_api_dynamic test_api_dtypes; do
+    for w in 1 2 4; do
+      [ $p = test_api_ring ] && [ $w = 1 ] && continue
+      rm -rf /tmp/dr
+      step "dryrun $p W=$w" 0 "$PKB" --problem-dir "$SRC/tests/api" --reference-lib build-gpu/tests/libpkb_api_refs.so \
+        dryrun -p $p -w $w --trials 3 --save-outputs /tmp/dr
+      step "  recomputed from the saved inputs" 0 python3 "$SRC/tests/check_api.py" $p /tmp/dr $w
+    done
+  done
+}
+
+stage_faults() {
+  # Ranks that fail on purpose (tests/faults), two ranks sharing the GPU.
+  local f
+  for f in segv:4 abort:4 exit:4 throw:4 skip_collective:5 hang_init:5; do
+    step "fault ${f%%:*} W=2 (expect exit ${f#*:})" "${f#*:}" "$PKB" --problem-dir "$SRC/tests/faults" \
+      --reference-lib build-gpu/tests/libpkb_test_refs.so dryrun -p "test_fault_${f%%:*}" -w 2 -n 3 --timeout 8
+    grep -oE "(crash|timeout): [^|]*" "$LOG" | tail -1 | sed "s/^/|  ↳ /; s/$/ | | | |/" >>"$SUM"
+  done
+  step "no worker, MPS daemon or /dev/shm segment left" 0 bash -c \
+    '! pgrep -f "pkb [_]_worker" && ! pgrep -f "nvidia-cuda-mp[s]" && ! ls /dev/shm | grep -q pkb'
+}
+
 stage_gallery() {
+  local w=${1:-2}
   tail -n +2 "$SRC/tests/candidates/expected.tsv" | while read -r file problem verdict; do
     case $file in cuda/*) ;; *) continue ;; esac
     case $verdict in correct) code=0 ;; wrong) code=1 ;; compile_error) code=3 ;; crash) code=4 ;;
       timeout) code=5 ;; integrity_violation) code=6 ;; esac
-    eval_json "gallery $file (expect $verdict)" $code -p $problem -s "$SRC/tests/candidates/$file" -w 2 \
+    eval_json "gallery $file W=$w (expect $verdict)" $code -p $problem -s "$SRC/tests/candidates/$file" -w $w \
       --trials 10 --warmup 20 --iters 50 --timeout 20
   done
 }
@@ -170,6 +198,15 @@ stage_tp_candidates() {
   done
 }
 
+stage_tp_shared() {
+  # The overlap candidates with ranks sharing the GPU: large at W=2 and 4, default at W=4.
+  for p in tp_gemm_allgather tp_allgather_gemm tp_gemm_reducescatter; do
+    eval_json "eval $p default W=4 shared" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" -w 4
+    eval_json "eval $p large W=2 shared" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" --size large -w 2
+    eval_json "eval $p large W=4 shared" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" --size large -w 4
+  done
+}
+
 stage_escape_only() {
   eval_json "gallery cuda/side_stream.cu (expect integrity_violation)" 6 -p coll_allreduce \
     -s "$SRC/tests/candidates/cuda/side_stream.cu" -w 2 --trials 10 --warmup 20 --iters 50 --timeout 20
@@ -181,8 +218,8 @@ stage_cost() {
 }
 
 build
-for s in "$@"; do
+for s in "$@"; do  # NAME or NAME:ARG
   echo "| **stage $s** | | | |" >>"$SUM"
-  "stage_$s"
+  if [[ $s == *:* ]]; then "stage_${s%%:*}" "${s#*:}"; else "stage_$s"; fi
 done
 cat "$SUM"
