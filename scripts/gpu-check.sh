@@ -118,14 +118,6 @@ stage_runtime() {
     --reference-lib build-gpu/tests/libpkb_test_refs.so dryrun -p test_fault_segv -w 2 -n 3
 }
 
-stage_eval() {
-  for p in $COLL; do
-    for w in 1 2 4; do
-      eval_json "eval $p W=$w" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" -w $w
-    done
-  done
-}
-
 stage_api() {
   # The reference-API test problems (tests/api): W=1 under NCCL (ncclCommSplit), W=2 and 4
   # through gloo on CUDA tensors; tests/check_api.py recomputes every saved output.
@@ -199,11 +191,25 @@ stage_tp_candidates() {
 }
 
 stage_tp_shared() {
-  # The overlap candidates with ranks sharing the GPU: large at W=2 and 4, default at W=4.
-  for p in tp_gemm_allgather tp_allgather_gemm tp_gemm_reducescatter; do
+  # The overlap candidates with ranks sharing the GPU: default at W=4, large at W=2 and 4.
+  # Large runs time 10 + 20 calls: the gloo reference takes ~0.4 s a call there, and shared
+  # timings mean nothing anyway. ARG: problems, comma-separated (default: all three).
+  local problems=${1:-tp_gemm_allgather,tp_allgather_gemm,tp_gemm_reducescatter} p
+  for p in ${problems//,/ }; do
     eval_json "eval $p default W=4 shared" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" -w 4
-    eval_json "eval $p large W=2 shared" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" --size large -w 2
-    eval_json "eval $p large W=4 shared" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" --size large -w 4
+    for w in 2 4; do
+      eval_json "eval $p large W=$w shared" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" --size large -w $w \
+        --warmup 10 --iters 20
+    done
+  done
+}
+
+stage_eval() {
+  local worlds=${1:-1,2,4} w
+  for p in $COLL; do
+    for w in ${worlds//,/ }; do
+      eval_json "eval $p W=$w" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" -w $w
+    done
   done
 }
 
