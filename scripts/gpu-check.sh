@@ -5,7 +5,10 @@
 # command line. Everything lands in $OUT: summary.md (a table), log.txt, results.jsonl.
 #
 #   scripts/gpu-snapshot.sh                       # here: .gpu/src = git archive HEAD
-#   run: bash scripts/gpu-check.sh smoke          # there, carry [".deps", ".gpu"]
+#   run: BUDGET_S=580 bash scripts/gpu-check.sh smoke   # there, carry [".deps", ".gpu"]
+#
+# BUDGET_S (seconds, optional) ends the script in time: each step gets what is left of it, so
+# no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval, gallery[:W], escape, bandwidth, cost, tp, tp_candidates,
 # tp_shared. NVLink multicast stays off.
@@ -16,6 +19,7 @@ OUT=${OUT:-/tmp/pkb-gpu}
 mkdir -p "$OUT"
 LOG=$OUT/log.txt SUM=$OUT/summary.md RES=$OUT/results.jsonl
 SRC=$PWD/.gpu/src
+END=$(($(date +%s) + ${BUDGET_S:-86400}))
 export PKB_CACHE_DIR=/tmp/pkb-cache
 
 # Debian libraries for the build and at run time; libcurl from the system when it has one.
@@ -35,9 +39,14 @@ echo "| --- | --- | --- | --- |" >>"$SUM"
 step() {
   local name=$1 want=$2
   shift 2
+  local left=$((END - $(date +%s)))
+  if [ $left -lt 10 ]; then
+    printf "| %s | | | skipped: out of BUDGET_S |\n" "$name" >>"$SUM"
+    return 0
+  fi
   echo "=== $name: $*" >>"$LOG"
   local t0=$EPOCHREALTIME
-  timeout 600 "$@" >>"$LOG" 2>&1
+  timeout $((left < 600 ? left : 600)) "$@" >>"$LOG" 2>&1
   local rc=$? t=$(python3 -c "print($EPOCHREALTIME - $t0)")
   local note=""
   if [ "$rc" = 2 ] && tail -3 "$LOG" | grep -q "pick another --world-size"; then note="skipped: W outside the problem's constraints"
