@@ -25,7 +25,7 @@ void add_dryrun_command(CLI::App& app, Globals& g, Action& run) {
   cmd->add_option("--solution", o.solution, "what to run (only 'reference' for dryrun)")
       ->check(CLI::IsMember({"reference"}));
   cmd->add_option("-n,--trials", o.trials, "trials, each with fresh random inputs")->check(CLI::Range(1, 100000));
-  cmd->add_option("--size", o.preset, "size preset (default, large, ...)");
+  cmd->add_option("--size", o.preset, kSizeHelp);
   cmd->add_option("--dtype", o.dtype, "element type for the problem's 'dt' tensors");
   cmd->add_option("--seed", o.seed, "replay a run's seed");
   cmd->add_option("--save-outputs", o.save, "write rank_<r>.pt and rank_<r>_inputs.pt of trial 0 here");
@@ -34,7 +34,7 @@ void add_dryrun_command(CLI::App& app, Globals& g, Action& run) {
   cmd->callback([&] {
     run = [&] {
       const spec::ProblemSpec& s = g.problem(o.problem);
-      if (!s.sizes.count(o.preset)) throw UsageError(s.slug + " has no size preset '" + o.preset + "'");
+      check_size(s, o.preset);
       if (!o.dtype.empty() && !spec::is_dtype_name(o.dtype))
         throw UsageError("unknown --dtype '" + o.dtype + "'; use one of " + spec::dtype_names());
       Placement p = place(o.run, &s, o.preset);

@@ -229,7 +229,7 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
   cmd->add_flag("--no-timing", o.no_timing, "check correctness only");
   cmd->add_option("--cache", o.cache, "cold: evict the L2 before each timed call; warm: do not")
       ->check(CLI::IsMember({"cold", "warm"}));
-  cmd->add_option("--size", o.preset, "size preset (default, large, ...)");
+  cmd->add_option("--size", o.preset, kSizeHelp);
   cmd->add_option("--dtype", o.dtype, "element type for the problem's 'dt' tensors");
   cmd->add_option("--seed", o.seed, "replay a run's seed (inputs are drawn from it)");
   cmd->add_option("--json", o.json_out, "write the result (schema pkb.eval/1) here");
@@ -242,7 +242,7 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
   cmd->callback([&] {
     run = [&] {
       const spec::ProblemSpec& s = g.problem(o.problem);
-      if (!s.sizes.count(o.preset)) throw UsageError(s.slug + " has no size preset '" + o.preset + "'");
+      check_size(s, o.preset);
       if (!o.dtype.empty() && !spec::is_dtype_name(o.dtype))
         throw UsageError("unknown --dtype '" + o.dtype + "'; use one of " + spec::dtype_names());
       if (!fs::is_regular_file(o.solution)) throw UsageError("no such candidate file: " + o.solution);

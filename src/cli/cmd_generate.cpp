@@ -96,7 +96,7 @@ PromptSetup setup_prompts(Globals& g, const PromptOptions& o) {
 }
 
 gen::Prompt prompt_for(Globals& g, const PromptSetup& p, const PromptOptions& o, const spec::ProblemSpec& s) {
-  if (!s.sizes.count(o.preset)) throw UsageError(s.slug + " has no size preset '" + o.preset + "'");
+  check_size(s, o.preset);
   gen::PromptRequest req;
   req.problem = &s;
   req.root = g.root;

@@ -245,8 +245,10 @@ std::vector<sweep::Task> plan_grid(Globals& g, SweepOptions& o) {
   std::vector<sweep::Task> grid;
   for (auto& slug : problems) {
     const spec::ProblemSpec& spec = reg.find(slug);
-    if (!spec.sizes.count(o.settings.size)) {
-      warn(slug + " has no size preset '" + o.settings.size + "'; its candidates are left out");
+    try {
+      spec.size_values(o.settings.size);
+    } catch (const spec::SpecError& e) {
+      warn(std::string(e.what()) + "; its candidates are left out");
       continue;
     }
     for (int w : worlds) {
@@ -372,7 +374,7 @@ void add_sweep_command(CLI::App& app, Globals& g, Action& run) {
   cmd->add_option("--warmup", o.settings.warmup, "warm-up calls before timing")->check(CLI::Range(0, 1000000));
   cmd->add_option("--iters", o.settings.iters, "timed calls")->check(CLI::Range(1, 1000000));
   cmd->add_flag("--no-timing", [](int64_t) { o.settings.timing = false; }, "check correctness only");
-  cmd->add_option("--size", o.settings.size, "size preset (default, large, ...)");
+  cmd->add_option("--size", o.settings.size, kSizeHelp);
   cmd->add_option("--seed", o.seed, "the inputs' seed, for every evaluation (default: a fresh secret one)");
   cmd->add_option("--timeout", o.settings.timeout, "seconds a candidate may take per phase (pkb eval --timeout)")
       ->check(CLI::PositiveNumber);

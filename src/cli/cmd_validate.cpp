@@ -59,7 +59,7 @@ void add_validate_commands(CLI::App& app, Globals& g, Action& run) {
       "validate", "Check that an all-zero answer, the inputs passed through and no communication all fail");
   cmd->add_option("problems", problems, "problems (slug, id or stem), or 'all'")->required();
   cmd->add_option("-n,--trials", trials, "trials per problem")->check(CLI::Range(1, 1000));
-  cmd->add_option("--size", preset, "size preset");
+  cmd->add_option("--size", preset, kSizeHelp);
   cmd->add_option("--seed", seed, "replay a seed");
   ro.add_to(cmd);
   cmd->callback([&] {
@@ -71,6 +71,7 @@ void add_validate_commands(CLI::App& app, Globals& g, Action& run) {
         else
           todo.push_back(&g.problem(key));
       }
+      for (auto* s : todo) check_size(*s, preset);
       int broken = 0;
       for (auto* s : todo) broken += !validate_one(g, *s, ro, trials, preset, seed);
       printf("%zu problem%s, %d broken\n", todo.size(), todo.size() == 1 ? "" : "s", broken);

@@ -51,6 +51,17 @@ const spec::ProblemSpec& Globals::problem(const std::string& key) {
   }
 }
 
+const char* const kSizeHelp =
+    "size preset (default, large, ...), or sizes replaced: large:M=4096,N=512 or M=4096 (on default)";
+
+void check_size(const spec::ProblemSpec& s, const std::string& size) {
+  try {
+    s.size_values(size);
+  } catch (const spec::SpecError& e) {
+    throw UsageError(e.what());
+  }
+}
+
 json probe_devices() {
   // Without the NVIDIA driver there is nothing to probe, and no point starting CUDA.
   if (access("/dev/nvidiactl", F_OK) != 0 && access("/proc/driver/nvidia", F_OK) != 0)
@@ -123,7 +134,7 @@ Placement place(const RunOptions& o, const spec::ProblemSpec* spec, const std::s
   }
   if (spec) {
     std::string err = spec->world_size_error(p.world, preset);
-    if (!err.empty()) throw UsageError(err + "; pick another --world-size");
+    if (!err.empty()) throw UsageError(err + "; pick another --world-size or --size");
   }
   if (!o.multicast) {
     p.env.push_back({"NCCL_NVLS_ENABLE", "0"});

@@ -68,6 +68,11 @@ struct Placement {
   int gpu_of(int rank) const { return device == "cuda" ? rank / ranks_per_gpu : -1; }
 };
 
+// The --size help, and its check: a preset, PRESET:NAME=VALUE,... or NAME=VALUE,... (on the
+// default preset). Throws UsageError naming what the problem has.
+extern const char* const kSizeHelp;
+void check_size(const spec::ProblemSpec& s, const std::string& size);
+
 // Decides device, W, ranks per GPU and communicator; starts MPS where ranks share a GPU.
 // `spec` (optional) checks W against the problem's constraints. Throws UsageError.
 Placement place(const RunOptions& o, const spec::ProblemSpec* spec, const std::string& preset);

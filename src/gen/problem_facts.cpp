@@ -99,7 +99,12 @@ std::string element_type(const spec::ProblemSpec& s, const Setting& at) {
 }
 
 std::string problem_facts(const spec::ProblemSpec& s, const Setting& at) {
-  if (!s.sizes.count(at.preset)) throw GenError(s.slug + " has no size preset '" + at.preset + "'");
+  std::map<std::string, int64_t> sizes;
+  try {
+    sizes = s.size_values(at.preset);
+  } catch (const spec::SpecError& e) {
+    throw GenError(e.what());
+  }
   if (std::string err = s.world_size_error(at.world, at.preset); !err.empty()) throw GenError(err);
   const std::string dt = element_type(s, at);
   std::ostringstream o;
@@ -113,7 +118,7 @@ std::string problem_facts(const spec::ProblemSpec& s, const Setting& at) {
     << "The candidate must be correct for every allowed W and size; the values below are for W = " << at.world
     << "\nand the size preset \"" << at.preset << "\".\n";
   std::vector<std::string> items;
-  for (auto& [k, v] : s.sizes.at(at.preset)) items.push_back(k + " = " + std::to_string(v));
+  for (auto& [k, v] : sizes) items.push_back(k + " = " + std::to_string(v));
   o << "Sizes: " << join(items) << "\n";
   spec::Vars v0 = s.vars_for(at.preset, at.world, 0);
   if (!s.vars.empty()) {
@@ -152,7 +157,7 @@ std::string problem_facts(const spec::ProblemSpec& s, const Setting& at) {
   items.clear();
   for (auto& a : s.args) items.push_back(a.name + " = " + arg_value(a.value));
   std::vector<std::string> ints;
-  for (auto& [k, v] : s.sizes.at(at.preset)) ints.push_back(k);
+  for (auto& [k, v] : sizes) ints.push_back(k);
   ints.insert(ints.end(), {"W", "rank"});
   for (auto& [name, e] : s.vars) ints.push_back(name);
   o << "Arguments in ctx->args (read with ctx->arg_int / ctx->arg_float): "

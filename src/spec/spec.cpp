@@ -409,15 +409,45 @@ const TensorSpec* ProblemSpec::output(const std::string& name) const {
   return nullptr;
 }
 
-Vars ProblemSpec::vars_for(const std::string& preset, int world, int rank) const {
+std::map<std::string, int64_t> ProblemSpec::size_values(const std::string& size) const {
+  size_t colon = size.find(':');
+  bool only_overrides = colon == std::string::npos && size.find('=') != std::string::npos;
+  std::string preset = only_overrides ? "default" : size.substr(0, colon);
   auto it = sizes.find(preset);
   if (it == sizes.end()) {
     std::string list;
     for (auto& [k, v] : sizes) list += (list.empty() ? "" : ", ") + k;
-    throw SpecError(slug + ": no size preset '" + preset + "'; this problem has " + list);
+    throw SpecError(slug + ": no size preset '" + preset + "'; this problem has " + list +
+                    " (or replace sizes: NAME=VALUE,... or PRESET:NAME=VALUE,...)");
   }
+  std::map<std::string, int64_t> values = it->second;
+  std::string overrides = only_overrides ? size : colon == std::string::npos ? "" : size.substr(colon + 1);
+  std::istringstream items(overrides);
+  for (std::string item; std::getline(items, item, ',');) {
+    size_t eq = item.find('=');
+    std::string name = item.substr(0, eq);
+    if (eq == std::string::npos || !values.count(name)) {
+      std::string list;
+      for (auto& [k, v] : values) list += (list.empty() ? "" : ", ") + k;
+      throw SpecError(slug + ": '" + item + "' in size '" + size + "' must be NAME=VALUE with NAME one of " + list);
+    }
+    std::string text = item.substr(eq + 1);
+    size_t used = 0;
+    int64_t value = 0;
+    try {
+      value = std::stoll(text, &used);
+    } catch (const std::exception&) {
+    }
+    if (text.empty() || used != text.size() || value <= 0)
+      throw SpecError(slug + ": size " + name + " must be a positive integer, not '" + text + "'");
+    values[name] = value;
+  }
+  return values;
+}
+
+Vars ProblemSpec::vars_for(const std::string& size, int world, int rank) const {
   Vars v;
-  for (auto& [k, x] : it->second) v[k] = static_cast<double>(x);
+  for (auto& [k, x] : size_values(size)) v[k] = static_cast<double>(x);
   v["W"] = world;
   v["rank"] = rank;
   for (auto& [name, e] : vars) v[name] = e.eval(v);

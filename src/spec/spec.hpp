@@ -78,8 +78,12 @@ struct ProblemSpec {
   std::string world_size_error(int world, const std::string& preset = "default") const;
   // One line: "1..8, 512 % W == 0".
   std::string world_size_summary() const;
-  // M, N, K... of a preset, W, rank and the derived vars. Throws SpecError.
-  Vars vars_for(const std::string& preset, int world, int rank) const;
+  // M, N, K... of a size: a preset ("large"), a preset with some sizes replaced
+  // ("large:M=4096,N=512"), or replacements of the default preset ("M=4096"). Throws
+  // SpecError naming the presets or sizes there are.
+  std::map<std::string, int64_t> size_values(const std::string& size) const;
+  // size_values(size), W, rank and the derived vars. Throws SpecError.
+  Vars vars_for(const std::string& size, int world, int rank) const;
 };
 
 // Reads and checks one spec file. Throws SpecError.

@@ -62,3 +62,18 @@ TEST(Cli, NoCommunicationDryrunStillRuns) {
   PkbRun r = run_pkb({"dryrun", "-p", "coll_allreduce", "--device", "cpu", "-w", "4", "--no-comm"});
   EXPECT_EQ(r.code, 0) << r.err;
 }
+
+TEST(Cli, SizesReplacedOnTheCommandLine) {
+  PkbRun r = run_pkb({"dryrun", "-p", "coll_allgather", "--device", "cpu", "-w", "2", "-n", "1", "--size",
+                      "large:M=24,N=40"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "bf16[2,24,40]")) << r.out;
+  r = run_pkb({"dryrun", "-p", "coll_allgather", "--device", "cpu", "-w", "2", "--size", "Q=3"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "pkb: error: coll_allgather: 'Q=3' in size 'Q=3' must be NAME=VALUE with NAME one of M, N"))
+      << r.err;
+  r = run_pkb({"dryrun", "-p", "tp_allgather_gemm", "--device", "cpu", "-w", "4", "--size", "K=1001"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "needs K % W == 0, which fails at W=4 with sizes 'K=1001'; pick another --world-size or --size"))
+      << r.err;
+}

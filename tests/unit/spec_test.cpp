@@ -95,6 +95,31 @@ TEST_F(SpecFiles, LoadsAGoodSpec) {
   EXPECT_NE(s.world_size_error(100).find("1 to 64"), std::string::npos);
 }
 
+TEST_F(SpecFiles, SizesArePresetsOrReplacements) {
+  auto s = load_spec(write("tp_demo", kGood));
+  using Sizes = std::map<std::string, int64_t>;
+  EXPECT_EQ(s.size_values("large"), (Sizes{{"K", 32}, {"M", 128}, {"N", 64}}));
+  EXPECT_EQ(s.size_values("large:M=7,K=8"), (Sizes{{"K", 8}, {"M", 7}, {"N", 64}}));
+  EXPECT_EQ(s.size_values("N=5"), (Sizes{{"K", 16}, {"M", 64}, {"N", 5}}));  // on the default preset
+  EXPECT_EQ(s.vars_for("K=40", 4, 0).at("Kl"), 10);
+  EXPECT_NE(s.world_size_error(4, "K=18").find("K % W == 0"), std::string::npos);
+  auto error = [&](const std::string& size) {
+    try {
+      s.size_values(size);
+    } catch (const SpecError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error("huge").find("no size preset 'huge'; this problem has default, large"), std::string::npos);
+  EXPECT_NE(error("huge:M=2").find("no size preset 'huge'"), std::string::npos);
+  EXPECT_NE(error("Q=3").find("'Q=3' in size 'Q=3' must be NAME=VALUE with NAME one of K, M, N"), std::string::npos);
+  EXPECT_NE(error("large:M").find("must be NAME=VALUE"), std::string::npos);
+  EXPECT_NE(error("M=0").find("size M must be a positive integer, not '0'"), std::string::npos);
+  EXPECT_NE(error("M=12x").find("not '12x'"), std::string::npos);
+  EXPECT_NE(error("M=").find("not ''"), std::string::npos);
+}
+
 TEST_F(SpecFiles, MalformedToml) {
   std::string e = error_for("[sizes]", "[sizes");
   EXPECT_NE(e.find("tp_demo.toml:"), std::string::npos) << e;
