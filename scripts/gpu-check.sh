@@ -10,8 +10,9 @@
 # BUDGET_S (seconds, optional) ends the script in time: each step gets what is left of it, so
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
-# Stages: smoke, runtime, api, faults, eval, gallery[:W], escape, bandwidth, cost, tp, tp_candidates,
-# tp_shared. NVLink multicast stays off.
+# Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
+# tp_candidates, tp_shared[:P,...], and for a machine with several GPUs (one rank each, NCCL)
+# refs[:W,...] and busbw[:W]. NVLink multicast stays off.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -188,6 +189,37 @@ stage_tp() {
   local problems=$("$PKB" list -c tp | awk 'NR>1 && $2 ~ /^tp_/ {print $2}')
   for w in 1 2 4; do
     for p in $problems; do step "dryrun $p W=$w" 0 "$PKB" dryrun -p $p -w $w; done
+  done
+}
+
+stage_refs() {
+  # Every problem's reference with its saved rank_*.pt checked in Python: the collectives
+  # against their definition, the TP problems recomputed in fp64 (tests/check_*.py).
+  local worlds=${1:-2,4} w p
+  local tp=$("$PKB" list -c tp | awk 'NR>1 && $2 ~ /^tp_/ {print $2}')
+  for w in ${worlds//,/ }; do
+    for p in $COLL $tp; do
+      rm -rf /tmp/dr
+      step "dryrun $p W=$w" 0 "$PKB" dryrun -p $p -w $w --save-outputs /tmp/dr
+      [ -d /tmp/dr ] || continue
+      case $p in coll_*) check=check_dryrun.py ;; *) check=check_tp.py ;; esac
+      step "  saved rank_*.pt checked" 0 python3 "$SRC/tests/$check" $p /tmp/dr $w
+    done
+  done
+}
+
+stage_busbw() {
+  # The references' (NCCL's) and the example candidates' bus bandwidth at 1, 16 and 256 MiB
+  # of data (nccl-tests sizes: per rank for all-reduce, broadcast, reduce; in total for
+  # all-gather, reduce-scatter, all-to-all), rows of 1024 bf16.
+  local w=${1:-4} p mib m
+  for p in coll_allreduce coll_allgather coll_reducescatter coll_alltoall coll_broadcast; do
+    for mib in 1 16 256; do
+      m=$((mib * 512))
+      case $p in coll_allgather | coll_reducescatter | coll_alltoall) m=$((m / w)) ;; esac
+      eval_json "busbw $p $mib MiB W=$w" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" -w $w --size M=$m,N=1024 \
+        --trials 5
+    done
   done
 }
 
