@@ -161,8 +161,8 @@ void judge(json& res, const launch::GroupReport& rep, const spec::ProblemSpec& s
   res["timing"] = {{"reference", rs.to_json()}, {"candidate", cs.to_json()}, {"reference_cached", ref.empty()}};
   res["speedup"] = cs.median > 0 ? rs.median / cs.median : 0;
   if (!s.roofline.bus_factor.empty())
-    res["busbw_gbps"] = {{"reference", eval::busbw_gbps(s, o.preset, p.world, rs.median)},
-                         {"candidate", eval::busbw_gbps(s, o.preset, p.world, cs.median)}};
+    res["busbw_gbps"] = {{"reference", eval::busbw_gbps(s, o.preset, p.world, dtype, rs.median)},
+                         {"candidate", eval::busbw_gbps(s, o.preset, p.world, dtype, cs.median)}};
   json flags = json::array();
   if (hw) {
     eval::Bound b = eval::roofline_bound(s, o.preset, p.world, dtype, *hw);

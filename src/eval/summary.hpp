@@ -36,6 +36,7 @@ Bound roofline_bound(const spec::ProblemSpec& s, const std::string& preset, int 
                      const spec::HardwareProfile& hw);
 
 // nccl-tests bus bandwidth in GB/s for a call of `us`; 0 when the spec has no bus factor.
-double busbw_gbps(const spec::ProblemSpec& s, const std::string& preset, int world, double us);
+double busbw_gbps(const spec::ProblemSpec& s, const std::string& preset, int world, const std::string& dtype,
+                  double us);
 
 }  // namespace pkb::eval

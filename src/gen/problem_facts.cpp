@@ -163,7 +163,8 @@ std::string problem_facts(const spec::ProblemSpec& s, const Setting& at) {
   o << "Arguments in ctx->args (read with ctx->arg_int / ctx->arg_float): "
     << (items.empty() ? "" : join(items) + "; then ") << "as ints " << join(ints) << "\n";
 
-  auto eval = [&](const spec::Expr& e) { return e.empty() ? -1.0 : e.eval(v0); };
+  spec::Vars rv = s.roofline_vars(at.preset, at.world, 0, dt);
+  auto eval = [&](const spec::Expr& e) { return e.empty() ? -1.0 : e.eval(rv); };
   double nv = eval(s.roofline.nvlink_bytes), hbm = eval(s.roofline.hbm_bytes), fl = eval(s.roofline.flops);
   items.clear();
   if (nv >= 0) items.push_back("NVLink " + megabytes(nv));

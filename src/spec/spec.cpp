@@ -362,10 +362,12 @@ ProblemSpec load_spec(const std::string& path) {
     const toml::table* rt = rl->as_table();
     if (!rt) r.fail(rl, "[roofline] must be a table of formulas");
     r.only_keys(*rt, {"nvlink_bytes", "hbm_bytes", "flops", "data_bytes", "bus_factor"}, "[roofline]");
+    auto with_dt = known;
+    with_dt.insert("dt_bytes");
     auto get = [&](const char* key, Expr& out) {
       if (auto* n = rt->get(key)) {
         out = r.formula(*n, std::string("roofline ") + key);
-        check_names(r, known, out, std::string("roofline ") + key, static_cast<int>(n->source().begin.line));
+        check_names(r, with_dt, out, std::string("roofline ") + key, static_cast<int>(n->source().begin.line));
       }
     };
     get("nvlink_bytes", s.roofline.nvlink_bytes);
@@ -451,6 +453,12 @@ Vars ProblemSpec::vars_for(const std::string& size, int world, int rank) const {
   v["W"] = world;
   v["rank"] = rank;
   for (auto& [name, e] : vars) v[name] = e.eval(v);
+  return v;
+}
+
+Vars ProblemSpec::roofline_vars(const std::string& size, int world, int rank, const std::string& dtype) const {
+  Vars v = vars_for(size, world, rank);
+  v["dt_bytes"] = dtype_size(dtype_from_name(dtype.empty() ? this->dtype : dtype));
   return v;
 }
 

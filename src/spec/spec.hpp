@@ -84,6 +84,9 @@ struct ProblemSpec {
   std::map<std::string, int64_t> size_values(const std::string& size) const;
   // size_values(size), W, rank and the derived vars. Throws SpecError.
   Vars vars_for(const std::string& size, int world, int rank) const;
+  // vars_for and dt_bytes, the bytes of one element of `dtype` (what dt stands for in this
+  // run; "" for the spec's own): what roofline formulas see.
+  Vars roofline_vars(const std::string& size, int world, int rank, const std::string& dtype) const;
 };
 
 // Reads and checks one spec file. Throws SpecError.

@@ -187,3 +187,23 @@ TEST_F(SpecFiles, PresetsNameTheSameSizes) {
   std::string e = error_for("large = { M = 128, N = 64, K = 32 }", "large = { M = 128, N = 64 }");
   EXPECT_NE(e.find("other sizes than the others"), std::string::npos) << e;
 }
+
+// Roofline bytes follow the run's element type (dt_bytes), in every shipped problem that
+// reads dt tensors: --dtype fp32 must not report bf16 traffic.
+TEST(ShippedProblems, RooflineBytesFollowTheElementType) {
+  int checked = 0;
+  for (auto& f : fs::directory_iterator(std::string(PKB_SOURCE_DIR) + "/problems")) {
+    auto s = load_spec(f.path().string());
+    bool reads_dt = false;
+    for (auto& t : s.inputs) reads_dt |= t.dtype == "dt";
+    if (!reads_dt || s.roofline.hbm_bytes.empty()) continue;
+    auto bf16 = s.roofline_vars("default", 4, 0, "bf16"), fp32 = s.roofline_vars("default", 4, 0, "fp32");
+    EXPECT_EQ(bf16.at("dt_bytes"), 2);
+    EXPECT_EQ(fp32.at("dt_bytes"), 4);
+    EXPECT_GT(s.roofline.hbm_bytes.eval(fp32), s.roofline.hbm_bytes.eval(bf16)) << s.slug;
+    if (!s.roofline.data_bytes.empty())
+      EXPECT_EQ(s.roofline.data_bytes.eval(fp32), 2 * s.roofline.data_bytes.eval(bf16)) << s.slug;
+    ++checked;
+  }
+  EXPECT_GE(checked, 23);
+}
