@@ -18,14 +18,8 @@ namespace {
 
 constexpr int kChannel = 0;
 
-// Bytes per element of each pkb_dtype, in enum order; 0 for an unknown dtype.
-size_t dtype_size(int dtype) {
-  static const size_t kSize[] = {2, 2, 4, 8, 1, 2, 4, 8, 1, 1, 1, 1, 8, 16};
-  return dtype >= 0 && dtype < int(sizeof kSize / sizeof kSize[0]) ? kSize[dtype] : 0;
-}
-
 size_t nbytes(const pkb_tensor& t) {
-  size_t n = dtype_size(t.dtype);
+  size_t n = pkb_dtype_size(t.dtype);
   for (int d = 0; d < t.ndim; ++d) n *= size_t(t.sizes[d]);
   return n;
 }
@@ -35,7 +29,7 @@ size_t nbytes(const pkb_tensor& t) {
 PKB_EXPORT int pkb_abi_version(void) { return PKB_ABI_VERSION; }
 
 PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int, pkb_tensor* out, int) {
-  if (!dtype_size(out[0].dtype)) {
+  if (!pkb_dtype_size(out[0].dtype)) {
     ctx->set_error(ctx, "coll_gather: unknown dtype");
     return 1;
   }

@@ -108,14 +108,15 @@ struct pkb_ctx {
   void* internal;                   /* pkb's */
 };
 
-/* Bytes per element of a pkb_dtype. */
+/* Bytes per element of a pkb_dtype; 0 for a value that is none. */
 static inline size_t pkb_dtype_size(int32_t dtype) {
   switch (dtype) {
     case PKB_FP64: case PKB_INT64: case PKB_COMPLEX64: return 8;
     case PKB_COMPLEX128: return 16;
     case PKB_FP32: case PKB_INT32: return 4;
     case PKB_BF16: case PKB_FP16: case PKB_INT16: return 2;
-    default: return 1;
+    case PKB_INT8: case PKB_UINT8: case PKB_BOOL: case PKB_FP8_E4M3: case PKB_FP8_E5M2: return 1;
+    default: return 0;
   }
 }
 
