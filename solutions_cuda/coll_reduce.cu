@@ -54,23 +54,9 @@ int launch_status(pkb_ctx* ctx) {
   return 1;
 }
 
-__device__ float to_float(float v) { return v; }
-__device__ float to_float(__half v) { return __half2float(v); }
-__device__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <class T>
-__device__ T from_float(float v);
-template <>
-__device__ float from_float<float>(float v) { return v; }
-template <>
-__device__ __half from_float<__half>(float v) { return __float2half_rn(v); }
-template <>
-__device__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-
-// 16 bytes of T: the unit of vectorised loads and stores.
-template <class T>
-struct alignas(16) Pack {
-  T v[16 / sizeof(T)];
-};
+using pkb::dev::from_float;
+using pkb::dev::Pack;
+using pkb::dev::to_float;
 
 // What one launch reads (summed) and writes (the same sum to each), as this rank addresses it.
 template <class T>

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cuda/atomic>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <stdint.h>
 
 namespace pkb {
@@ -51,6 +53,25 @@ __device__ __host__ __forceinline__ T* peer_ptr(T* local, void* const* bases, in
   ptrdiff_t off = reinterpret_cast<const char*>(local) - reinterpret_cast<const char*>(bases[rank]);
   return reinterpret_cast<T*>(reinterpret_cast<char*>(bases[peer]) + off);
 }
+
+// fp32 from and to the floating element types, for arithmetic in fp32 (round once, at the end).
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <class T>
+__device__ T from_float(float v);
+template <>
+__device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+// 16 bytes of T: the unit of vectorised loads and stores (the pointer must be 16-byte aligned).
+template <class T>
+struct alignas(16) Pack {
+  T v[16 / sizeof(T)];
+};
 
 }  // namespace dev
 }  // namespace pkb

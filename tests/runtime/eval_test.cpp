@@ -160,3 +160,15 @@ TEST(Validate, EveryProblemRejectsZerosPassthroughAndNoCommunication) {
   EXPECT_TRUE(contains(r.out, ", 0 broken")) << r.out;
   EXPECT_FALSE(contains(r.out, "ACCEPTED")) << r.out;
 }
+
+// The CUDA examples compile wherever nvcc is, GPU or not: a change to include/pkb that
+// breaks one shows here, not first on a lent GPU.
+TEST(Build, EveryCudaExampleCompiles) {
+  for (auto& f : std::filesystem::directory_iterator(kSrc + "/solutions_cuda")) {
+    if (f.path().extension() != ".cu") continue;
+    PkbRun r = run_pkb({"build", "-s", f.path().string(), "--device", "cuda"}, 600);
+    if (contains(r.err + r.out, "built without the CUDA toolkit")) GTEST_SKIP() << "pkb was built without CUDA";
+    EXPECT_EQ(r.code, 0) << f.path() << "\n" << r.out << r.err;
+    EXPECT_TRUE(contains(r.out, "candidate.so")) << r.out;
+  }
+}
