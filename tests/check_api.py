@@ -4,16 +4,20 @@ torch.load) and asserts they are equal, dtype and shape included.
 
 usage: check_api.py PROBLEM DIR W
 """
+import os
 import sys
+import tomllib
 
 import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def outputs(y):
     return [y] if isinstance(y, torch.Tensor) else [y[f"output_{i}"] for i in range(len(y))]
 
 
-def grid(xs, w):
+def grid(xs, w, args):
     tp = 2 if w % 2 == 0 else 1
     dp = w // tp
     x = [i["x"] for i in xs]
@@ -27,12 +31,13 @@ def grid(xs, w):
     return out
 
 
-def ring(xs, w, hops=3):
+def ring(xs, w, args):
+    hops = args["hops"]
     x = [i["x"] for i in xs]
     return [[sum(x[(r - h) % w] for h in range(hops + 1)), x[r ^ 1] if (r ^ 1) < w else x[r]] for r in range(w)]
 
 
-def uneven(xs, w):
+def uneven(xs, w, args):
     out = []
     for r in range(w):
         parts = []
@@ -43,18 +48,20 @@ def uneven(xs, w):
     return out
 
 
-def dynamic(xs, w):
+def dynamic(xs, w, args):
     a = torch.cat([i["x"] for i in xs])
     keep = a > 0
     return [[a[keep], keep.nonzero().view(-1)] for _ in range(w)]
 
 
-def dtypes(xs, w, weights=(1, 2, 3), scale=0.5, negate=True):
+def dtypes(xs, w, args):
+    weights, scale, negate = args["weights"], args["scale"], args["negate"]
     a = sum(i["a"].long() for i in xs).int()
     b = torch.cat([i["b"] for i in xs])
     c = torch.cat([i["c"] for i in xs])
     z = sum(i["z"] for i in xs)
-    d = sum(i["d"] * weights[r % len(weights)] for r, i in enumerate(xs)) * scale * (-1 if negate else 1)
+    terms = torch.stack([i["d"] * weights[r % len(weights)] for r, i in enumerate(xs)])
+    d = (terms.sum(0) if args["op"] == "sum" else terms.amax(0)) * scale * (-1 if negate else 1)
     return [[a, b, c, z, d] for _ in range(w)]
 
 
@@ -76,7 +83,9 @@ def main():
     problem, d, w = sys.argv[1], sys.argv[2], int(sys.argv[3])
     xs = [torch.load(f"{d}/rank_{r}_inputs.pt") for r in range(w)]
     ys = [outputs(torch.load(f"{d}/rank_{r}.pt")) for r in range(w)]
-    want = CHECKS[problem](xs, w)
+    with open(f"{HERE}/api/{problem}.toml", "rb") as f:
+        args = tomllib.load(f).get("args", {})
+    want = CHECKS[problem](xs, w, args)
     for r in range(w):
         if len(ys[r]) != len(want[r]):
             raise SystemExit(f"{problem} rank {r}: {len(ys[r])} outputs, expected {len(want[r])}")
