@@ -194,15 +194,15 @@ stage_tp() {
 
 stage_refs() {
   # Every problem's reference with its saved rank_*.pt checked in Python: the collectives
-  # against their definition, the TP problems recomputed in fp64 (tests/check_*.py).
+  # against their definition, the others recomputed in fp64 (tests/check_problem.py).
   local worlds=${1:-2,4} w p
-  local tp=$("$PKB" list -c tp | awk 'NR>1 && $2 ~ /^tp_/ {print $2}')
+  local rest=$("$PKB" list | awk 'NR>1 && $2 ~ /^[a-z]+_/ && $2 !~ /^(coll|test)_/ {print $2}')
   for w in ${worlds//,/ }; do
-    for p in $COLL $tp; do
+    for p in $COLL $rest; do
       rm -rf /tmp/dr
       step "dryrun $p W=$w" 0 "$PKB" dryrun -p $p -w $w --save-outputs /tmp/dr
       [ -d /tmp/dr ] || continue
-      case $p in coll_*) check=check_dryrun.py ;; *) check=check_tp.py ;; esac
+      case $p in coll_*) check=check_dryrun.py ;; *) check=check_problem.py ;; esac
       step "  saved rank_*.pt checked" 0 python3 "$SRC/tests/$check" $p /tmp/dr $w
     done
   done

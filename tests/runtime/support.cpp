@@ -6,6 +6,7 @@
 #include <iterator>
 #include <thread>
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include "launch/subprocess.hpp"
@@ -63,6 +64,30 @@ std::string temp_dir(const std::string& name) {
 
 bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
+}
+
+void expect_reference_recomputed(const std::string& problem, int world, const std::string& size) {
+  std::string w = std::to_string(world), seed = "7340" + w;
+  std::string dir = temp_dir(problem + "-" + w), lonely = temp_dir(problem + "-" + w + "-nocomm");
+  std::vector<std::string> args = {"dryrun", "--problem", problem, "--device", "cpu", "-w", w, "--seed", seed};
+  if (!size.empty()) args.insert(args.end(), {"--size", size});
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  PkbRun r = run_pkb(with({"--trials", "2", "--save-outputs", dir}));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "ok (")) << r.out;
+  EXPECT_TRUE(survivors(r.tag).empty());
+  std::vector<std::string> check = {PKB_PYTHON, std::string(PKB_SOURCE_DIR) + "/tests/check_problem.py", problem, dir, w};
+  if (world > 1) {
+    PkbRun nc = run_pkb(with({"--no-comm", "--save-outputs", lonely}));
+    ASSERT_EQ(nc.code, 0) << nc.out << nc.err;
+    check.insert(check.end(), {"--nocomm", lonely});
+  }
+  auto c = pkb::launch::run_process(check, 600);
+  EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
 }
 
 }  // namespace pkbtest

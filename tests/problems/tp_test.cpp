@@ -1,15 +1,11 @@
-// The Tensor Parallel problems: pkb dryrun --solution reference on the CPU device, then
-// tests/check_tp.py recomputes every rank's outputs in fp64 from all ranks' saved inputs
-// and checks the reference against them (within half the spec's tolerance), and that an
-// all-zero answer, the inputs passed through and the same run under --no-comm (same seed)
-// all fail the spec's tolerance.
+// The Tensor Parallel problems, each recomputed independently (tests/checks/tp.py) from
+// what its reference saved on the CPU device (see expect_reference_recomputed).
 //
 // Every problem at W = 1, 2, 4 and 8 (at W = 1 there is no communication to leave out, so
 // the --no-comm comparison starts at 2), except conv3d: about a TFLOP on the CPU whatever W,
 // so W = 2 only (the GPU run covers it at W = 1, 2 and 4).
 #include <gtest/gtest.h>
 
-#include "launch/subprocess.hpp"
 #include "support.hpp"
 
 using namespace pkbtest;
@@ -50,23 +46,7 @@ std::vector<TpCase> cases() {
 class TpDryrun : public ::testing::TestWithParam<TpCase> {};
 
 TEST_P(TpDryrun, ReferenceMatchesAnIndependentRecomputation) {
-  auto [problem, world] = GetParam();
-  std::string w = std::to_string(world), seed = "7340" + w;
-  std::string dir = temp_dir(problem + "-" + w), lonely = temp_dir(problem + "-" + w + "-nocomm");
-  PkbRun r = run_pkb({"dryrun", "--problem", problem, "--device", "cpu", "-w", w, "--trials", "2", "--seed", seed,
-                      "--save-outputs", dir});
-  ASSERT_EQ(r.code, 0) << r.out << r.err;
-  EXPECT_TRUE(contains(r.out, "ok (")) << r.out;
-  EXPECT_TRUE(survivors(r.tag).empty());
-  std::vector<std::string> check = {PKB_PYTHON, std::string(PKB_SOURCE_DIR) + "/tests/check_tp.py", problem, dir, w};
-  if (world > 1) {
-    PkbRun nc = run_pkb({"dryrun", "--problem", problem, "--device", "cpu", "-w", w, "--no-comm", "--seed", seed,
-                         "--save-outputs", lonely});
-    ASSERT_EQ(nc.code, 0) << nc.out << nc.err;
-    check.insert(check.end(), {"--nocomm", lonely});
-  }
-  auto c = pkb::launch::run_process(check, 600);
-  EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+  expect_reference_recomputed(GetParam().problem, GetParam().world);
 }
 
 INSTANTIATE_TEST_SUITE_P(TensorParallel, TpDryrun, ::testing::ValuesIn(cases()), [](const auto& info) {

@@ -1,0 +1,165 @@
+"""Checks what `pkb dryrun --save-outputs DIR` wrote for a problem against an independent
+recomputation.
+
+Loads every rank's rank_<r>.pt and rank_<r>_inputs.pt (plain torch.load), recomputes each
+rank's outputs in fp64 from all ranks' inputs with the function that tests/checks/<category>.py
+lists for the problem in its PROBLEMS table, and asserts that
+  * the reference is within HALF the spec's tolerance of the exact answer (so a candidate
+    that errs as much the other way, e.g. another summation order, still passes); fp8 and
+    integer outputs within the whole tolerance;
+  * an all-zero answer and the inputs passed through (as pkb validate picks them) fail;
+  * with --nocomm DIR2 (a `dryrun --no-comm` run with the same --seed), that answer fails;
+  * per-rank inputs differ between ranks and shared ones are equal.
+
+A recomputation takes (xs, w, spec): every rank's inputs (dicts of tensors), W and the spec
+(its [args] and [vars] always present) and returns a list (per rank) of lists (per output)
+of tensors, fp64 (or complex128, or an integer type for integer outputs).
+
+usage: check_problem.py PROBLEM DIR W [--nocomm DIR2] [--verbose]
+"""
+import argparse
+import importlib
+import os
+import sys
+import tomllib
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+f64 = torch.float64
+
+# pkb's per-dtype default tolerances (src/spec/dtype.cpp), for outputs that give none.
+DEFAULT_TOL = {"bf16": (1e-2, 1e-2), "fp16": (1e-3, 1e-3), "fp32": (1e-4, 1e-4), "fp64": (1e-9, 1e-9),
+               "fp8_e4m3": (1e-2, 0.125), "fp8_e5m2": (1e-2, 0.25), "complex64": (1e-4, 1e-4),
+               "complex128": (1e-9, 1e-9)}
+
+
+def load(path):
+    """Plain torch.load (weights_only=True): what pkb saves must load so, fp8 included."""
+    return torch.load(path)
+
+
+def outputs_of(path):
+    y = load(path)
+    if isinstance(y, torch.Tensor):
+        return [y]
+    return [y[f"output_{i}"] for i in range(len(y))]
+
+
+def real(t):
+    """fp64 values to compare: complex tensors as (re, im) pairs, so both parts count."""
+    if t.is_complex():
+        return torch.view_as_real(t.to(torch.complex128))
+    return t.to(f64)
+
+
+def tolerance(o, spec):
+    dt = o.get("dtype", "dt")
+    if dt == "dt":
+        dt = spec.get("dtype", "bf16")
+    atol, rtol = DEFAULT_TOL.get(dt, (0.0, 0.0))
+    return o.get("atol", atol), o.get("rtol", rtol)
+
+
+def fails(got, want, atol, rtol):
+    """pkb's comparison (eval/compare.cpp): does `got` fail against the reference `want`?"""
+    if got.dtype != want.dtype or got.shape != want.shape:
+        return True
+    g, w = real(got), real(want)
+    fine = g.eq(w) | (g.isnan() & w.isnan()) | (g - w).abs().le(atol + rtol * w.abs())
+    return not bool(fine.all())
+
+
+def passthrough(inputs, want):
+    for x in inputs.values():
+        if x.shape == want.shape and x.dtype == want.dtype:
+            return x
+    for x in inputs.values():
+        if x.numel() == want.numel() and x.dtype == want.dtype:
+            return x.reshape(want.shape)
+    for x in inputs.values():
+        if x.shape == want.shape:
+            return x.to(want.dtype)
+    return torch.zeros_like(want)
+
+
+def recomputation(problem, spec):
+    module = importlib.import_module("checks." + spec["category"])
+    if problem not in module.PROBLEMS:
+        raise SystemExit(f"tests/checks/{spec['category']}.py has no recomputation for {problem}")
+    return module.PROBLEMS[problem]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("problem")
+    ap.add_argument("dir")
+    ap.add_argument("world", type=int)
+    ap.add_argument("--nocomm", help="outputs of `dryrun --no-comm` with the same seed")
+    ap.add_argument("--verbose", action="store_true")
+    a = ap.parse_args()
+    w = a.world
+    with open(os.path.join(ROOT, "problems", a.problem + ".toml"), "rb") as f:
+        spec = tomllib.load(f)
+    spec.setdefault("args", {})
+    spec.setdefault("vars", {})
+    inputs = [load(f"{a.dir}/rank_{r}_inputs.pt") for r in range(w)]
+    got = [outputs_of(f"{a.dir}/rank_{r}.pt") for r in range(w)]
+    exact = recomputation(a.problem, spec)(inputs, w, spec)
+    outs = spec["outputs"]
+    errors = []
+
+    for r in range(w):
+        for i, o in enumerate(outs):
+            y, e = got[r][i], exact[r][i]
+            atol, rtol = tolerance(o, spec)
+            if tuple(y.shape) != tuple(e.shape):
+                errors.append(f"rank {r} {o['name']}: shape {tuple(y.shape)}, expected {tuple(e.shape)}")
+                continue
+            # fp8 codes and integers: the reference may sit one step from the exact rounding
+            # (integers: exactly on it, atol 0); others within half the tolerance.
+            share = 1.0 if y.dtype == torch.float8_e4m3fn or not (y.is_floating_point() or y.is_complex()) else 0.5
+            err = (real(y) - real(e)).abs()
+            limit = atol + rtol * real(e).abs()
+            scaled = torch.where(err == 0, torch.zeros_like(err), err / limit.clamp_min(1e-300))
+            ratio = scaled.max().item() if y.numel() else 0.0
+            if a.verbose or ratio > share:
+                print(f"rank {r} {o['name']}: max |ref - exact| {err.max().item() if y.numel() else 0:.3g}, "
+                      f"{ratio:.3f} of the tolerance (limit {share})")
+            if not ratio <= share:
+                errors.append(f"rank {r} {o['name']}: reference off the exact answer by {ratio:.3f} of the tolerance")
+
+    def rejected(answers):
+        return any(fails(answers[r][i], got[r][i], *tolerance(o, spec)) for r in range(w) for i, o in enumerate(outs))
+
+    if w > 1:
+        if not rejected([[torch.zeros_like(y) for y in got[r]] for r in range(w)]):
+            errors.append("an all-zero answer passes")
+        if not rejected([[passthrough(inputs[r], y) for y in got[r]] for r in range(w)]):
+            errors.append("the inputs passed through pass")
+        if a.nocomm:
+            lonely = [outputs_of(f"{a.nocomm}/rank_{r}.pt") for r in range(w)]
+            lonely_in = [load(f"{a.nocomm}/rank_{r}_inputs.pt") for r in range(w)]
+            if any(not torch.equal(lonely_in[r][k], inputs[r][k]) for r in range(w) for k in inputs[r]):
+                errors.append("the --no-comm run got other inputs (use the same --seed)")
+            elif not rejected(lonely):
+                errors.append("the answer without communication passes")
+        for spec_in in spec.get("inputs", []):
+            name = spec_in["name"]
+            same = all(torch.equal(inputs[0][name], inputs[r][name]) for r in range(1, w))
+            if spec_in.get("shared", False) and not same:
+                errors.append(f"shared input {name} differs between ranks")
+            if not spec_in.get("shared", False) and inputs[0][name].numel() > 1 and torch.equal(inputs[0][name], inputs[1][name]):
+                errors.append(f"per-rank input {name} is equal on ranks 0 and 1")
+
+    if errors:
+        print(f"{a.problem} W={w}: FAILED")
+        for e in errors:
+            print("  " + e)
+        sys.exit(1)
+    print(f"{a.problem} W={w}: ok")
+
+
+if __name__ == "__main__":
+    main()
