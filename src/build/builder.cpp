@@ -120,7 +120,7 @@ Result build(const Request& req, const Toolchain& tc) {
     flags = {"-std=c++17", "-O3", "-shared", "-Xcompiler", "-fPIC", "-gencode",
              "arch=compute_" + num + ",code=" + req.arch, "-I" + tc.root + "/include", "-I" + tc.nccl_include,
              "-Xlinker", "--as-needed", tc.nccl_library, "-L" + tc.cuda_lib_dir, "-L" + tc.cuda_lib_dir + "/stubs",
-             "-lcublas", "-lcuda"};
+             "-lcublas", "-lcublasLt", "-lcufft", "-lcuda"};
     rpath_dirs.push_back(fs::path(tc.nccl_library).parent_path().string());
   } else if (res.backend == "cpu") {
     if (req.device != "cpu") {
