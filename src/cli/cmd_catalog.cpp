@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
-#include "cli/exit_codes.hpp"
+#include "eval/verdict.hpp"
 #include "io/files.hpp"
 
 namespace pkb::cli {
@@ -37,7 +37,7 @@ void add_catalog_commands(CLI::App& app, Globals& g, Action& run) {
         ++n;
       }
       printf("%d problem%s\n", n, n == 1 ? "" : "s");
-      return int(kOk);
+      return int(eval::kOk);
     };
   });
 
@@ -52,7 +52,7 @@ void add_catalog_commands(CLI::App& app, Globals& g, Action& run) {
       printf("%s\n", io::read_file(s.path).c_str());
       std::string src = g.registry().reference_source(s);
       printf("# reference: %s\n\n%s", src.c_str(), io::read_file(src).c_str());
-      return int(kOk);
+      return int(eval::kOk);
     };
   });
 }

@@ -3,8 +3,9 @@
 #include <cstdio>
 
 #include "cli/commands.hpp"
-#include "cli/exit_codes.hpp"
+#include "eval/verdict.hpp"
 #include "launch/subprocess.hpp"
+#include "rank/sandbox.hpp"
 #include "spec/hardware.hpp"
 
 #ifndef PKB_TORCH_VERSION
@@ -27,7 +28,9 @@ void add_doctor_commands(CLI::App& app, Globals& g, Action& run) {
   doctor->add_flag("--json", as_json, "print JSON");
   doctor->callback([&] {
     run = [&] {
-      nlohmann::json probe = probe_devices();
+      nlohmann::json probe = launch::probe_devices();
+      rank::SandboxStatus sandbox = rank::sandbox_support();
+      probe["sandbox"] = sandbox.to_json();
       probe["pkb_version"] = PKB_VERSION;
       probe["torch_version"] = PKB_TORCH_VERSION;
       probe["mps_control"] = launch::which("nvidia-cuda-mps-control");
@@ -41,7 +44,7 @@ void add_doctor_commands(CLI::App& app, Globals& g, Action& run) {
       probe["hardware_profile"] = hw ? hw->name : "";
       if (as_json) {
         printf("%s\n", probe.dump(2).c_str());
-        return int(kOk);
+        return int(eval::kOk);
       }
       printf("pkb %s, libtorch %s\n", PKB_VERSION, PKB_TORCH_VERSION);
       if (!probe.value("cuda_built", false)) printf("CUDA device: not built in (CPU device only)\n");
@@ -74,7 +77,11 @@ void add_doctor_commands(CLI::App& app, Globals& g, Action& run) {
       std::string mps = probe["mps_control"];
       printf("MPS: %s\n", mps.empty() ? "nvidia-cuda-mps-control not found (ranks sharing a GPU time-slice)"
                                       : ("available (" + mps + ")").c_str());
-      return int(kOk);
+      printf("sandbox: environment allow-list, process limits, leftover processes ended; files: %s; network and "
+             "processes (seccomp): %s\n",
+             sandbox.filesystem ? ("Landlock ABI " + std::to_string(sandbox.landlock_abi)).c_str() : "no Landlock here",
+             sandbox.seccomp ? "yes" : "no");
+      return int(eval::kOk);
     };
   });
 
@@ -85,10 +92,13 @@ void add_doctor_commands(CLI::App& app, Globals& g, Action& run) {
   self->add_option("--barrier-iters", iters, "device barriers to time")->check(CLI::Range(1, 10000000));
   self->callback([&] {
     run = [&] {
-      Placement p = place(ro, nullptr, "default");
-      for (auto& w : p.warnings) warn(w);
-      nlohmann::json job = {{"mode", "selftest"}, {"heap_bytes", 1 << 22}, {"barrier_iters", iters}};
-      launch::GroupReport r = run_ranks(p, job, budgets(ro, nullptr, "default", p), ro.echo, "selftest", 0);
+      launch::Placement p = place(ro, nullptr, "default");
+      rank::Job job;
+      job.mode = "selftest";
+      job.trials = 0;
+      job.heap_bytes = size_t{1} << 22;
+      job.barrier_iters = iters;
+      launch::GroupReport r = run_ranks(g, p, ro, job, nullptr, "selftest");
       printf("pkb selftest  W=%d  device=%s  comm=%s  ranks/GPU=%d  MPS=%s\n", p.world, p.device.c_str(),
              p.comm.c_str(), p.ranks_per_gpu, p.mps ? "private daemon" : "no");
       if (r.outcome != launch::Outcome::Ok) {
@@ -104,7 +114,7 @@ void add_doctor_commands(CLI::App& app, Globals& g, Action& run) {
         printf("%-5d %-10s %-10s %.2f us\n", rk.rank, a ? "ok" : "WRONG", h ? "ok" : "WRONG", j["barrier_us"].get<double>());
       }
       printf("%s (%.1f s)\n", ok ? "ok" : "FAILED", r.wall_s);
-      return ok ? int(kOk) : int(kWrong);
+      return ok ? int(eval::kOk) : int(eval::kWrong);
     };
   });
 }

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "cli/commands.hpp"
-#include "cli/exit_codes.hpp"
+#include "eval/verdict.hpp"
 #include "gen/error.hpp"
 #include "gen/prompt.hpp"
 #include "gen/runner.hpp"
@@ -21,7 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct PromptOptions {
-  std::string backend, shots, hardware, precision, preset = "default", prompts_file;
+  std::string backend, shots, hardware, precision, size = "default", prompts_file;
   int world = 0;
 
   void add_to(CLI::App* app) {
@@ -32,7 +32,7 @@ struct PromptOptions {
     app->add_option("--precision", precision, "element type for the problems' 'dt' tensors (default: each spec's)");
     app->add_option("-w,--world-size", world, "W the prompt evaluates shapes at (default: the profile's GPUs, else 8)")
         ->check(CLI::Range(1, 1024));
-    app->add_option("--size", preset, "size preset the prompt evaluates shapes at (default: default)");
+    app->add_option("--size", size, "size the prompt evaluates shapes at (default: default)");
     app->add_option("--prompts", prompts_file, "prompt templates (default: <root>/prompts.toml)");
   }
 };
@@ -71,7 +71,7 @@ PromptSetup setup_prompts(Globals& g, const PromptOptions& o) {
   };
   std::string hw = o.hardware.empty() ? p.book.default_hardware : o.hardware;
   if (hw == "auto") {
-    nlohmann::json probe = probe_devices();
+    nlohmann::json probe = launch::probe_devices();
     auto devs = probe.value("devices", nlohmann::json::array());
     std::string fallback = p.book.default_hardware == "auto" ? "none" : p.book.default_hardware;
     if (devs.empty()) {
@@ -96,7 +96,7 @@ PromptSetup setup_prompts(Globals& g, const PromptOptions& o) {
 }
 
 gen::Prompt prompt_for(Globals& g, const PromptSetup& p, const PromptOptions& o, const spec::ProblemSpec& s) {
-  check_size(s, o.preset);
+  check_size(s, o.size);
   gen::PromptRequest req;
   req.problem = &s;
   req.root = g.root;
@@ -104,7 +104,7 @@ gen::Prompt prompt_for(Globals& g, const PromptSetup& p, const PromptOptions& o,
   req.shots = p.shots;
   req.hardware = p.hardware;
   req.detected = p.detected;
-  req.setting = {gen::nearest_world(s, p.world, o.preset), o.preset, o.precision};
+  req.setting = {gen::nearest_world(s, p.world, o.size), o.size, o.precision};
   if (req.setting.world != p.world && o.world)
     warn(s.slug + " cannot run with W=" + std::to_string(p.world) +
          "; its prompt uses W=" + std::to_string(req.setting.world));
@@ -169,7 +169,7 @@ int generate(Globals& g, GenerateOptions& o) {
   gen::Progress progress(stderr, isatty(2));
   gen::RunSummary sum = gen::run_generation(targets, tasks, rs, progress);
 
-  int code = kOk;
+  int code = eval::kOk;
   for (size_t i = 0; i < targets.size(); ++i) {
     const gen::ModelTally& m = sum.models[i];
     printf("%s: %d ok, %d without code, %d failed, %d already there, %d not asked -> %s\n",
@@ -177,16 +177,16 @@ int generate(Globals& g, GenerateOptions& o) {
            targets[i].run_dir.c_str());
     if (!m.stop_reason.empty()) {
       fprintf(stderr, "pkb: error: %s stopped: %s\n", targets[i].model.name.c_str(), m.stop_reason.c_str());
-      code = kUsage;
-    } else if (m.failed && code == kOk) {
-      code = kWrong;
+      code = eval::kUsage;
+    } else if (m.failed && code == eval::kOk) {
+      code = eval::kWrong;
     }
   }
   printf("tokens: %lld in, %lld out\n", static_cast<long long>(sum.tokens_in), static_cast<long long>(sum.tokens_out));
   if (!sum.fatal.empty()) throw std::runtime_error(sum.fatal);
   if (sum.interrupted) {
     fprintf(stderr, "pkb: interrupted; finished samples are kept, and the same command resumes\n");
-    return kInterrupted;
+    return eval::kInterrupted;
   }
   return code;
 }
@@ -205,10 +205,10 @@ void add_generate_commands(CLI::App& app, Globals& g, Action& run) {
         PromptSetup p = setup_prompts(g, po);
         gen::Prompt text = prompt_for(g, p, po, g.problem(problem));
         printf("===== system =====\n%s\n===== user =====\n%s", text.system.c_str(), text.user.c_str());
-      } catch (const gen::GenError& e) {
+      } catch (const io::InputError& e) {
         throw UsageError(e.what());
       }
-      return int(kOk);
+      return int(eval::kOk);
     };
   });
 
@@ -249,7 +249,7 @@ void add_generate_commands(CLI::App& app, Globals& g, Action& run) {
       go.prompt = po;
       try {
         return generate(g, go);
-      } catch (const gen::GenError& e) {
+      } catch (const io::InputError& e) {
         throw UsageError(e.what());
       }
     };

@@ -6,10 +6,10 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
-#include "cli/exit_codes.hpp"
+#include "eval/verdict.hpp"
 #include "report/render.hpp"
 #include "report/results.hpp"
-#include "report/summary.hpp"
+#include "report/leaderboard.hpp"
 
 namespace pkb::cli {
 
@@ -59,7 +59,7 @@ void add_report_command(CLI::App& app, Globals&, Action& run) {
       if (!o.md.empty()) write_file(o.md, report::render_markdown(summary, results));
       if (!o.html.empty()) write_file(o.html, report::render_html(summary, results));
       if (!o.json.empty()) write_file(o.json, report::render_json(summary, results).dump(2) + "\n");
-      return int(kOk);
+      return int(eval::kOk);
     };
   });
 }

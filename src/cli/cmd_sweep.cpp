@@ -4,7 +4,6 @@
 // same command resumes. `--launcher slurm` spreads the grid over the nodes of a cluster.
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -16,9 +15,11 @@
 #include <unistd.h>
 
 #include "cli/commands.hpp"
-#include "cli/exit_codes.hpp"
+#include "eval/verdict.hpp"
+#include "launch/signals.hpp"
 #include "launch/subprocess.hpp"
 #include "sweep/candidates.hpp"
+#include "sweep/grid.hpp"
 #include "sweep/results_file.hpp"
 #include "sweep/runner.hpp"
 #include "sweep/slurm.hpp"
@@ -40,14 +41,6 @@ struct SweepOptions {
   std::vector<std::string> sbatch;
   bool submit = false, wait = false;
 };
-
-// Ctrl-C or scancel: the evaluation in flight dies with pkb (its children follow through
-// PR_SET_PDEATHSIG) and runs again on resume; every finished one is already on disk.
-extern "C" void on_interrupt(int) {
-  const char msg[] = "\npkb: interrupted; run the same command again to resume (finished evaluations are kept)\n";
-  [[maybe_unused]] ssize_t n = write(2, msg, sizeof msg - 1);
-  _exit(kInterrupted);
-}
 
 std::pair<int, int> parse_shard(const std::string& text) {
   size_t slash = text.find('/');
@@ -128,20 +121,32 @@ std::vector<std::string> registry_args(const Globals& g) {
   return a;
 }
 
+// The grid of the sweep's options, with the device resolved (the GPUs are probed).
+sweep::GridRequest grid_request(const SweepOptions& o) {
+  sweep::GridRequest req;
+  req.solutions = o.solutions;
+  req.problems = o.problems;
+  req.worlds = o.worlds;
+  req.settings = o.settings;
+  req.settings.device = o.device;
+  if (o.device != "cpu") {
+    req.gpus = static_cast<int>(launch::probe_devices().value("devices", json::array()).size());
+    if (o.device == "cuda" && req.gpus == 0) throw UsageError("--device cuda, but no GPU is visible; use --device cpu");
+    req.settings.device = req.gpus > 0 ? "cuda" : "cpu";
+  }
+  return req;
+}
+
 // Checks the options and the grid on the submitting machine, where the user sees the
 // errors (not in a task's log); returns how many candidates there are.
 size_t count_candidates(Globals& g, const SweepOptions& o) {
   if (!o.shard.empty()) throw UsageError("--shard is for the Slurm tasks themselves; leave it out");
+  sweep::GridRequest req;
+  req.solutions = o.solutions;
+  req.problems = o.problems;
   try {
-    std::vector<std::string> wanted = sweep::select_problems(o.problems, g.registry());
-    std::set<std::string> selected(wanted.begin(), wanted.end());
-    size_t n = 0;
-    for (auto& c : sweep::discover(o.solutions, g.registry()).candidates) n += selected.count(c.problem);
-    if (n == 0) throw UsageError("no candidate under the --solutions folders for --problems " + o.problems);
-    return n;
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  } catch (const std::runtime_error& e) {
+    return sweep::count_candidates(g.registry(), req);
+  } catch (const std::exception& e) {
     throw UsageError(e.what());
   }
 }
@@ -184,7 +189,7 @@ int sweep_on_slurm(Globals& g, const SweepOptions& o, size_t grid_size) {
   if (!o.submit) {
     printf("submit it with: sbatch %s   (or pkb sweep ... --submit); then: pkb report %s\n", script.c_str(),
            dir.c_str());
-    return kOk;
+    return eval::kOk;
   }
   std::string id;
   try {
@@ -192,80 +197,11 @@ int sweep_on_slurm(Globals& g, const SweepOptions& o, size_t grid_size) {
     id = sweep::submit(script, o.wait);
   } catch (const std::exception& e) {
     fprintf(stderr, "pkb: error: %s\n", e.what());
-    return kInternal;
+    return eval::kInternal;
   }
   printf("%s Slurm job %s; results in %s (pkb report %s)\n", o.wait ? "finished" : "submitted", id.c_str(),
          dir.c_str(), dir.c_str());
-  return kOk;
-}
-
-// The grid: problem by problem (by id), each world size its problem allows, each candidate
-// for the sweep's device. Resolves the device into o.settings.device.
-std::vector<sweep::Task> plan_grid(Globals& g, SweepOptions& o) {
-  const spec::Registry& reg = g.registry();
-  std::vector<std::string> wanted;
-  sweep::Discovery found;
-  try {
-    wanted = sweep::select_problems(o.problems, reg);
-    found = sweep::discover(o.solutions, reg);
-  } catch (const std::exception& e) {
-    throw UsageError(e.what());
-  }
-  for (size_t i = 0; i < found.skipped.size() && i < 5; ++i) warn("skipped " + found.skipped[i]);
-  if (found.skipped.size() > 5) warn("skipped " + std::to_string(found.skipped.size() - 5) + " more such files");
-
-  std::string& device = o.settings.device;
-  int gpus = 0;
-  device = o.device;
-  if (device != "cpu") {
-    gpus = static_cast<int>(probe_devices().value("devices", json::array()).size());
-    if (device == "cuda" && gpus == 0) throw UsageError("--device cuda, but no GPU is visible; use --device cpu");
-    device = gpus > 0 ? "cuda" : "cpu";
-  }
-  std::vector<int> worlds = o.worlds;
-  if (worlds.empty()) worlds = {device == "cuda" ? gpus : 4};
-
-  std::set<std::string> selected(wanted.begin(), wanted.end());
-  std::vector<std::string> problems;  // as the candidates come: by problem id
-  std::map<std::string, std::vector<const sweep::Candidate*>> by_problem;
-  size_t other_device = 0;
-  for (auto& c : found.candidates) {
-    if (!selected.count(c.problem)) continue;
-    if (c.device != device) {
-      ++other_device;
-      continue;
-    }
-    if (by_problem[c.problem].empty()) problems.push_back(c.problem);
-    by_problem[c.problem].push_back(&c);
-  }
-  if (other_device)
-    warn("left out " + std::to_string(other_device) + " candidate(s) for the " + (device == "cpu" ? "CUDA" : "CPU") +
-         " device (this sweep runs on the " + (device == "cpu" ? "CPU" : "CUDA") + " device; see --device)");
-
-  std::vector<sweep::Task> grid;
-  for (auto& slug : problems) {
-    const spec::ProblemSpec& spec = reg.find(slug);
-    try {
-      spec.size_values(o.settings.size);
-    } catch (const spec::SpecError& e) {
-      warn(std::string(e.what()) + "; its candidates are left out");
-      continue;
-    }
-    for (int w : worlds) {
-      std::string err = spec.world_size_error(w, o.settings.size);
-      if (!err.empty()) {
-        warn("left out " + slug + " at W=" + std::to_string(w) + ": " + err);
-        continue;
-      }
-      for (auto* c : by_problem[slug]) grid.push_back({*c, w, 0, sweep::task_key(*c, w, o.settings)});
-    }
-  }
-  if (grid.empty())
-    throw UsageError("no candidate to evaluate under " + o.solutions.front() + " for --problems " + o.problems +
-                     " on the " + device +
-                     " device; candidates are solutions_<backend>/<run>/<problem>/sample_<k>.<ext> or "
-                     "solutions_<backend>/<problem>.<ext>");
-  return grid;
+  return eval::kOk;
 }
 
 // A folder for the evaluations' JSON before it is appended; gone with the sweep.
@@ -284,7 +220,16 @@ struct ScratchDir {
 
 int sweep_here(Globals& g, SweepOptions& o) {
   std::pair<int, int> share = o.shard.empty() ? std::pair<int, int>{0, 1} : parse_shard(o.shard);
-  std::vector<sweep::Task> grid = sweep::shard(plan_grid(g, o), share.first, share.second);
+  sweep::GridRequest req = grid_request(o);
+  o.settings.device = req.settings.device;
+  sweep::Grid planned;
+  try {
+    planned = sweep::plan_grid(g.registry(), req);
+  } catch (const std::exception& e) {
+    throw UsageError(e.what());
+  }
+  for (auto& w : planned.warnings) warn(w);
+  std::vector<sweep::Task> grid = sweep::shard(planned.tasks, share.first, share.second);
 
   if (fs::is_directory(o.out)) throw UsageError("--out " + o.out + " is a folder; give a .jsonl file");
   if (fs::path(o.out).has_parent_path()) fs::create_directories(fs::path(o.out).parent_path());
@@ -316,7 +261,7 @@ int sweep_here(Globals& g, SweepOptions& o) {
   fflush(stdout);
   if (already == grid.size()) {
     printf("nothing to do; pkb report %s\n", o.out.c_str());
-    return kOk;
+    return eval::kOk;
   }
 
   ScratchDir scratch;
@@ -334,8 +279,10 @@ int sweep_here(Globals& g, SweepOptions& o) {
   cb.on_built = [&](const sweep::Candidate&, bool) { view.built(); };
   cb.on_start = [&](const sweep::Task& t) { view.start(t); };
   cb.on_result = [&](const sweep::Task& t, const json& line) { view.result(t, line); };
-  signal(SIGINT, on_interrupt);
-  signal(SIGTERM, on_interrupt);
+  // Ctrl-C or scancel: the evaluation in flight dies with pkb (its children follow through
+  // PR_SET_PDEATHSIG) and runs again on resume; every finished one is already on disk.
+  launch::Interrupts interrupts(launch::Interrupts::Mode::exit_now, false,
+                                "\npkb: interrupted; run the same command again to resume (finished evaluations are kept)\n");
   auto t0 = std::chrono::steady_clock::now();
   size_t ran = 0;
   try {
@@ -350,7 +297,7 @@ int sweep_here(Globals& g, SweepOptions& o) {
   for (auto& [v, n] : view.verdicts()) counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + v;
   printf("done: %zu evaluation%s in %.1f min (%s); pkb report %s\n", ran, ran == 1 ? "" : "s", minutes,
          counts.c_str(), o.out.c_str());
-  return kOk;
+  return eval::kOk;
 }
 
 }  // namespace

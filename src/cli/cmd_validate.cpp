@@ -2,7 +2,7 @@
 #include <filesystem>
 
 #include "cli/commands.hpp"
-#include "cli/exit_codes.hpp"
+#include "eval/verdict.hpp"
 #include "eval/compare_dirs.hpp"
 #include "spec/dtype.hpp"
 
@@ -11,22 +11,21 @@ namespace pkb::cli {
 namespace {
 
 // Validates one problem; returns whether all three stand-ins failed the comparison.
-bool validate_one(Globals& g, const spec::ProblemSpec& s, RunOptions ro, int trials, const std::string& preset,
-                  const std::string& seed) {
-  if (!ro.world) {
+bool validate_one(Globals& g, const spec::ProblemSpec& s, RunOptions ro, rank::Job job, const std::string& seed) {
+  if (!ro.place.world) {
     // The smallest W >= 2 the problem allows (with one rank nothing is communicated).
-    for (int w = std::max(2, s.min_world); w <= std::min(8, s.max_world) && !ro.world; ++w)
-      if (s.world_size_error(w, preset).empty()) ro.world = w == 2 && s.world_size_error(4, preset).empty() ? 4 : w;
-    if (!ro.world) {
+    for (int w = std::max(2, s.min_world); w <= std::min(8, s.max_world) && !ro.place.world; ++w)
+      if (s.world_size_error(w, job.size).empty())
+        ro.place.world = w == 2 && s.world_size_error(4, job.size).empty() ? 4 : w;
+    if (!ro.place.world) {
       printf("%-44s skipped: no world size from 2 to 8 fits its constraints\n", s.slug.c_str());
       return true;
     }
   }
-  Placement p = place(ro, &s, preset);
-  nlohmann::json job = {{"mode", "validate"}, {"spec", s.path}, {"preset", preset},
-                        {"seed", std::to_string(make_seed(seed))}, {"trials", trials},
-                        {"reference_libs", g.reference_libs}};
-  launch::GroupReport r = run_ranks(p, job, budgets(ro, &s, preset, p), ro.echo, "validate " + s.slug, trials);
+  launch::Placement p = place(ro, &s, job.size);
+  job.spec = s.path;
+  job.seed = make_seed(seed);
+  launch::GroupReport r = run_ranks(g, p, ro, job, &s, "validate " + s.slug);
   if (r.outcome != launch::Outcome::Ok) {
     printf("%-44s W=%d  ERROR\n", s.slug.c_str(), p.world);
     fprintf(stderr, "%s", r.details().c_str());
@@ -52,14 +51,16 @@ bool validate_one(Globals& g, const spec::ProblemSpec& s, RunOptions ro, int tri
 
 void add_validate_commands(CLI::App& app, Globals& g, Action& run) {
   static std::vector<std::string> problems;
-  static int trials = 5;
-  static std::string preset = "default", seed;
+  static rank::Job job;
+  job.mode = "validate";
+  job.trials = 5;
+  static std::string seed;
   static RunOptions ro;
   auto* cmd = app.add_subcommand(
       "validate", "Check that an all-zero answer, the inputs passed through and no communication all fail");
   cmd->add_option("problems", problems, "problems (slug, id or stem), or 'all'")->required();
-  cmd->add_option("-n,--trials", trials, "trials per problem")->check(CLI::Range(1, 1000));
-  cmd->add_option("--size", preset, kSizeHelp);
+  cmd->add_option("-n,--trials", job.trials, "trials per problem")->check(CLI::Range(1, 1000));
+  cmd->add_option("--size", job.size, kSizeHelp);
   cmd->add_option("--seed", seed, "replay a seed");
   ro.add_to(cmd);
   cmd->callback([&] {
@@ -71,11 +72,11 @@ void add_validate_commands(CLI::App& app, Globals& g, Action& run) {
         else
           todo.push_back(&g.problem(key));
       }
-      for (auto* s : todo) check_size(*s, preset);
+      for (auto* s : todo) check_size(*s, job.size);
       int broken = 0;
-      for (auto* s : todo) broken += !validate_one(g, *s, ro, trials, preset, seed);
+      for (auto* s : todo) broken += !validate_one(g, *s, ro, job, seed);
       printf("%zu problem%s, %d broken\n", todo.size(), todo.size() == 1 ? "" : "s", broken);
-      return broken ? int(kWrong) : int(kOk);
+      return broken ? int(eval::kWrong) : int(eval::kOk);
     };
   });
 
@@ -107,7 +108,7 @@ void add_validate_commands(CLI::App& app, Globals& g, Action& run) {
       }
       for (auto& l : rep.lines) printf("%s\n", l.c_str());
       printf("%s (%d ranks)\n", rep.ok ? "equal" : "DIFFERENT", rep.ranks);
-      return rep.ok ? int(kOk) : int(kWrong);
+      return rep.ok ? int(eval::kOk) : int(eval::kWrong);
     };
   });
 }

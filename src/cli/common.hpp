@@ -1,5 +1,5 @@
-// What the commands share: where pkb's data lives, the problem registry, and how a run is
-// placed on devices and launched (device, world size, ranks per GPU, MPS, deadlines).
+// What the commands share: where pkb's data lives, the problem registry, and the flags and
+// steps of a run that starts ranks (placement and deadlines are launch/'s).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -14,15 +14,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/input_error.hpp"
 #include "launch/group.hpp"
-#include "launch/mps.hpp"
+#include "launch/placement.hpp"
+#include "rank/job.hpp"
 #include "spec/registry.hpp"
 
 namespace pkb::cli {
 
-// A user error: printed as one line, exit code 2.
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// A user error: printed as one line, exit code 2 (as is every io::InputError: a bad spec,
+// TOML file or value).
+struct UsageError : io::InputError {
+  using io::InputError::InputError;
 };
 
 struct Globals {
@@ -39,33 +42,14 @@ struct Globals {
   std::optional<spec::Registry> registry_;
 };
 
-// Runs `pkb __probe` in a child process (the parent itself never initialises CUDA).
-nlohmann::json probe_devices();
-
+// The flags of every command that starts ranks: placement, deadlines, the sandbox.
 struct RunOptions {
-  std::string device = "auto";
-  int world = 0;
-  int ranks_per_gpu = 0;
+  launch::PlaceRequest place;
   double timeout = 0;
   bool echo = false;
-  bool multicast = false;
-  bool no_mps = false;
+  bool no_sandbox = false;             // run candidates unconfined (debugging only)
+  std::vector<std::string> pass_env;   // --pass-env NAME: into the ranks on purpose
   void add_to(CLI::App* app);
-};
-
-// A run placed on devices.
-struct Placement {
-  std::string device;  // "cpu" or "cuda"
-  int world = 1;
-  int ranks_per_gpu = 1;
-  int gpus = 0;        // visible GPUs
-  std::string comm;    // "nccl" or "gloo"
-  std::string gpu_name;
-  nlohmann::json probe = nlohmann::json::object();
-  std::unique_ptr<launch::MpsDaemon> mps;
-  std::vector<std::pair<std::string, std::string>> env;
-  std::vector<std::string> warnings;
-  int gpu_of(int rank) const { return device == "cuda" ? rank / ranks_per_gpu : -1; }
 };
 
 // The --size help, and its check: a preset, PRESET:NAME=VALUE,... or NAME=VALUE,... (on the
@@ -73,18 +57,14 @@ struct Placement {
 extern const char* const kSizeHelp;
 void check_size(const spec::ProblemSpec& s, const std::string& size);
 
-// Decides device, W, ranks per GPU and communicator; starts MPS where ranks share a GPU.
-// `spec` (optional) checks W against the problem's constraints. Throws UsageError.
-Placement place(const RunOptions& o, const spec::ProblemSpec* spec, const std::string& preset);
+// Places a run (launch::place), printing its warnings. Throws UsageError.
+launch::Placement place(const RunOptions& o, const spec::ProblemSpec* spec, const std::string& size);
 
-// Per-phase deadlines in seconds for a problem run.
-std::map<std::string, double> budgets(const RunOptions& o, const spec::ProblemSpec* spec, const std::string& preset,
-                                      const Placement& p);
-
-// Starts the ranks with `job` (rank, world, device, gpu and comm are filled in per rank)
-// and waits. `label` names the run on the progress line.
-launch::GroupReport run_ranks(const Placement& p, const nlohmann::json& job, const std::map<std::string, double>& budgets,
-                              bool echo, const std::string& label, int trials);
+// Starts the ranks with `job` (rank, world, device, gpu, comm and reference libraries are
+// filled in per rank) and waits, under the deadlines of `spec` at the job's size. `label`
+// names the run on the progress line.
+launch::GroupReport run_ranks(Globals& g, const launch::Placement& p, const RunOptions& o, const rank::Job& job,
+                              const spec::ProblemSpec* spec, const std::string& label);
 
 // The exit code for a failed group (crash, timeout, interrupt).
 int exit_for(const launch::GroupReport& r);

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "cli/commands.hpp"
-#include "cli/exit_codes.hpp"
+#include "eval/verdict.hpp"
 #include "device/probe.hpp"
 #include "worker/worker.hpp"
 
@@ -51,16 +51,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
     app.exit(e);
-    return kUsage;
+    return pkb::eval::kUsage;
   }
   if (g.verbose) spdlog::set_level(spdlog::level::debug);
   try {
-    return run ? run() : int(kUsage);
-  } catch (const UsageError& e) {
+    return run ? run() : int(pkb::eval::kUsage);
+  } catch (const pkb::io::InputError& e) {
     fprintf(stderr, "pkb: error: %s\n", e.what());
-    return kUsage;
+    return pkb::eval::kUsage;
   } catch (const std::exception& e) {
     fprintf(stderr, "pkb: internal error: %s\n", e.what());
-    return kInternal;
+    return pkb::eval::kInternal;
   }
 }

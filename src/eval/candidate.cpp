@@ -7,7 +7,7 @@
 #include "heap/heap.hpp"
 #include "launch/client.hpp"
 #include "tensor/dtypes.hpp"
-#include "worker/rank.hpp"
+#include "rank/rank.hpp"
 
 namespace pkb::eval {
 
@@ -27,19 +27,19 @@ F symbol(void* handle, const char* name) {
 Candidate::Candidate(const std::string& library) {
   // RTLD_LOCAL: two candidates' symbols never mix; RTLD_NOW: a missing symbol fails here.
   handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle_) throw worker::RankError("abi", std::string("cannot load the candidate: ") + dlerror());
+  if (!handle_) throw rank::RankError("abi", std::string("cannot load the candidate: ") + dlerror());
   auto version = symbol<pkb_abi_version_fn>(handle_, "pkb_abi_version");
   if (!version)
-    throw worker::RankError("abi", "the candidate does not export pkb_abi_version(); add: extern \"C\" int "
+    throw rank::RankError("abi", "the candidate does not export pkb_abi_version(); add: extern \"C\" int "
                                    "pkb_abi_version(void) { return PKB_ABI_VERSION; }");
   int v = version();
   if (v != PKB_ABI_VERSION)
-    throw worker::RankError("abi", "the candidate was written for solution ABI version " + std::to_string(v) +
+    throw rank::RankError("abi", "the candidate was written for solution ABI version " + std::to_string(v) +
                                        "; this pkb speaks version " + std::to_string(PKB_ABI_VERSION) +
                                        " (include/pkb/solution.h)");
   run_ = symbol<pkb_run_fn>(handle_, "pkb_run");
   if (!run_)
-    throw worker::RankError("abi", "the candidate does not export pkb_run() (extern \"C\" int pkb_run(pkb_ctx*, "
+    throw rank::RankError("abi", "the candidate does not export pkb_run() (extern \"C\" int pkb_run(pkb_ctx*, "
                                    "const pkb_tensor*, int, pkb_tensor*, int))");
   init_ = symbol<pkb_init_fn>(handle_, "pkb_init");
   finalize_ = symbol<pkb_finalize_fn>(handle_, "pkb_finalize");

@@ -22,7 +22,7 @@ namespace pkb::eval {
 
 class Candidate {
  public:
-  // Loads the library. Throws worker::RankError("abi", ...) when an entry point is missing
+  // Loads the library. Throws rank::RankError("abi", ...) when an entry point is missing
   // or the ABI version differs.
   explicit Candidate(const std::string& library);
   ~Candidate();

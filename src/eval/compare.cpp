@@ -5,7 +5,9 @@
 #include <limits>
 #include <sstream>
 
-#include "worker/run_reference.hpp"
+#include "spec/dtype.hpp"
+#include "tensor/dtypes.hpp"
+#include "tensor/init.hpp"
 
 namespace pkb::eval {
 
@@ -39,7 +41,7 @@ Mismatch compare(const at::Tensor& got, const at::Tensor& want, double atol, dou
   if (got.sizes() != want.sizes()) {
     m.ok = false;
     m.reason = "shape";
-    m.detail = "shape " + worker::shape_str(got.sizes()) + ", reference " + worker::shape_str(want.sizes());
+    m.detail = "shape " + tensor::shape_str(got.sizes()) + ", reference " + tensor::shape_str(want.sizes());
     return m;
   }
   if (got.numel() == 0) return m;
@@ -76,7 +78,7 @@ Mismatch compare(const at::Tensor& got, const at::Tensor& want, double atol, dou
   m.first_index = unravel(first, got.sizes());
   std::ostringstream os;
   os << m.bad << " of " << got.numel() << " elements differ";
-  os << "; first at " << worker::shape_str(m.first_index);
+  os << "; first at " << tensor::shape_str(m.first_index);
   at::Tensor gf = got.reshape({-1})[first].cpu(), wf = want.reshape({-1})[first].cpu();
   auto num = [](const at::Tensor& x) {
     std::ostringstream s;
@@ -111,6 +113,11 @@ void poison(const at::Tensor& t, bool flip) {
     }
     t.fill_(flip ? hi : lo);
   }
+}
+
+Mismatch compare_output(const spec::TensorSpec& o, const at::Tensor& got, const at::Tensor& want) {
+  spec::DType d = tensor::from_aten(want.scalar_type());
+  return compare(got, want, o.atol.value_or(spec::default_atol(d)), o.rtol.value_or(spec::default_rtol(d)));
 }
 
 }  // namespace pkb::eval

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "spec/spec.hpp"
+
 namespace pkb::eval {
 
 struct Mismatch {
@@ -24,6 +26,8 @@ struct Mismatch {
 };
 
 Mismatch compare(const at::Tensor& got, const at::Tensor& want, double atol, double rtol);
+// The same within the output's tolerances (the spec's, else its dtype's defaults).
+Mismatch compare_output(const spec::TensorSpec& output, const at::Tensor& got, const at::Tensor& want);
 
 // Fills an output before a candidate call: NaN for floating types; for integers and bool a
 // value that alternates with `flip` between the type's extremes, so an element left

@@ -2,12 +2,12 @@
 // unknown model, a missing key variable): what() is one line naming the fix.
 #pragma once
 
-#include <stdexcept>
+#include "io/input_error.hpp"
 
 namespace pkb::gen {
 
-struct GenError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct GenError : io::InputError {
+  using io::InputError::InputError;
 };
 
 }  // namespace pkb::gen

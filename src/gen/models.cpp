@@ -5,7 +5,7 @@
 #include <set>
 
 #include "gen/error.hpp"
-#include "gen/toml_reader.hpp"
+#include "io/toml_reader.hpp"
 
 namespace pkb::gen {
 
@@ -29,7 +29,7 @@ nlohmann::json to_json(const toml::node& n) {
   return nullptr;  // dates and times: no request field takes one
 }
 
-Protocol protocol_from(const TomlReader& r, const toml::table& t, const std::string& where) {
+Protocol protocol_from(const io::TomlReader& r, const toml::table& t, const std::string& where) {
   std::string p = r.str(t, "protocol", where, true);
   for (Protocol x : {Protocol::openai_chat, Protocol::openai_responses, Protocol::anthropic, Protocol::gemini})
     if (p == protocol_name(x)) return x;
@@ -38,6 +38,13 @@ Protocol protocol_from(const TomlReader& r, const toml::table& t, const std::str
 }
 
 }  // namespace
+
+std::vector<std::string> ModelTable::key_variables() const {
+  std::vector<std::string> out;
+  for (auto& [name, p] : providers_)
+    if (!p.api_key_env.empty()) out.push_back(p.api_key_env);
+  return out;
+}
 
 const char* protocol_name(Protocol p) {
   switch (p) {
@@ -50,7 +57,7 @@ const char* protocol_name(Protocol p) {
 }
 
 ModelTable ModelTable::load(const std::string& path) {
-  TomlReader r(path);
+  io::TomlReader r(path);
   const toml::table& doc = r.doc();
   r.only_keys(doc, {"providers", "models"}, "the top level");
   ModelTable table;
@@ -68,7 +75,7 @@ ModelTable ModelTable::load(const std::string& path) {
     p.base_url = r.str(*t, "base_url", where, true);
     p.api_key_env = r.str(*t, "api_key_env", where, false);
     if (t->contains("max_tokens_field")) p.max_tokens_field = r.str(*t, "max_tokens_field", where, true);
-    p.max_tokens = r.integer(*t, "max_tokens", where, p.max_tokens);
+    p.max_tokens = r.count(*t, "max_tokens", where, p.max_tokens);
     table.providers_[name] = p;
   }
   if (const toml::table* models = r.table(doc, "models", "the top level")) {
@@ -84,9 +91,9 @@ ModelTable ModelTable::load(const std::string& path) {
       if (it == table.providers_.end()) r.fail(*t->get("provider"), where + ": no [providers." + provider + "]");
       m.provider = it->second;
       m.id = r.str(*t, "model", where, true);
-      m.max_tokens = r.integer(*t, "max_tokens", where, m.provider.max_tokens);
+      m.max_tokens = r.count(*t, "max_tokens", where, m.provider.max_tokens);
       m.reasoning_effort = r.str(*t, "reasoning_effort", where, false);
-      m.thinking_budget = r.integer(*t, "thinking_budget", where, 0);
+      m.thinking_budget = r.count(*t, "thinking_budget", where, 0);
       if (const toml::node* extra = t->get("extra")) {
         if (!extra->is_table()) r.fail(*extra, where + ".extra must be a table of request fields");
         m.extra = to_json(*extra);

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -42,6 +43,9 @@ class ModelTable {
   // A table key, else "provider:model-id". The base URL comes from `base_url` when given,
   // else $PKB_<PROVIDER>_BASE_URL, else the table. Throws GenError.
   Model resolve(const std::string& name, const std::string& base_url = "") const;
+
+  // The environment variables that hold the providers' keys (they never reach a rank).
+  std::vector<std::string> key_variables() const;
 
  private:
   std::string path_;

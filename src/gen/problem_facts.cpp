@@ -37,7 +37,7 @@ std::string shape_value(const spec::TensorSpec& t, const spec::Vars& v) {
 // "[1024, 1024]", or "[8, 4] on rank 0, [0, 4] on ranks 1-7" when shapes depend on the rank.
 std::string shapes_by_rank(const spec::ProblemSpec& s, const spec::TensorSpec& t, const Setting& at) {
   std::vector<std::string> per_rank;
-  for (int r = 0; r < at.world; ++r) per_rank.push_back(shape_value(t, s.vars_for(at.preset, at.world, r)));
+  for (int r = 0; r < at.world; ++r) per_rank.push_back(shape_value(t, s.vars_for(at.size, at.world, r)));
   std::string out;
   for (int a = 0; a < at.world;) {
     int b = a;
@@ -87,10 +87,10 @@ std::string megabytes(double bytes) { return significant(bytes / 1e6) + " MB"; }
 
 }  // namespace
 
-int nearest_world(const spec::ProblemSpec& s, int wanted, const std::string& preset) {
+int nearest_world(const spec::ProblemSpec& s, int wanted, const std::string& size) {
   for (int d = 0; d <= 1024; ++d)
     for (int w : {wanted - d, wanted + d})
-      if (w >= 1 && s.world_size_error(w, preset).empty()) return w;
+      if (w >= 1 && s.world_size_error(w, size).empty()) return w;
   return wanted;
 }
 
@@ -101,11 +101,11 @@ std::string element_type(const spec::ProblemSpec& s, const Setting& at) {
 std::string problem_facts(const spec::ProblemSpec& s, const Setting& at) {
   std::map<std::string, int64_t> sizes;
   try {
-    sizes = s.size_values(at.preset);
+    sizes = s.size_values(at.size);
   } catch (const spec::SpecError& e) {
     throw GenError(e.what());
   }
-  if (std::string err = s.world_size_error(at.world, at.preset); !err.empty()) throw GenError(err);
+  if (std::string err = s.world_size_error(at.world, at.size); !err.empty()) throw GenError(err);
   const std::string dt = element_type(s, at);
   std::ostringstream o;
   o << "Problem " << s.slug << " (original #" << s.id << ", " << s.stem << "; " << spec::category_name(s.category)
@@ -116,11 +116,11 @@ std::string problem_facts(const spec::ProblemSpec& s, const Setting& at) {
 
   o << "\nWorld size: W ranks, " << s.world_size_summary() << ".\n"
     << "The candidate must be correct for every allowed W and size; the values below are for W = " << at.world
-    << "\nand the size preset \"" << at.preset << "\".\n";
+    << "\nand the size \"" << at.size << "\".\n";
   std::vector<std::string> items;
   for (auto& [k, v] : sizes) items.push_back(k + " = " + std::to_string(v));
   o << "Sizes: " << join(items) << "\n";
-  spec::Vars v0 = s.vars_for(at.preset, at.world, 0);
+  spec::Vars v0 = s.vars_for(at.size, at.world, 0);
   if (!s.vars.empty()) {
     items.clear();
     for (auto& [name, e] : s.vars) {
@@ -163,7 +163,7 @@ std::string problem_facts(const spec::ProblemSpec& s, const Setting& at) {
   o << "Arguments in ctx->args (read with ctx->arg_int / ctx->arg_float): "
     << (items.empty() ? "" : join(items) + "; then ") << "as ints " << join(ints) << "\n";
 
-  spec::Vars rv = s.roofline_vars(at.preset, at.world, 0, dt);
+  spec::Vars rv = s.roofline_vars(at.size, at.world, 0, dt);
   auto eval = [&](const spec::Expr& e) { return e.empty() ? -1.0 : e.eval(rv); };
   double nv = eval(s.roofline.nvlink_bytes), hbm = eval(s.roofline.hbm_bytes), fl = eval(s.roofline.flops);
   items.clear();

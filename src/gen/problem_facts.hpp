@@ -11,17 +11,17 @@ namespace pkb::gen {
 
 struct Setting {
   int world = 8;
-  std::string preset = "default";
+  std::string size = "default";
   std::string dtype;  // what 'dt' stands for; "" keeps the spec's
 };
 
-// `wanted` when the problem runs with it at `preset`, else the nearest W it runs with.
-int nearest_world(const spec::ProblemSpec& s, int wanted, const std::string& preset);
+// `wanted` when the problem runs with it at `size`, else the nearest W it runs with.
+int nearest_world(const spec::ProblemSpec& s, int wanted, const std::string& size);
 
 // The dtype 'dt' resolves to for this setting.
 std::string element_type(const spec::ProblemSpec& s, const Setting& at);
 
-// Throws GenError when the preset is unknown or the world size does not fit the problem.
+// Throws GenError when the size is unknown or the world size does not fit the problem.
 std::string problem_facts(const spec::ProblemSpec& s, const Setting& at);
 
 // Inputs and outputs in one line each, formulas only: for in-context examples.

@@ -6,7 +6,7 @@
 
 #include "gen/error.hpp"
 #include "gen/template.hpp"
-#include "gen/toml_reader.hpp"
+#include "io/toml_reader.hpp"
 #include "io/files.hpp"
 
 namespace pkb::gen {
@@ -141,7 +141,7 @@ std::string examples_block(const PromptBook& book, const Backend& b, const spec:
 }  // namespace
 
 PromptBook PromptBook::load(const std::string& path, const std::vector<spec::HardwareProfile>& profiles) {
-  TomlReader r(path);
+  io::TomlReader r(path);
   const toml::table& doc = r.doc();
   r.only_keys(doc, {"defaults", "templates", "files", "hardware", "examples", "precision", "backends", "shots"},
               "the top level");
@@ -210,7 +210,7 @@ PromptBook PromptBook::load(const std::string& path, const std::vector<spec::Har
     r.only_keys(*v.as_table(), {"components", "examples"}, where);
     ShotOption o;
     o.components = r.strings(*v.as_table(), "components", where);
-    o.examples = static_cast<int>(r.integer(*v.as_table(), "examples", where, 0));
+    o.examples = static_cast<int>(r.count(*v.as_table(), "examples", where, 0));
     if (o.components.empty()) r.fail(v, where + " needs components = [...]");
     book.shots[std::string(k.str())] = o;
   }
@@ -254,7 +254,7 @@ Prompt assemble_prompt(const PromptBook& book, const spec::Registry& registry, c
                  {"problem", s.slug},
                  {"problem_facts", trim_lines(problem_facts(s, req.setting))},
                  {"world", std::to_string(req.setting.world)},
-                 {"size", req.setting.preset},
+                 {"size", req.setting.size},
                  {"dtype", element_type(s, req.setting)},
                  {"output_file", s.slug + "." + b.extension},
                  {"shots", shot_name}};

@@ -63,7 +63,7 @@ struct PromptRequest {
   std::string shots;                                // "" : the backend's default
   const spec::HardwareProfile* hardware = nullptr;  // nullptr: say nothing about hardware
   std::string detected;                             // what pkb doctor saw, quoted when non-empty
-  Setting setting;                                  // W, size preset, dtype
+  Setting setting;                                  // W, size, dtype
 };
 
 // Throws GenError (missing example or quoted file, unknown shot option, a W the problem

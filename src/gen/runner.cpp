@@ -1,7 +1,6 @@
 #include "gen/runner.hpp"
 
 #include <atomic>
-#include <csignal>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +15,7 @@
 #include "gen/http.hpp"
 #include "gen/protocol.hpp"
 #include "io/files.hpp"
+#include "launch/signals.hpp"
 
 namespace pkb::gen {
 
@@ -23,39 +23,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;  // manifest fields in reading order
 
 namespace {
-
-std::atomic<bool> g_stop{false};
-static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
-
-extern "C" void on_stop_signal(int sig) {
-  // A second signal means "now": the default action ends the process (finished files are
-  // whole, since every file is written by rename).
-  if (g_stop.exchange(true)) {
-    signal(sig, SIG_DFL);
-    raise(sig);
-  }
-}
-
-// SIGINT and SIGTERM raise g_stop while a run is under way; the old handlers come back after.
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop = false;
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~StopSignals() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-
- private:
-  struct sigaction old_int_ {
-  }, old_term_{};
-};
 
 struct Job {
   size_t target, task;
@@ -119,7 +86,7 @@ class Generation {
 
   RunSummary run() {
     plan();
-    StopSignals signals;
+    launch::Interrupts interrupts;  // Ctrl-C: finish what is in flight, then stop
     progress_.begin(static_cast<int>(jobs_.size()));
     int n = std::max(1, std::min<int>(s_.jobs, static_cast<int>(jobs_.size())));
     active_ = n;
@@ -131,7 +98,7 @@ class Generation {
     }
     for (auto& th : pool) th.join();
     progress_.end();
-    summary_.interrupted = g_stop && summary_.fatal.empty();
+    summary_.interrupted = launch::Interrupts::requested() && summary_.fatal.empty();
     for (; next_ < jobs_.size(); ++next_) ++summary_.models[jobs_[next_].target].not_asked;
     return summary_;
   }
@@ -161,7 +128,7 @@ class Generation {
       Job j;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        if (g_stop || next_ == jobs_.size()) break;
+        if (launch::Interrupts::requested() || next_ == jobs_.size()) break;
         j = jobs_[next_++];
         if (stopped_[j.target]) {
           ++summary_.models[j.target].not_asked;
@@ -173,7 +140,7 @@ class Generation {
       } catch (const std::exception& e) {  // pkb's own failure (disk full...): stop everything
         std::lock_guard<std::mutex> lock(mu_);
         if (summary_.fatal.empty()) summary_.fatal = e.what();
-        g_stop = true;
+        launch::Interrupts::request();
       }
     }
     --active_;
@@ -185,7 +152,7 @@ class Generation {
     std::string label = t.model.name + " " + task.problem + " #" + std::to_string(j.sample);
     progress_.started();
     Reply r =
-        request_completion(t.model, t.key, task.prompt, s_.policy, g_stop,
+        request_completion(t.model, t.key, task.prompt, s_.policy, launch::Interrupts::flag(),
                            [&](int, const std::string& why, double wait) { progress_.retrying(label, why, wait); });
     json line = {{"time", now_utc()},
                  {"run", t.run_name},

@@ -6,14 +6,12 @@
 #include <csignal>
 #include <cstring>
 #include <deque>
-#include <optional>
+#include <filesystem>
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
 
-#include <fcntl.h>
 #include <poll.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,8 +19,9 @@
 #include <nlohmann/json.hpp>
 
 #include "launch/channel.hpp"
-
-extern char** environ;
+#include "launch/phases.hpp"
+#include "launch/signals.hpp"
+#include "launch/store.hpp"
 
 namespace pkb::launch {
 
@@ -30,22 +29,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int g_signal_pipe[2] = {-1, -1};
-volatile sig_atomic_t g_interrupted = 0;
-
-void on_signal(int sig) {
-  if (sig == SIGINT || sig == SIGTERM) g_interrupted = 1;
-  int saved = errno;
-  char c = static_cast<char>(sig);
-  [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &c, 1);
-  errno = saved;
-}
-
 [[noreturn]] void throw_errno(const std::string& what) {
   throw std::system_error(errno, std::generic_category(), what);
 }
-
-void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
 double mono_now() {
   timespec ts;
@@ -72,111 +58,63 @@ struct Rank {
   bool sock_open = true;
 };
 
-struct Waiter {
-  int rank;
-  Op op;  // Get or GetFd
-  std::string key;
-};
-
 class Hub {
  public:
-  Hub(const GroupOptions& o) : o_(o), ranks_(o.world) {}
+  explicit Hub(const GroupOptions& o) : o_(o), ranks_(o.world) {}
   ~Hub() { cleanup(); }
 
   GroupReport run() {
     auto t0 = Clock::now();
-    install_signals();
+    Interrupts interrupts(Interrupts::Mode::record, /*wake_on_child_exit=*/true);
+    signals_ = &interrupts;
+    Leftovers leftovers;
+    make_scratch();
     spawn_all();
     loop();
     finish();
+    std::vector<pid_t> pids;
+    for (auto& r : ranks_) pids.push_back(r.report.pid);
+    int ended = leftovers.end(pids);
     GroupReport rep;
+    rep.leftovers_ended = ended;
     rep.outcome = outcome_;
     rep.culprits = culprits_;
     rep.summary = summary_;
     for (auto& r : ranks_) rep.ranks.push_back(r.report);
     rep.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
-    restore_signals();
     return rep;
   }
 
  private:
-  void install_signals() {
-    if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) throw_errno("pipe");
-    g_interrupted = 0;
-    struct sigaction sa{};
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
-    sigaction(SIGCHLD, &sa, &old_chld_);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
+  // A folder for the ranks' HOME and TMPDIR, gone with the group.
+  void make_scratch() {
+    if (!o_.scratch) return;
+    std::string tmpl = (std::filesystem::temp_directory_path() / "pkb-scratch-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw_errno("cannot make a scratch folder under " + std::filesystem::temp_directory_path().string());
+    scratch_ = tmpl;
   }
 
-  void restore_signals() {
-    sigaction(SIGCHLD, &old_chld_, nullptr);
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-    for (int& fd : g_signal_pipe) {
-      if (fd >= 0) close(fd);
-      fd = -1;
-    }
+  void remove_scratch() {
+    std::error_code ec;
+    if (!scratch_.empty()) std::filesystem::remove_all(scratch_, ec);
   }
 
   void spawn_all() {
     spawned_ = Clock::now();
-    // Build argv and envp before forking: the child only execs.
-    std::vector<char*> argv;
-    for (auto& a : o_.argv) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    pid_t parent = getpid();
+    EnvPolicy policy = o_.env_policy;
+    if (!scratch_.empty()) policy.scratch = scratch_;
+    std::vector<std::string> parent = current_environment();
     for (int r = 0; r < o_.world; ++r) {
-      int sv[2], out[2];
-      if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) throw_errno("socketpair");
-      if (pipe2(out, O_CLOEXEC) != 0) throw_errno("pipe");
-      std::vector<std::string> env_store;
-      for (char** e = environ; *e; ++e) env_store.emplace_back(*e);
-      std::map<std::string, std::string> extra(o_.env.begin(), o_.env.end());
-      extra["PKB_BOOTSTRAP_FD"] = std::to_string(sv[1]);
-      extra["PKB_RANK"] = std::to_string(r);
-      env_store.erase(std::remove_if(env_store.begin(), env_store.end(),
-                                     [&](const std::string& kv) {
-                                       return extra.count(kv.substr(0, kv.find('=')));
-                                     }),
-                      env_store.end());
-      for (auto& [k, v] : extra) env_store.push_back(k + "=" + v);
-      std::vector<char*> envp;
-      for (auto& e : env_store) envp.push_back(const_cast<char*>(e.c_str()));
-      envp.push_back(nullptr);
-
-      pid_t pid = fork();
-      if (pid < 0) throw_errno("fork");
-      if (pid == 0) {
-        setpgid(0, pgid_);  // pgid_ is 0 for the first rank: it leads the group
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) _exit(127);
-        struct sigaction dfl{};
-        dfl.sa_handler = SIG_DFL;
-        for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGPIPE}) sigaction(s, &dfl, nullptr);
-        dup2(out[1], 1);
-        dup2(out[1], 2);
-        fcntl(sv[1], F_SETFD, 0);  // keep the bootstrap socket across exec
-        execve(argv[0], argv.data(), envp.data());
-        dprintf(2, "pkb: cannot start worker %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-      }
-      if (pgid_ == 0) pgid_ = pid;
-      setpgid(pid, pgid_);
-      close(sv[1]);
-      close(out[1]);
+      auto set = o_.env;
+      set.push_back({"PKB_RANK", std::to_string(r)});
+      Spawned sp = spawn_rank(o_.argv, rank_environment(parent, policy, set), pgid_, o_.limits);
+      if (pgid_ == 0) pgid_ = sp.pid;
       Rank& rk = ranks_[r];
       rk.report.rank = r;
-      rk.report.pid = pid;
-      rk.sock = sv[0];
-      rk.out = out[0];
+      rk.report.pid = sp.pid;
+      rk.sock = sp.sock;
+      rk.out = sp.out;
       rk.phase_start = Clock::now();
-      set_nonblocking(rk.sock);
-      set_nonblocking(rk.out);
     }
   }
 
@@ -212,13 +150,13 @@ class Hub {
   void loop() {
     while (!all_exited()) {
       auto now = Clock::now();
-      if (g_interrupted) fail(Outcome::Interrupted, {}, "interrupted: pkb stopped every rank");
+      if (Interrupts::requested()) fail(Outcome::Interrupted, {}, "interrupted: pkb stopped every rank");
       if (failed_) break;
       check_deadlines(now);
       if (failed_) break;
 
       std::vector<pollfd> fds;
-      fds.push_back({g_signal_pipe[0], POLLIN, 0});
+      fds.push_back({signals_->fd(), POLLIN, 0});
       for (auto& r : ranks_) {
         short ev = r.sock_open ? static_cast<short>(POLLIN | (r.outbox.empty() ? 0 : POLLOUT)) : 0;
         fds.push_back({r.sock_open ? r.sock : -1, ev, 0});
@@ -226,7 +164,7 @@ class Hub {
       }
       int rc = poll(fds.data(), fds.size(), 100);
       if (rc < 0 && errno != EINTR) throw_errno("poll");
-      drain_signal_pipe();
+      signals_->drain();
       reap();
       if (failed_) break;
       for (size_t i = 0; i < ranks_.size(); ++i) {
@@ -245,7 +183,7 @@ class Hub {
     for (auto& r : ranks_) {
       if (r.exited) continue;
       double spent = std::chrono::duration<double>(now - r.phase_start).count();
-      if (spent > budget(r.report.phase)) (r.report.phase == "sync" ? late_waiting : late).push_back(r.report.rank);
+      if (spent > budget(r.report.phase)) (r.report.phase == phase::kSync ? late_waiting : late).push_back(r.report.rank);
     }
     // A rank waiting in "sync" finished its trial and waits for the others: not the cause
     // while some rank is late in real work.
@@ -259,12 +197,6 @@ class Hub {
        << phase_label(first.report.phase, first.report.trial)
        << " (a hang, a deadlock, or a rank that never reached a collective; --timeout raises the limit)";
     fail(Outcome::Timeout, late, os.str());
-  }
-
-  void drain_signal_pipe() {
-    char buf[64];
-    while (read(g_signal_pipe[0], buf, sizeof(buf)) > 0) {
-    }
   }
 
   void reap() {
@@ -386,54 +318,17 @@ class Hub {
   }
 
   void handle(Rank& r, const Frame& f) {
+    if (Store::handles(f.op)) {
+      for (auto& rep : store_.handle(r.report.rank, f)) {
+        Rank& to = ranks_[rep.rank];
+        to.outbox.push_back(OutFrame{encode(rep.frame), rep.frame.fd, 0});
+        flush(to);
+      }
+      return;
+    }
     switch (f.op) {
       case Op::Hello:
         reply(r, Op::Job, o_.job ? o_.job(r.report.rank) : "{}");
-        break;
-      case Op::Set: {
-        auto p = unpack(f.payload);
-        kv_[p.at(0)] = p.size() > 1 ? p[1] : "";
-        reply(r, Op::Ok, "");
-        wake(p.at(0));
-        break;
-      }
-      case Op::Get:
-        waiters_.push_back({r.report.rank, Op::Get, f.payload});
-        wake(f.payload);
-        break;
-      case Op::Add: {
-        auto p = unpack(f.payload);
-        int64_t v = (kv_.count(p.at(0)) ? std::stoll(kv_[p[0]]) : 0) + std::stoll(p.at(1));
-        kv_[p[0]] = std::to_string(v);
-        reply(r, Op::Value, std::to_string(v));
-        wake(p[0]);
-        break;
-      }
-      case Op::Check: {
-        bool all = true;
-        for (auto& k : unpack(f.payload)) all = all && (kv_.count(k) || fd_store_.count(k));
-        reply(r, Op::Value, all ? "1" : "0");
-        break;
-      }
-      case Op::Delete:
-        reply(r, Op::Value, kv_.erase(f.payload) ? "1" : "0");
-        break;
-      case Op::NumKeys:
-        reply(r, Op::Value, std::to_string(kv_.size()));
-        break;
-      case Op::SetFd:
-        if (f.fd < 0) {
-          reply(r, Op::Ok, "");
-          break;
-        }
-        if (fd_store_.count(f.payload)) close(fd_store_[f.payload]);
-        fd_store_[f.payload] = f.fd;
-        reply(r, Op::Ok, "");
-        wake(f.payload);
-        break;
-      case Op::GetFd:
-        waiters_.push_back({r.report.rank, Op::GetFd, f.payload});
-        wake(f.payload);
         break;
       case Op::Phase: {
         auto j = nlohmann::json::parse(f.payload, nullptr, false);
@@ -446,7 +341,7 @@ class Hub {
       }
       case Op::Result:
         r.report.result = f.payload;
-        r.report.phase = "exit";
+        r.report.phase = phase::kExit;
         r.report.trial = -1;
         r.phase_start = Clock::now();
         break;
@@ -459,25 +354,6 @@ class Hub {
       }
       default:
         break;
-    }
-  }
-
-  void wake(const std::string& key) {
-    for (auto it = waiters_.begin(); it != waiters_.end();) {
-      if (it->key != key) {
-        ++it;
-        continue;
-      }
-      Rank& w = ranks_[it->rank];
-      if (it->op == Op::Get && kv_.count(key)) {
-        reply(w, Op::Value, kv_[key]);
-      } else if (it->op == Op::GetFd && fd_store_.count(key)) {
-        reply(w, Op::Ok, "", fd_store_[key]);
-      } else {
-        ++it;
-        continue;
-      }
-      it = waiters_.erase(it);
     }
   }
 
@@ -498,32 +374,30 @@ class Hub {
       }
       read_output(r);
     }
-    if (!failed_ && g_interrupted) fail(Outcome::Interrupted, {}, "interrupted");
+    if (!failed_ && Interrupts::requested()) fail(Outcome::Interrupted, {}, "interrupted");
     if (outcome_ == Outcome::Crash) blame();
   }
 
   void cleanup() {
+    remove_scratch();
     for (auto& r : ranks_) {
       if (r.sock >= 0) close(r.sock);
       if (r.out >= 0) close(r.out);
       r.sock = r.out = -1;
     }
-    for (auto& [k, fd] : fd_store_) close(fd);
-    fd_store_.clear();
   }
 
   const GroupOptions& o_;
   std::vector<Rank> ranks_;
   pid_t pgid_ = 0;
   Clock::time_point spawned_;
-  std::map<std::string, std::string> kv_;
-  std::map<std::string, int> fd_store_;
-  std::vector<Waiter> waiters_;
+  Store store_;
+  Interrupts* signals_ = nullptr;
+  std::string scratch_;
   bool failed_ = false;
   Outcome outcome_ = Outcome::Ok;
   std::vector<int> culprits_;
   std::string summary_;
-  struct sigaction old_chld_{}, old_int_{}, old_term_{};
 };
 
 }  // namespace

@@ -1,10 +1,8 @@
-// Starts one worker process per rank and watches them until all finish or one fails.
-//
-// The parent never touches CUDA, NVML or NCCL: each rank is a fork+exec of pkb itself,
-// in a process group of its own (so the group can be killed as one) that dies with the
-// parent (PR_SET_PDEATHSIG). The parent serves the bootstrap channel (channel.hpp),
-// keeps the last lines each rank printed, and enforces a deadline on every phase a rank
-// announces. A crash or an overrun kills the whole group at once.
+// Starts one worker process per rank (spawn.hpp) and supervises them until all finish or
+// one fails: serves the bootstrap channel (its store, store.hpp), keeps the last lines each
+// rank printed, enforces a deadline on every phase a rank announces (phases.hpp), and on a
+// crash or an overrun kills the whole group at once and says which rank was the cause.
+// The parent never touches CUDA, NVML or NCCL itself.
 #pragma once
 
 #include <functional>
@@ -13,15 +11,21 @@
 #include <sys/types.h>
 #include <vector>
 
+#include "launch/environment.hpp"
+#include "launch/spawn.hpp"
+
 namespace pkb::launch {
 
 struct GroupOptions {
   int world = 1;
-  std::vector<std::string> argv;                    // the worker command line
-  std::vector<std::pair<std::string, std::string>> env;  // set in every worker
-  std::function<std::string(int rank)> job;         // what Hello answers, per rank
-  // Seconds a rank may spend in a phase, by phase name ("bootstrap" runs from the spawn to
-  // the first phase event); phases not listed get budgets["default"].
+  std::vector<std::string> argv;                         // the worker command line
+  std::vector<std::pair<std::string, std::string>> env;  // pkb's own variables, set in every worker
+  EnvPolicy env_policy;                                  // what else of the parent's environment passes
+  bool scratch = true;   // a fresh folder for HOME and TMPDIR of the ranks, removed afterwards
+  Limits limits;
+  std::function<std::string(int rank)> job;  // what Hello answers, per rank
+  // Seconds a rank may spend in a phase, by phase name (phase::kBootstrap runs from the
+  // spawn to the first phase event); phases not listed get budgets["default"].
   std::map<std::string, double> budgets;
   bool echo = false;  // copy ranks' output to stderr as it comes, prefixed [rank r]
   size_t keep_lines = 20;
@@ -52,6 +56,7 @@ struct GroupReport {
   std::string summary;        // one line: what went wrong where
   std::vector<RankReport> ranks;
   double wall_s = 0;
+  int leftovers_ended = 0;    // processes the ranks left behind, ended by pkb
 
   // A multi-line account for the user: summary, every rank's phase and fate, last lines.
   std::string details() const;

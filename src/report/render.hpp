@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/results.hpp"
-#include "report/summary.hpp"
+#include "report/leaderboard.hpp"
 
 namespace pkb::report {
 

@@ -1,10 +1,6 @@
 #include "spec/hardware.hpp"
 
-#include "spec/toml.hpp"
-
-#include <sstream>
-
-#include "spec/spec.hpp"
+#include "io/toml_reader.hpp"
 
 namespace pkb::spec {
 
@@ -19,31 +15,29 @@ double HardwareProfile::tflops_for(const std::string& dtype) const {
 }
 
 std::vector<HardwareProfile> load_profiles(const std::string& path) {
-  toml::table root = parse_toml(path);
+  io::TomlReader r(path);
   std::vector<HardwareProfile> out;
-  for (auto&& [name, node] : root) {
-    const toml::table* t = node.as_table();
-    auto fail = [&](const std::string& what) {
-      throw SpecError(path + ":" + std::to_string(node.source().begin.line) + ": profile " + std::string(name.str()) +
-                      ": " + what);
-    };
-    if (!t) fail("must be a table");
+  for (auto&& [name, node] : r.doc()) {
     HardwareProfile p;
     p.name = std::string(name.str());
+    std::string where = "profile " + p.name;
+    const toml::table* t = node.as_table();
+    if (!t) r.fail(node, where + " must be a table");
     for (auto&& [k, v] : *t) {
       std::string key(k.str());
-      if (key == "description") p.description = v.value_or(std::string());
-      else if (key == "match") p.match = v.value_or(std::string());
-      else if (key == "gpus") p.gpus = v.value_or(0);
-      else if (key == "nvlink_gbps") p.nvlink_gbps = v.value_or(0.0);
-      else if (key == "hbm_gbps") p.hbm_gbps = v.value_or(0.0);
-      else if (key == "hbm_gb") p.hbm_gb = v.value_or(0.0);
-      else if (key == "l2_mb") p.l2_mb = v.value_or(0.0);
-      else if (key.size() > 7 && key.compare(key.size() - 7, 7, "_tflops") == 0) p.tflops[key.substr(0, key.size() - 7)] = v.value_or(0.0);
-      else fail("unknown key '" + key + "'");
+      if (key == "description") p.description = r.str(v, where + " description");
+      else if (key == "match") p.match = r.str(v, where + " match");
+      else if (key == "gpus") p.gpus = static_cast<int>(r.integer(v, where + " gpus"));
+      else if (key == "nvlink_gbps") p.nvlink_gbps = r.real(v, where + " nvlink_gbps");
+      else if (key == "hbm_gbps") p.hbm_gbps = r.real(v, where + " hbm_gbps");
+      else if (key == "hbm_gb") p.hbm_gb = r.real(v, where + " hbm_gb");
+      else if (key == "l2_mb") p.l2_mb = r.real(v, where + " l2_mb");
+      else if (key.size() > 7 && key.compare(key.size() - 7, 7, "_tflops") == 0)
+        p.tflops[key.substr(0, key.size() - 7)] = r.real(v, where + " " + key);
+      else r.fail(v, where + ": unknown key '" + key + "'");
     }
     if (p.match.empty() || p.hbm_gbps <= 0 || p.nvlink_gbps <= 0 || p.tflops.empty())
-      fail("needs match, nvlink_gbps, hbm_gbps and *_tflops");
+      r.fail(node, where + " needs match, nvlink_gbps, hbm_gbps and *_tflops");
     out.push_back(p);
   }
   return out;

@@ -4,8 +4,7 @@
 #include <set>
 #include <sstream>
 
-#include "spec/toml.hpp"
-
+#include "io/toml_reader.hpp"
 #include "spec/dtype.hpp"
 
 namespace pkb::spec {
@@ -31,68 +30,15 @@ const std::vector<std::pair<std::string, std::string>> kCategories = {
 const std::set<std::string> kInits = {"randn", "uniform", "randint", "zeros", "ones", "full",
                                       "arange", "linspace", "custom"};
 
-// Edit distance, for "did you mean" hints on unknown keys.
-size_t distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
+const std::set<std::string> kTopKeys = {"slug", "id", "stem", "category", "origin", "description", "dtype", "world",
+                                        "constraints", "vars", "sizes", "inputs", "outputs", "args", "roofline",
+                                        "timeout"};
 
-class Reader {
+// The strict TOML reader, plus formulas.
+class Reader : public io::TomlReader {
  public:
-  explicit Reader(std::string path) : path_(std::move(path)) {}
+  using io::TomlReader::TomlReader;
 
-  [[noreturn]] void fail(const toml::node* at, const std::string& what) const {
-    std::ostringstream os;
-    os << path_;
-    if (at && at->source().begin.line) os << ":" << at->source().begin.line;
-    os << ": " << what;
-    throw SpecError(os.str());
-  }
-
-  void only_keys(const toml::table& t, const std::set<std::string>& allowed, const std::string& where) const {
-    for (auto&& [k, v] : t) {
-      std::string key(k.str());
-      if (allowed.count(key)) continue;
-      std::string hint;
-      size_t best = 3;
-      for (auto& a : allowed)
-        if (size_t d = distance(key, a); d < best) best = d, hint = " (did you mean '" + a + "'?)";
-      std::string list;
-      for (auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-      fail(&v, "unknown key '" + key + "' in " + where + hint + "; allowed: " + list);
-    }
-  }
-
-  const toml::node& need(const toml::table& t, const char* key, const std::string& where,
-                         const std::string& example) const {
-    const toml::node* n = t.get(key);
-    if (!n) fail(&t, "missing '" + std::string(key) + "' in " + where + "; add " + example);
-    return *n;
-  }
-
-  std::string str(const toml::node& n, const std::string& what) const {
-    if (auto v = n.value<std::string>()) return *v;
-    fail(&n, what + " must be a string");
-  }
-  int64_t integer(const toml::node& n, const std::string& what) const {
-    if (n.is_integer()) return *n.value<int64_t>();
-    fail(&n, what + " must be an integer");
-  }
-  double real(const toml::node& n, const std::string& what) const {
-    if (n.is_integer() || n.is_floating_point()) return *n.value<double>();
-    fail(&n, what + " must be a number");
-  }
-  bool boolean(const toml::node& n, const std::string& what) const {
-    if (auto v = n.value<bool>()) return *v;
-    fail(&n, what + " must be true or false");
-  }
   Expr formula(const toml::node& n, const std::string& what) const {
     std::string text;
     if (n.is_integer() || n.is_floating_point()) {
@@ -105,31 +51,26 @@ class Reader {
     try {
       return Expr::parse(text);
     } catch (const ExprError& e) {
-      fail(&n, what + ": " + e.what() + (e.column ? " at column " + std::to_string(e.column) : ""));
+      fail(n, what + ": " + e.what() + (e.column ? " at column " + std::to_string(e.column) : ""));
     }
   }
-
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
 };
 
 std::vector<Dim> read_shape(const Reader& r, const toml::node& n, const std::string& what, bool allow_dynamic) {
   const toml::array* a = n.as_array();
-  if (!a) r.fail(&n, what + " must be an array of formulas, e.g. shape = [\"M\", \"N\"]");
+  if (!a) r.fail(n, what + " must be an array of formulas, e.g. shape = [\"M\", \"N\"]");
   std::vector<Dim> dims;
   for (auto&& d : *a) {
     Dim dim;
     std::string text = d.is_string() ? *d.value<std::string>() : "";
     size_t p = text.find_first_not_of(' ');
     if (p != std::string::npos && text.compare(p, 2, "<=") == 0) {
-      if (!allow_dynamic) r.fail(&d, what + ": '<=' (a data-dependent size) is only allowed in outputs");
+      if (!allow_dynamic) r.fail(d, what + ": '<=' (a data-dependent size) is only allowed in outputs");
       dim.dynamic = true;
       try {
         dim.size = Expr::parse(text.substr(p + 2));
       } catch (const ExprError& e) {
-        r.fail(&d, what + ": " + e.what());
+        r.fail(d, what + ": " + e.what());
       }
     } else {
       dim.size = r.formula(d, what);
@@ -142,7 +83,7 @@ std::vector<Dim> read_shape(const Reader& r, const toml::node& n, const std::str
 TensorSpec read_tensor(const Reader& r, const toml::node& n, bool is_input) {
   const char* kind = is_input ? "[[inputs]]" : "[[outputs]]";
   const toml::table* t = n.as_table();
-  if (!t) r.fail(&n, std::string(kind) + " entries must be tables");
+  if (!t) r.fail(n, std::string(kind) + " entries must be tables");
   std::set<std::string> keys = {"name", "shape", "dtype", "host"};
   if (is_input) keys.insert({"init", "shared", "readonly"});
   else keys.insert({"atol", "rtol"});
@@ -156,7 +97,7 @@ TensorSpec read_tensor(const Reader& r, const toml::node& n, bool is_input) {
   const toml::node& dt = r.need(*t, "dtype", where, "dtype = \"dt\" (the problem's element type) or e.g. \"fp32\"");
   ts.dtype = r.str(dt, where + " dtype");
   if (ts.dtype != "dt" && !is_dtype_name(ts.dtype))
-    r.fail(&dt, where + ": unknown dtype '" + ts.dtype + "'; use dt or one of " + dtype_names());
+    r.fail(dt, where + ": unknown dtype '" + ts.dtype + "'; use dt or one of " + dtype_names());
   if (auto* h = t->get("host")) ts.host = r.boolean(*h, where + " host");
   if (is_input) {
     const toml::node& init = r.need(*t, "init", where, "init = \"randn\" (or randint(a, b), custom, ...)");
@@ -164,7 +105,7 @@ TensorSpec read_tensor(const Reader& r, const toml::node& n, bool is_input) {
     if (!ts.init.is_call() || !kInits.count(ts.init.call_name())) {
       std::string list;
       for (auto& i : kInits) list += (list.empty() ? "" : ", ") + i;
-      r.fail(&init, where + ": init must be one of " + list);
+      r.fail(init, where + ": init must be one of " + list);
     }
     if (auto* s = t->get("shared")) ts.shared = r.boolean(*s, where + " shared");
     if (auto* ro = t->get("readonly")) ts.readonly = r.boolean(*ro, where + " readonly");
@@ -186,7 +127,7 @@ Arg read_arg(const Reader& r, const std::string& name, const toml::node& v) {
     for (auto&& x : *arr) xs.push_back(r.integer(x, "arg '" + name + "' element"));
     a.value = xs;
   } else {
-    r.fail(&v, "arg '" + name + "' must be an integer, float, bool, string or array of integers");
+    r.fail(v, "arg '" + name + "' must be an integer, float, bool, string or array of integers");
   }
   return a;
 }
@@ -199,7 +140,7 @@ std::vector<std::pair<std::string, Expr>> order_vars(const Reader& r, const toml
   std::map<std::string, const toml::node*> where;
   for (auto&& [k, v] : t) {
     std::string name(k.str());
-    if (base.count(name)) r.fail(&v, "var '" + name + "' shadows a size or W/rank; rename it");
+    if (base.count(name)) r.fail(v, "var '" + name + "' shadows a size or W/rank; rename it");
     pending.emplace_back(name, r.formula(v, "var '" + name + "'"));
     where[name] = &v;
   }
@@ -235,29 +176,12 @@ void check_names(const Reader& r, const std::set<std::string>& known, const Expr
     }
 }
 
-}  // namespace
+int line_of(const toml::node& n) { return static_cast<int>(n.source().begin.line); }
 
-toml::table parse_toml(const std::string& path) {
-  try {
-    return toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    std::ostringstream os;
-    os << path << ":" << e.source().begin.line << ": malformed TOML: " << e.description();
-    throw SpecError(os.str());
-  }
-}
-
-ProblemSpec load_spec(const std::string& path) {
-  Reader r(path);
-  toml::table root = parse_toml(path);
-  r.only_keys(root,
-              {"slug", "id", "stem", "category", "origin", "description", "dtype", "world", "constraints",
-               "vars", "sizes", "inputs", "outputs", "args", "roofline", "timeout"},
-              "the top level");
-  ProblemSpec s;
-  s.path = path;
+// slug, id, stem, category, origin, description.
+void read_identity(const Reader& r, const toml::table& root, ProblemSpec& s) {
   s.slug = r.str(r.need(root, "slug", "the top level", "slug = \"tp_gemm_allgather\""), "slug");
-  std::string file = path.substr(path.find_last_of('/') + 1);
+  std::string file = s.path.substr(s.path.find_last_of('/') + 1);
   if (file != s.slug + ".toml")
     r.fail(root.get("slug"), "slug '" + s.slug + "' does not match the file name " + file + "; rename one");
   s.id = static_cast<int>(r.integer(r.need(root, "id", "the top level", "id = 14 (the original's number)"), "id"));
@@ -267,12 +191,16 @@ ProblemSpec load_spec(const std::string& path) {
   if (category_name(s.category).empty()) {
     std::string list;
     for (auto& c : kCategories) list += (list.empty() ? "" : ", ") + c.first;
-    r.fail(&cat, "unknown category '" + s.category + "'; use one of " + list);
+    r.fail(cat, "unknown category '" + s.category + "'; use one of " + list);
   }
   if (s.slug.rfind(s.category + "_", 0) != 0)
     r.fail(root.get("slug"), "slug '" + s.slug + "' must start with its category '" + s.category + "_'");
   s.origin = r.str(r.need(root, "origin", "the top level", "origin = \"Megatron-LM ...\""), "origin");
   s.description = r.str(r.need(root, "description", "the top level", "description = \"...\""), "description");
+}
+
+// dtype, world, timeout.
+void read_run(const Reader& r, const toml::table& root, ProblemSpec& s) {
   if (auto* d = root.get("dtype")) {
     s.dtype = r.str(*d, "dtype");
     if (!is_dtype_name(s.dtype)) r.fail(d, "unknown dtype '" + s.dtype + "'; use one of " + dtype_names());
@@ -286,116 +214,148 @@ ProblemSpec load_spec(const std::string& path) {
     if (s.min_world < 1 || s.max_world < s.min_world) r.fail(w, "world needs 1 <= min <= max");
   }
   if (auto* t = root.get("timeout")) s.trial_timeout_s = r.real(*t, "timeout");
+}
 
-  // Sizes: every preset names the same size variables.
+// [sizes]: every size names the same variables. Returns them with W and rank: the names
+// formulas may use so far.
+std::set<std::string> read_sizes(const Reader& r, const toml::table& root, ProblemSpec& s) {
   const toml::node& sz = r.need(root, "sizes", "the top level", "[sizes] default = { M = 1024, N = 1024 }");
   const toml::table* szt = sz.as_table();
-  if (!szt || !szt->get("default")) r.fail(&sz, "[sizes] needs a 'default' preset, e.g. default = { M = 1024, N = 1024 }");
+  if (!szt || !szt->get("default")) r.fail(sz, "[sizes] needs a 'default' size, e.g. default = { M = 1024, N = 1024 }");
   std::set<std::string> size_names;
-  for (auto&& [preset, v] : *szt) {
+  for (auto&& [name, v] : *szt) {
+    std::string size(name.str());
     const toml::table* p = v.as_table();
-    if (!p) r.fail(&v, "size preset '" + std::string(preset.str()) + "' must be a table of integers");
+    if (!p) r.fail(v, "size '" + size + "' must be a table of integers");
     std::map<std::string, int64_t> vals;
     for (auto&& [k, x] : *p) vals[std::string(k.str())] = r.integer(x, "size " + std::string(k.str()));
     std::set<std::string> names;
     for (auto& [k, x] : vals) names.insert(k);
     if (size_names.empty()) size_names = names;
     else if (names != size_names)
-      r.fail(&v, "size preset '" + std::string(preset.str()) + "' names other sizes than the others; give every preset the same keys");
-    s.sizes[std::string(preset.str())] = vals;
+      r.fail(v, "size '" + size + "' names other sizes than the others; give every size the same keys");
+    s.sizes[size] = vals;
   }
-
-  std::set<std::string> known = size_names;
-  known.insert({"W", "rank"});
   for (auto& a : {"W", "rank"})
-    if (size_names.count(a)) r.fail(&sz, std::string("sizes must not be called ") + a);
-  if (auto* v = root.get("vars")) {
-    const toml::table* vt = v->as_table();
-    if (!vt) r.fail(v, "[vars] must be a table of formulas");
-    s.vars = order_vars(r, *vt, known);
-    for (auto& [name, e] : s.vars) known.insert(name);
-  }
-  if (auto* c = root.get("constraints")) {
-    const toml::array* ca = c->as_array();
-    if (!ca) r.fail(c, "constraints must be an array of formulas, e.g. [\"N % W == 0\"]");
-    for (auto&& e : *ca) {
-      Expr ex = r.formula(e, "constraint");
-      check_names(r, known, ex, "constraint \"" + ex.text() + "\"", static_cast<int>(e.source().begin.line));
-      s.constraints.push_back(ex);
-    }
-  }
+    if (size_names.count(a)) r.fail(sz, std::string("sizes must not be called ") + a);
+  size_names.insert({"W", "rank"});
+  return size_names;
+}
 
-  auto read_list = [&](const char* key, bool is_input) {
-    std::vector<TensorSpec> out;
-    const toml::node* n = root.get(key);
-    if (!n) return out;
-    const toml::array* a = n->as_array();
-    if (!a) r.fail(n, std::string(key) + " must be an array of tables, written [[" + key + "]]");
-    std::set<std::string> seen;
-    for (auto&& e : *a) {
-      TensorSpec ts = read_tensor(r, e, is_input);
-      if (!seen.insert(ts.name).second) r.fail(&e, "two " + std::string(key) + " are called '" + ts.name + "'");
-      for (auto& d : ts.shape)
-        check_names(r, known, d.size, std::string(key) + " '" + ts.name + "' shape", ts.line);
-      if (is_input && ts.init.is_call())
-        for (auto& arg : ts.init.call_args())
-          check_names(r, known, arg, "input '" + ts.name + "' init", ts.line);
-      out.push_back(ts);
+void read_vars(const Reader& r, const toml::table& root, ProblemSpec& s, std::set<std::string>& known) {
+  const toml::node* v = root.get("vars");
+  if (!v) return;
+  const toml::table* vt = v->as_table();
+  if (!vt) r.fail(v, "[vars] must be a table of formulas");
+  s.vars = order_vars(r, *vt, known);
+  for (auto& [name, e] : s.vars) known.insert(name);
+}
+
+void read_constraints(const Reader& r, const toml::table& root, ProblemSpec& s, const std::set<std::string>& known) {
+  const toml::node* c = root.get("constraints");
+  if (!c) return;
+  const toml::array* ca = c->as_array();
+  if (!ca) r.fail(c, "constraints must be an array of formulas, e.g. [\"N % W == 0\"]");
+  for (auto&& e : *ca) {
+    Expr ex = r.formula(e, "constraint");
+    check_names(r, known, ex, "constraint \"" + ex.text() + "\"", line_of(e));
+    s.constraints.push_back(ex);
+  }
+}
+
+std::vector<TensorSpec> read_tensors(const Reader& r, const toml::table& root, const char* key,
+                                     const std::set<std::string>& known) {
+  bool is_input = std::string(key) == "inputs";
+  std::vector<TensorSpec> out;
+  const toml::node* n = root.get(key);
+  if (!n) return out;
+  const toml::array* a = n->as_array();
+  if (!a) r.fail(n, std::string(key) + " must be an array of tables, written [[" + key + "]]");
+  std::set<std::string> seen;
+  for (auto&& e : *a) {
+    TensorSpec ts = read_tensor(r, e, is_input);
+    if (!seen.insert(ts.name).second) r.fail(e, "two " + std::string(key) + " are called '" + ts.name + "'");
+    for (auto& d : ts.shape) check_names(r, known, d.size, std::string(key) + " '" + ts.name + "' shape", ts.line);
+    if (is_input && ts.init.is_call())
+      for (auto& arg : ts.init.call_args()) check_names(r, known, arg, "input '" + ts.name + "' init", ts.line);
+    out.push_back(ts);
+  }
+  return out;
+}
+
+void read_args(const Reader& r, const toml::table& root, ProblemSpec& s, const std::set<std::string>& known) {
+  const toml::node* a = root.get("args");
+  if (!a) return;
+  const toml::table* at = a->as_table();
+  if (!at) r.fail(a, "[args] must be a table of values");
+  for (auto&& [k, v] : *at) {
+    std::string name(k.str());
+    if (known.count(name)) r.fail(v, "arg '" + name + "' clashes with a size or var of the same name");
+    s.args.push_back(read_arg(r, name, v));
+  }
+}
+
+void read_roofline(const Reader& r, const toml::table& root, ProblemSpec& s, std::set<std::string> known) {
+  const toml::node* rl = root.get("roofline");
+  if (!rl) return;
+  const toml::table* rt = rl->as_table();
+  if (!rt) r.fail(rl, "[roofline] must be a table of formulas");
+  r.only_keys(*rt, {"nvlink_bytes", "hbm_bytes", "flops", "data_bytes", "bus_factor"}, "[roofline]");
+  known.insert("dt_bytes");
+  auto get = [&](const char* key, Expr& out) {
+    if (auto* n = rt->get(key)) {
+      out = r.formula(*n, std::string("roofline ") + key);
+      check_names(r, known, out, std::string("roofline ") + key, line_of(*n));
     }
-    return out;
   };
-  s.inputs = read_list("inputs", true);
-  s.outputs = read_list("outputs", false);
-  if (s.outputs.empty()) r.fail(&root, "a problem needs at least one [[outputs]] entry");
+  get("nvlink_bytes", s.roofline.nvlink_bytes);
+  get("hbm_bytes", s.roofline.hbm_bytes);
+  get("flops", s.roofline.flops);
+  get("data_bytes", s.roofline.data_bytes);
+  get("bus_factor", s.roofline.bus_factor);
+  if (s.roofline.data_bytes.empty() != s.roofline.bus_factor.empty())
+    r.fail(rl, "[roofline] data_bytes and bus_factor go together (bus bandwidth needs both)");
+}
 
-  if (auto* a = root.get("args")) {
-    const toml::table* at = a->as_table();
-    if (!at) r.fail(a, "[args] must be a table of values");
-    for (auto&& [k, v] : *at) {
-      std::string name(k.str());
-      if (known.count(name)) r.fail(&v, "arg '" + name + "' clashes with a size or var of the same name");
-      s.args.push_back(read_arg(r, name, v));
-    }
-  }
-
-  if (auto* rl = root.get("roofline")) {
-    const toml::table* rt = rl->as_table();
-    if (!rt) r.fail(rl, "[roofline] must be a table of formulas");
-    r.only_keys(*rt, {"nvlink_bytes", "hbm_bytes", "flops", "data_bytes", "bus_factor"}, "[roofline]");
-    auto with_dt = known;
-    with_dt.insert("dt_bytes");
-    auto get = [&](const char* key, Expr& out) {
-      if (auto* n = rt->get(key)) {
-        out = r.formula(*n, std::string("roofline ") + key);
-        check_names(r, with_dt, out, std::string("roofline ") + key, static_cast<int>(n->source().begin.line));
-      }
-    };
-    get("nvlink_bytes", s.roofline.nvlink_bytes);
-    get("hbm_bytes", s.roofline.hbm_bytes);
-    get("flops", s.roofline.flops);
-    get("data_bytes", s.roofline.data_bytes);
-    get("bus_factor", s.roofline.bus_factor);
-    if (s.roofline.data_bytes.empty() != s.roofline.bus_factor.empty())
-      r.fail(rl, "[roofline] data_bytes and bus_factor go together (bus bandwidth needs both)");
-  }
-
-  // Every preset must give whole-number shapes at every world size up to 8 it allows.
-  for (auto& [preset, vals] : s.sizes) {
+// Every size must give whole-number shapes at every world size up to 8 it allows.
+void check_whole_shapes(const ProblemSpec& s) {
+  for (auto& [size, vals] : s.sizes) {
     for (int w = s.min_world; w <= std::min(s.max_world, 8); ++w) {
       try {
-        if (!s.world_size_error(w, preset).empty()) continue;
+        if (!s.world_size_error(w, size).empty()) continue;
         for (int rank = 0; rank < w; ++rank) {
-          Vars vars = s.vars_for(preset, w, rank);
+          Vars vars = s.vars_for(size, w, rank);
           for (auto* list : {&s.inputs, &s.outputs})
             for (auto& t : *list)
               for (auto& d : t.shape) d.size.eval_int(vars);
         }
       } catch (const ExprError& e) {
-        throw SpecError(path + ": sizes '" + preset + "' at W=" + std::to_string(w) + ": " + e.what() +
+        throw SpecError(s.path + ": sizes '" + size + "' at W=" + std::to_string(w) + ": " + e.what() +
                         "; add a constraint or fix the formula");
       }
     }
   }
+}
+
+}  // namespace
+
+ProblemSpec load_spec(const std::string& path) {
+  Reader r(path);
+  const toml::table& root = r.doc();
+  r.only_keys(root, kTopKeys, "the top level");
+  ProblemSpec s;
+  s.path = path;
+  read_identity(r, root, s);
+  read_run(r, root, s);
+  std::set<std::string> known = read_sizes(r, root, s);
+  read_vars(r, root, s, known);
+  read_constraints(r, root, s, known);
+  s.inputs = read_tensors(r, root, "inputs", known);
+  s.outputs = read_tensors(r, root, "outputs", known);
+  if (s.outputs.empty()) r.fail(root, "a problem needs at least one [[outputs]] entry");
+  read_args(r, root, s, known);
+  read_roofline(r, root, s, known);
+  check_whole_shapes(s);
   return s;
 }
 
@@ -414,12 +374,12 @@ const TensorSpec* ProblemSpec::output(const std::string& name) const {
 std::map<std::string, int64_t> ProblemSpec::size_values(const std::string& size) const {
   size_t colon = size.find(':');
   bool only_overrides = colon == std::string::npos && size.find('=') != std::string::npos;
-  std::string preset = only_overrides ? "default" : size.substr(0, colon);
-  auto it = sizes.find(preset);
+  std::string base = only_overrides ? "default" : size.substr(0, colon);
+  auto it = sizes.find(base);
   if (it == sizes.end()) {
     std::string list;
     for (auto& [k, v] : sizes) list += (list.empty() ? "" : ", ") + k;
-    throw SpecError(slug + ": no size preset '" + preset + "'; this problem has " + list +
+    throw SpecError(slug + ": no size '" + base + "'; this problem has " + list +
                     " (or replace sizes: NAME=VALUE,... or PRESET:NAME=VALUE,...)");
   }
   std::map<std::string, int64_t> values = it->second;
@@ -462,15 +422,15 @@ Vars ProblemSpec::roofline_vars(const std::string& size, int world, int rank, co
   return v;
 }
 
-std::string ProblemSpec::world_size_error(int world, const std::string& preset) const {
+std::string ProblemSpec::world_size_error(int world, const std::string& size) const {
   if (world < min_world || world > max_world)
     return slug + " runs with " + std::to_string(min_world) + " to " + std::to_string(max_world) +
            " ranks, not " + std::to_string(world);
-  Vars v = vars_for(preset, world, 0);
+  Vars v = vars_for(size, world, 0);
   for (auto& c : constraints)
     if (c.eval(v) == 0)
       return slug + " needs " + c.text() + ", which fails at W=" + std::to_string(world) + " with sizes '" +
-             preset + "'";
+             size + "'";
   return "";
 }
 

@@ -10,13 +10,15 @@
 #include <variant>
 #include <vector>
 
+#include "io/input_error.hpp"
 #include "spec/expr.hpp"
 
 namespace pkb::spec {
 
-// An error in a spec file; what() reads "file:line: problem. fix".
-struct SpecError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// An error in a spec file; what() reads "file:line: problem; fix". The TOML reader
+// (io/toml_reader.hpp) throws its base, io::InputError.
+struct SpecError : io::InputError {
+  using io::InputError::InputError;
 };
 
 struct Dim {
@@ -65,7 +67,7 @@ struct ProblemSpec {
   int max_world = 64;
   std::vector<Expr> constraints;
   std::vector<std::pair<std::string, Expr>> vars;  // derived sizes, in dependency order
-  std::map<std::string, std::map<std::string, int64_t>> sizes;  // preset -> M, N, K...
+  std::map<std::string, std::map<std::string, int64_t>> sizes;  // size name ("default", "large") -> M, N, K...
   std::vector<TensorSpec> inputs, outputs;
   std::vector<Arg> args;
   Roofline roofline;
@@ -75,12 +77,12 @@ struct ProblemSpec {
   const TensorSpec* output(const std::string& name) const;
 
   // Why W cannot run this problem at these sizes, or "" when it can.
-  std::string world_size_error(int world, const std::string& preset = "default") const;
+  std::string world_size_error(int world, const std::string& size = "default") const;
   // One line: "1..8, 512 % W == 0".
   std::string world_size_summary() const;
-  // M, N, K... of a size: a preset ("large"), a preset with some sizes replaced
-  // ("large:M=4096,N=512"), or replacements of the default preset ("M=4096"). Throws
-  // SpecError naming the presets or sizes there are.
+  // M, N, K... of a size: a named one ("large"), a named one with some sizes replaced
+  // ("large:M=4096,N=512"), or replacements of the default ("M=4096"). Throws
+  // SpecError naming the sizes there are.
   std::map<std::string, int64_t> size_values(const std::string& size) const;
   // size_values(size), W, rank and the derived vars. Throws SpecError.
   Vars vars_for(const std::string& size, int world, int rank) const;

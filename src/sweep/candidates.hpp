@@ -58,7 +58,7 @@ struct Task {
 };
 
 // The resume key: the candidate (its path, so identical samples each count, and its
-// content), problem, world size, size preset and the settings that change what is
+// content), problem, world size, size and the settings that change what is
 // measured. Not the seed: a re-run draws new inputs but is the same evaluation.
 std::string task_key(const Candidate& c, int world, const Settings& s);
 

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "eval/verdict.hpp"
 #include "io/files.hpp"
 
 namespace pkb::sweep {
@@ -20,11 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// pkb eval's exit codes (README, docs/results.md): the verdict a child implies when it
-// leaves no JSON behind.
-const std::map<int, std::string> kVerdictOfExit = {
-    {1, "wrong"}, {3, "compile_error"}, {4, "crash"}, {5, "timeout"}, {6, "integrity_violation"}};
-constexpr int kUsageExit = 2;
 
 std::string last_line(const std::string& text) {
   std::istringstream in(text);
@@ -125,7 +121,7 @@ json record_for(const Task& t, const Settings& s, const launch::ProcessResult& c
                 double wall_s, double deadline_s) {
   json line = json::parse(json_text, nullptr, false);
   if (!line.is_object() || !line.value("verdict", json()).is_string()) {
-    if (!child.timed_out && child.signal == 0 && child.exit_code == kUsageExit)
+    if (!child.timed_out && child.signal == 0 && child.exit_code == eval::kUsage)
       throw EvalRejected("pkb eval refused " + t.candidate.path + ": " + last_line(child.err));
     std::string verdict = "crash", message;
     std::ostringstream why;
@@ -134,8 +130,9 @@ json record_for(const Task& t, const Settings& s, const launch::ProcessResult& c
       why << "pkb eval overran the sweep's deadline of " << deadline_s << " s and was killed";
     } else if (child.signal) {
       why << "pkb eval was killed by signal " << child.signal << " (" << strsignal(child.signal) << ")";
-    } else if (kVerdictOfExit.count(child.exit_code)) {
-      verdict = kVerdictOfExit.at(child.exit_code);
+    } else if (!eval::exit_code_verdict(child.exit_code).empty() && child.exit_code != eval::kOk) {
+      // pkb eval's exit code says the verdict a child that left no JSON behind implies.
+      verdict = eval::exit_code_verdict(child.exit_code);
       why << "pkb eval exited with code " << child.exit_code << " without writing its result";
     } else {
       why << "pkb eval failed (exit code " << child.exit_code << ") without writing its result";

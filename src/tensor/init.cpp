@@ -1,10 +1,24 @@
 #include "tensor/init.hpp"
 
+#include <sstream>
+
 #include <ATen/ATen.h>
 
 #include <stdexcept>
 
 namespace pkb::tensor {
+
+at::Tensor view_of(void* data, c10::IntArrayRef shape, at::ScalarType type, at::Device device) {
+  return at::for_blob(data, shape).options(at::TensorOptions().dtype(type).device(device)).target_device(device).make_tensor();
+}
+
+std::string shape_str(c10::IntArrayRef s) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
+  os << "]";
+  return os.str();
+}
 
 std::vector<int64_t> shape_of(const spec::TensorSpec& t, const spec::Vars& vars) {
   std::vector<int64_t> shape;

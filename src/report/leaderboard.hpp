@@ -1,6 +1,6 @@
 // What a report says about a set of evaluations: per run (model), per category, and the
 // best candidate of each problem. A "problem" here is one problem at one world size and
-// size preset; its samples are the run's candidates for it.
+// size; its samples are the run's candidates for it.
 #pragma once
 
 #include <map>

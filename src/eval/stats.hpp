@@ -1,5 +1,5 @@
-// The parent's side of an evaluation: statistics over timed calls, the roofline bound and
-// bus bandwidth of a problem on a hardware profile. No torch here.
+// Statistics over timed calls, the roofline bound and bus bandwidth of a problem on a
+// hardware profile. No torch here.
 #pragma once
 
 #include <string>
@@ -32,11 +32,11 @@ struct Bound {
 
 // Per-rank formulas evaluated for every rank; the slowest rank bounds the call. us == 0
 // when the spec gives no roofline.
-Bound roofline_bound(const spec::ProblemSpec& s, const std::string& preset, int world, const std::string& dtype,
+Bound roofline_bound(const spec::ProblemSpec& s, const std::string& size, int world, const std::string& dtype,
                      const spec::HardwareProfile& hw);
 
 // nccl-tests bus bandwidth in GB/s for a call of `us`; 0 when the spec has no bus factor.
-double busbw_gbps(const spec::ProblemSpec& s, const std::string& preset, int world, const std::string& dtype,
+double busbw_gbps(const spec::ProblemSpec& s, const std::string& size, int world, const std::string& dtype,
                   double us);
 
 }  // namespace pkb::eval

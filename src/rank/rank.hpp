@@ -1,21 +1,21 @@
-// A rank's runtime: its job, device, communicator and (when the job wants one) symmetric
-// heap. Jobs (dryrun, selftest, eval, validate) run against it.
+// A rank's runtime: its job, device, the references' communicator and (when the job wants
+// one) the symmetric heap. The jobs (src/jobs/) run against it.
 #pragma once
 
 #include <memory>
 #include <stdexcept>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "heap/heap.hpp"
 #include "launch/client.hpp"
 #include "pkb/comm.hpp"
+#include "rank/job.hpp"
 
-namespace pkb::worker {
+namespace pkb::rank {
 
 // An error with a kind the parent turns into a verdict: "abi" (a candidate that does not
-// fit the solution ABI: compile_error), "cuda" (a device error: crash).
+// fit the solution ABI: compile_error), "sandbox" (the candidate did what the sandbox
+// denies: integrity_violation), "cuda" (a device error: crash).
 struct RankError : std::runtime_error {
   RankError(std::string kind, const std::string& what) : std::runtime_error(what), kind(std::move(kind)) {}
   std::string kind;
@@ -23,15 +23,16 @@ struct RankError : std::runtime_error {
 
 struct Rank {
   launch::Client& client;
-  nlohmann::json job;
+  Job job;
   int rank = 0, world = 1;
   at::Device device{at::kCPU};
   std::unique_ptr<Comm> comm;
   std::unique_ptr<heap::Heap> heap;
 
-  Rank(launch::Client& c, nlohmann::json j);
+  // Loads reference libraries, selects the device, makes the communicator (collective).
+  Rank(launch::Client& c, Job j);
   // Maps a heap of `bytes` per rank (collective).
   void make_heap(size_t bytes, size_t pad_bytes = size_t{1} << 16);
 };
 
-}  // namespace pkb::worker
+}  // namespace pkb::rank

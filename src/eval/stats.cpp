@@ -1,4 +1,4 @@
-#include "eval/summary.hpp"
+#include "eval/stats.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -54,13 +54,13 @@ std::vector<double> slowest_per_call(const std::vector<std::vector<double>>& per
   return out;
 }
 
-Bound roofline_bound(const spec::ProblemSpec& s, const std::string& preset, int world, const std::string& dtype,
+Bound roofline_bound(const spec::ProblemSpec& s, const std::string& size, int world, const std::string& dtype,
                      const spec::HardwareProfile& hw) {
   Bound b;
   const auto& r = s.roofline;
   if (r.nvlink_bytes.empty() && r.hbm_bytes.empty() && r.flops.empty()) return b;
   for (int q = 0; q < world; ++q) {
-    spec::Vars v = s.roofline_vars(preset, world, q, dtype);
+    spec::Vars v = s.roofline_vars(size, world, q, dtype);
     if (!r.nvlink_bytes.empty() && world > 1) b.nvlink_us = std::max(b.nvlink_us, r.nvlink_bytes.eval(v) / (hw.nvlink_gbps * 1e3));
     if (!r.hbm_bytes.empty()) b.hbm_us = std::max(b.hbm_us, r.hbm_bytes.eval(v) / (hw.hbm_gbps * 1e3));
     double rate = hw.tflops_for(dtype);
@@ -71,10 +71,10 @@ Bound roofline_bound(const spec::ProblemSpec& s, const std::string& preset, int 
   return b;
 }
 
-double busbw_gbps(const spec::ProblemSpec& s, const std::string& preset, int world, const std::string& dtype,
+double busbw_gbps(const spec::ProblemSpec& s, const std::string& size, int world, const std::string& dtype,
                   double us) {
   if (s.roofline.bus_factor.empty() || us <= 0) return 0;
-  spec::Vars v = s.roofline_vars(preset, world, 0, dtype);
+  spec::Vars v = s.roofline_vars(size, world, 0, dtype);
   return s.roofline.data_bytes.eval(v) / (us * 1e3) * s.roofline.bus_factor.eval(v);
 }
 

@@ -1,4 +1,4 @@
-#include "report/summary.hpp"
+#include "report/leaderboard.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "report/summary.hpp"
+#include "report/leaderboard.hpp"
 
 using namespace pkb::report;
 

@@ -1,4 +1,4 @@
-#include "worker/references.hpp"
+#include "ref/registry.hpp"
 
 #include <dlfcn.h>
 
@@ -7,7 +7,6 @@
 #include <stdexcept>
 
 #include "pkb/reference.hpp"
-#include "worker/run_reference.hpp"
 
 namespace pkb {
 
@@ -24,7 +23,7 @@ bool register_reference(const char* slug, ReferenceFactory factory) {
   return true;
 }
 
-namespace worker {
+namespace ref {
 
 std::vector<std::string> reference_slugs() {
   std::vector<std::string> out;
@@ -45,5 +44,5 @@ std::unique_ptr<Reference> create_reference(const std::string& slug) {
   return it->second();
 }
 
-}  // namespace worker
+}  // namespace ref
 }  // namespace pkb

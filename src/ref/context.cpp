@@ -1,4 +1,4 @@
-#include "worker/run_reference.hpp"
+#include "ref/context.hpp"
 
 #include <ATen/ATen.h>
 
@@ -34,18 +34,10 @@ Inputs Inputs::clone() const {
   return c;
 }
 
-namespace worker {
+namespace ref {
 
 namespace {
 constexpr int64_t kRankStream = 1, kSharedStream = 2;
-}
-
-std::string shape_str(c10::IntArrayRef s) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
-  os << "]";
-  return os.str();
 }
 
 RefCtx::RefCtx(const spec::ProblemSpec& spec, spec::Vars vars, at::Device device, at::ScalarType dt, Comm* comm,
@@ -98,8 +90,8 @@ Inputs build_inputs(RefCtx& ctx, Reference& ref) {
     at::ScalarType type = tensor::resolve(t.dtype, ctx.dtype());
     if (x.sizes().vec() != want || x.scalar_type() != type)
       throw std::runtime_error("reference make_inputs left input '" + t.name + "' as " + c10::toString(x.scalar_type()) +
-                               shape_str(x.sizes()) + "; " + ctx.spec().path + ":" + std::to_string(t.line) +
-                               " declares " + c10::toString(type) + shape_str(want));
+                               tensor::shape_str(x.sizes()) + "; " + ctx.spec().path + ":" + std::to_string(t.line) +
+                               " declares " + c10::toString(type) + tensor::shape_str(want));
   }
   return in;
 }
@@ -123,13 +115,13 @@ void check_outputs(const RefCtx& ctx, const std::vector<at::Tensor>& outputs, co
     for (size_t d = 0; ok && d < want.size(); ++d)
       ok = t.shape[d].dynamic ? y.size(d) <= want[d] : y.size(d) == want[d];
     if (!ok)
-      throw std::runtime_error(who + " output '" + t.name + "' has shape " + shape_str(y.sizes()) + "; " + where +
-                               " declares " + shape_str(want) + " (dims written <= are upper bounds)");
+      throw std::runtime_error(who + " output '" + t.name + "' has shape " + tensor::shape_str(y.sizes()) + "; " + where +
+                               " declares " + tensor::shape_str(want) + " (dims written <= are upper bounds)");
     if (t.host != y.is_cpu() && ctx.device().is_cuda())
       throw std::runtime_error(who + " output '" + t.name + "' is on " + y.device().str() + "; " + where +
                                (t.host ? " declares it on the host" : " expects it on the rank's device"));
   }
 }
 
-}  // namespace worker
+}  // namespace ref
 }  // namespace pkb

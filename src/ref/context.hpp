@@ -1,5 +1,6 @@
-// A rank's view of the problem: the Ctx references see, declared inputs, and the check
-// that a reference's outputs match its spec.
+// The reference runtime: the Ctx a reference sees on a rank (sizes, args, its communicator,
+// seeded random streams), the declared inputs of a trial, and the check that a reference's
+// outputs match its spec. Implements include/pkb/reference.hpp.
 #pragma once
 
 #include <memory>
@@ -8,9 +9,7 @@
 #include "pkb/reference.hpp"
 #include "spec/spec.hpp"
 
-namespace pkb::worker {
-
-std::unique_ptr<Reference> create_reference(const std::string& slug);
+namespace pkb::ref {
 
 class RefCtx : public Ctx {
  public:
@@ -57,6 +56,4 @@ Inputs build_inputs(RefCtx& ctx, Reference& ref);
 // Throws std::runtime_error naming the spec line when `outputs` do not match the spec.
 void check_outputs(const RefCtx& ctx, const std::vector<at::Tensor>& outputs, const std::string& who);
 
-std::string shape_str(c10::IntArrayRef s);
-
-}  // namespace pkb::worker
+}  // namespace pkb::ref

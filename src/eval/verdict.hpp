@@ -1,0 +1,64 @@
+// The verdict of an evaluation, on the parent's side: what the ranks reported turned into
+// a verdict, a message, timing statistics, speedup, bus bandwidth, roofline fraction and
+// flags (docs/results.md), by the rules below, each stated once. No torch, no processes:
+// it is tested on reports made up for the purpose.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "launch/group.hpp"
+#include "spec/hardware.hpp"
+#include "spec/spec.hpp"
+
+namespace pkb::eval {
+
+// pkb's exit codes; scripts and sweeps tell verdicts apart by them.
+enum Exit : int {
+  kOk = 0,
+  kWrong = 1,          // wrong output
+  kUsage = 2,          // bad command line, unknown problem, malformed spec
+  kCompileError = 3,   // the candidate does not build or lacks an entry point
+  kCrash = 4,          // a rank died (signal, non-zero exit, CUDA error)
+  kTimeout = 5,        // a phase overran its deadline
+  kIntegrity = 6,      // the candidate cheated (mutated inputs, escaped the timer, ...)
+  kInternal = 7,       // pkb itself failed (bootstrap, I/O)
+  kInterrupted = 130,  // Ctrl-C
+};
+
+// The one table between verdicts and exit codes: "correct" 0, "wrong" 1, ... ; an unknown
+// verdict is internal; exit_code_verdict gives "" for codes that are no verdict (2, 7, 130).
+int verdict_exit_code(const std::string& verdict);
+std::string exit_code_verdict(int code);
+
+struct Rules {
+  // A median under this fraction of the roofline bound is faster than light: a violation.
+  double roofline_floor = 0.95;
+  // Work escaping the timed stream: a batch's device-synchronised host time beyond its
+  // stream time by more than this (after pkb's own overhead), absolute or relative.
+  double escape_min_us = 50, escape_fraction = 0.25;
+};
+
+// What the verdict is judged on besides the ranks' reports.
+struct Context {
+  const spec::ProblemSpec* spec = nullptr;
+  std::string size = "default", dtype, device = "cpu";
+  int world = 1, ranks_per_gpu = 1, iters = 100;
+  bool timing = true;
+  const spec::HardwareProfile* hardware = nullptr;  // for the roofline (none: no roofline)
+  nlohmann::json cached_reference;                  // the reference's stats from the cache, or null
+};
+
+// Fills res's verdict, message, failure, timing, speedup, busbw_gbps, roofline, flags,
+// escape_check, run.input_sets, phases_ms, device_copy and clocks from `rep`. Returns the
+// reference's timing statistics to cache (null when there are none to cache).
+nlohmann::json judge(nlohmann::json& res, const launch::GroupReport& rep, const Context& c, const Rules& rules = {});
+
+// Whether a result's timing says anything about speed: correct, on the CUDA device with a
+// GPU per rank, and no flag that puts its numbers in doubt (throttled clocks, processes
+// left behind). Reports count only these as fast.
+bool timing_counts(const nlohmann::json& result);
+
+}  // namespace pkb::eval

@@ -1,0 +1,37 @@
+#include "jobs/context.hpp"
+
+#include <ATen/ATen.h>
+
+#include "device/device.hpp"
+#include "ref/registry.hpp"
+#include "tensor/dtypes.hpp"
+
+namespace pkb::jobs {
+
+ProblemContext::ProblemContext(rank::Rank& r, Comm* comm)
+    : rank(r),
+      spec(spec::load_spec(r.job.spec)),
+      dt(tensor::resolve(r.job.dtype.empty() ? spec.dtype : r.job.dtype, at::kFloat)),
+      ctx(spec, spec.vars_for(r.job.size, r.world, r.rank), r.device, dt, comm ? comm : r.comm.get(), r.job.seed),
+      reference(ref::create_reference(spec.slug)) {
+  reference->setup(ctx);
+}
+
+Inputs ProblemContext::inputs_for(int64_t key) {
+  ctx.begin_trial(static_cast<int>(key));
+  return ref::build_inputs(ctx, *reference);
+}
+
+std::vector<at::Tensor> ProblemContext::run_reference(Inputs& in) {
+  Inputs pristine = in.clone();
+  std::vector<at::Tensor> y = reference->run(ctx, in);
+  device::synchronize(rank.device);
+  ref::check_outputs(ctx, y, "the reference");
+  for (size_t i = 0; i < in.size(); ++i)
+    if (spec.inputs[i].readonly && !in.at(i).equal(pristine.at(i)))
+      throw std::runtime_error("the reference changed its read-only input '" + in.names()[i] +
+                               "' (fix the reference, or declare the input readonly = false)");
+  return y;
+}
+
+}  // namespace pkb::jobs

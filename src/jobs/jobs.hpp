@@ -1,0 +1,25 @@
+// The jobs a rank runs, one a mode (rank/job.hpp), each returning this rank's part of the
+// result as JSON for the parent (launch/group.hpp collects them; the commands read them).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "rank/rank.hpp"
+
+namespace pkb::jobs {
+
+// The reference on every rank for some trials; saves outputs and inputs when asked.
+nlohmann::json run_dryrun(rank::Rank& r);
+// The runtime's own checks: communicator, heap, device barrier.
+nlohmann::json run_selftest(rank::Rank& r);
+// Correctness trials, timing of candidate and reference, the timed calls' captured outputs
+// checked (see eval.cpp).
+nlohmann::json run_eval(rank::Rank& r);
+// Whether an all-zero answer, the inputs passed through, and the reference without
+// communication each fail the problem's comparison on this rank.
+nlohmann::json run_validate(rank::Rank& r);
+
+// The job of r.job.mode. Throws on an unknown mode.
+nlohmann::json run_job(rank::Rank& r);
+
+}  // namespace pkb::jobs

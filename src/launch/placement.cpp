@@ -1,0 +1,110 @@
+#include "launch/placement.hpp"
+
+#include <cstdlib>
+
+#include <unistd.h>
+
+#include "io/input_error.hpp"
+#include "launch/phases.hpp"
+#include "launch/subprocess.hpp"
+
+namespace pkb::launch {
+
+using json = nlohmann::json;
+
+json probe_devices() {
+  // Without the NVIDIA driver there is nothing to probe, and no point starting CUDA.
+  if (access("/dev/nvidiactl", F_OK) != 0 && access("/proc/driver/nvidia", F_OK) != 0)
+    return json{{"cuda_built", true}, {"devices", json::array()}, {"note", "no NVIDIA driver"}};
+  ProcessResult r = run_process({self_exe(), "__probe"}, 120);
+  json j = json::parse(r.out, nullptr, false);
+  if (!r.ok() || j.is_discarded())
+    return json{{"devices", json::array()}, {"error", "device probe failed: " + r.err.substr(0, 400)}};
+  return j;
+}
+
+namespace {
+
+void place_on_gpus(const PlaceRequest& req, Placement& p) {
+  int k = req.ranks_per_gpu ? req.ranks_per_gpu : 1;
+  p.world = req.world ? req.world : p.gpus * k;
+  if (!req.ranks_per_gpu && p.world > p.gpus) k = (p.world + p.gpus - 1) / p.gpus;
+  if (p.world > p.gpus * k)
+    throw io::InputError("W=" + std::to_string(p.world) + " ranks do not fit " + std::to_string(p.gpus) +
+                         " GPU(s) at " + std::to_string(k) + " per GPU; raise --ranks-per-gpu");
+  p.ranks_per_gpu = k;
+  // NCCL refuses two ranks on one GPU; gloo (through the host) does not mind.
+  p.comm = k > 1 ? "gloo" : "nccl";
+  if (k == 1) return;
+  p.warnings.push_back(std::to_string(k) + " ranks share each GPU: the reference communicates through gloo and "
+                       "timings mean nothing");
+  if (req.no_mps) {
+    p.warnings.push_back("MPS is off (--no-mps): device barriers between co-resident ranks take milliseconds");
+    return;
+  }
+  std::string why;
+  p.mps = MpsDaemon::start(why);
+  if (p.mps) {
+    for (auto& kv : p.mps->env()) p.env.push_back(kv);
+  } else {
+    p.warnings.push_back("no private MPS daemon (" + why + "): device barriers between co-resident ranks take milliseconds");
+  }
+}
+
+}  // namespace
+
+Placement place(const PlaceRequest& req, const spec::ProblemSpec* spec, const std::string& size) {
+  Placement p;
+  std::string device = req.device;
+  if (device != "cpu") {
+    p.probe = probe_devices();
+    p.gpus = static_cast<int>(p.probe.value("devices", json::array()).size());
+    if (!p.probe.value("cuda_built", false) && device == "cuda")
+      throw io::InputError("pkb was built without the CUDA device; use --device cpu or rebuild with the CUDA toolkit");
+    if (device == "cuda" && p.gpus == 0)
+      throw io::InputError("--device cuda, but no GPU is visible (" +
+                           p.probe.value("note", p.probe.value("error", std::string("CUDA sees none"))) + ")");
+    device = p.gpus > 0 ? "cuda" : "cpu";
+    if (p.gpus > 0) p.gpu_name = p.probe["devices"][0].value("name", "");
+  }
+  p.device = device;
+  if (device == "cpu") {
+    p.world = req.world ? req.world : 4;
+    p.ranks_per_gpu = 1;
+    p.comm = "gloo";
+  } else {
+    place_on_gpus(req, p);
+  }
+  if (spec) {
+    std::string err = spec->world_size_error(p.world, size);
+    if (!err.empty()) throw io::InputError(err + "; pick another --world-size or --size");
+  }
+  if (!req.multicast) {
+    p.env.push_back({"NCCL_NVLS_ENABLE", "0"});
+    p.env.push_back({"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"});
+    p.env.push_back({"NVSHMEM_DISABLE_NVLS", "1"});
+  }
+  // NCCL connects everything while communicators are made, before a candidate is loaded
+  // (the sandbox denies new network sockets after that).
+  p.env.push_back({"NCCL_RUNTIME_CONNECT", "0"});
+  // One OpenMP thread per rank: W ranks already share the cores.
+  if (!getenv("OMP_NUM_THREADS")) p.env.push_back({"OMP_NUM_THREADS", "1"});
+  return p;
+}
+
+std::map<std::string, double> phase_budgets(const spec::ProblemSpec* spec, const std::string& size,
+                                            const Placement& p, double timeout) {
+  double trial = spec && spec->trial_timeout_s > 0 ? spec->trial_timeout_s : 60;
+  if (size != "default") trial *= 4;
+  if (p.ranks_per_gpu > 1 || p.device == "cpu") trial *= 2;
+  std::map<std::string, double> b = {{phase::kBootstrap, 120}, {phase::kInit, 180}, {phase::kTrial, trial},
+                                     {phase::kSync, trial},    {phase::kSave, 300}, {phase::kFinish, 60},
+                                     {phase::kExit, 60},       {"default", 120}};
+  for (const char* t : phase::kTimingPhases) b[t] = 10 * trial;
+  if (timeout > 0)
+    for (auto& [k, v] : b)
+      if (k != phase::kBootstrap) v = timeout;
+  return b;
+}
+
+}  // namespace pkb::launch

@@ -1,0 +1,141 @@
+#include "launch/spawn.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+#include <thread>
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace pkb::launch {
+
+namespace {
+
+[[noreturn]] void throw_errno(const std::string& what) {
+  throw std::system_error(errno, std::generic_category(), what);
+}
+
+void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+// Processes (threads count too) of this real user now.
+rlim_t user_processes() {
+  rlim_t n = 0;
+  uid_t me = getuid();
+  for (auto& d : std::filesystem::directory_iterator("/proc", std::filesystem::directory_options::skip_permission_denied)) {
+    std::string name = d.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream f(d.path() / "status");
+    std::string line;
+    while (std::getline(f, line))
+      if (line.rfind("Uid:", 0) == 0) {
+        if (std::stoul(line.substr(4)) == me) ++n;
+        break;
+      }
+  }
+  return n;
+}
+
+pid_t parent_of(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  size_t close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  // ") S ppid ..."
+  return static_cast<pid_t>(std::atol(stat.c_str() + close + 4));
+}
+
+}  // namespace
+
+Spawned spawn_rank(const std::vector<std::string>& argv, std::vector<std::string> env, pid_t pgid,
+                   const Limits& limits) {
+  int sv[2], out[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) throw_errno("socketpair");
+  if (pipe2(out, O_CLOEXEC) != 0) throw_errno("pipe");
+  env.push_back("PKB_BOOTSTRAP_FD=" + std::to_string(sv[1]));
+  // Everything the child needs is built before forking: it only sets limits and execs.
+  std::vector<char*> args, envp;
+  for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  for (auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  rlimit core{0, 0}, fsize{limits.file_bytes, limits.file_bytes};
+  rlim_t nproc_now = limits.apply && limits.processes ? user_processes() : 0;
+  rlimit nproc{nproc_now + limits.processes, nproc_now + limits.processes};
+
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) throw_errno("fork");
+  if (pid == 0) {
+    setpgid(0, pgid);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    struct sigaction dfl{};
+    dfl.sa_handler = SIG_DFL;
+    for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGPIPE}) sigaction(s, &dfl, nullptr);
+    if (limits.apply) {
+      setrlimit(RLIMIT_CORE, &core);
+      setrlimit(RLIMIT_FSIZE, &fsize);
+      if (limits.processes) setrlimit(RLIMIT_NPROC, &nproc);
+    }
+    dup2(out[1], 1);
+    dup2(out[1], 2);
+    fcntl(sv[1], F_SETFD, 0);  // keep the bootstrap socket across exec
+    execve(args[0], args.data(), envp.data());
+    dprintf(2, "pkb: cannot start worker %s: %s\n", args[0], strerror(errno));
+    _exit(127);
+  }
+  setpgid(pid, pgid ? pgid : pid);
+  close(sv[1]);
+  close(out[1]);
+  set_nonblocking(sv[0]);
+  set_nonblocking(out[0]);
+  return {pid, sv[0], out[0]};
+}
+
+std::vector<pid_t> children_of_self() {
+  std::vector<pid_t> out;
+  pid_t me = getpid();
+  for (auto& d : std::filesystem::directory_iterator("/proc", std::filesystem::directory_options::skip_permission_denied)) {
+    std::string name = d.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (parent_of(pid) == me) out.push_back(pid);
+  }
+  return out;
+}
+
+Leftovers::Leftovers() {
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  before_ = children_of_self();
+}
+
+int Leftovers::end(const std::vector<pid_t>& ranks, double grace_s) {
+  int ended = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_s);
+  for (int quiet = 0; quiet < 3 && std::chrono::steady_clock::now() < deadline;) {
+    bool any = false;
+    for (pid_t pid : children_of_self()) {
+      if (std::count(before_.begin(), before_.end(), pid) || std::count(ranks.begin(), ranks.end(), pid)) continue;
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+      ++ended;
+      any = true;
+    }
+    // An orphan's own children come back here once it is gone: look again, a few times.
+    quiet = any ? 0 : quiet + 1;
+    if (!any) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return ended;
+}
+
+}  // namespace pkb::launch

@@ -1,0 +1,50 @@
+// Starting the ranks, and ending whatever they leave behind.
+//
+// A rank is a fork+exec of pkb itself in the group's process group (so the group can be
+// killed as one) that dies with the parent (PR_SET_PDEATHSIG), with resource limits, an
+// environment built for it (environment.hpp) and two channels to the parent: the
+// bootstrap socket and a pipe of its stdout and stderr.
+#pragma once
+
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace pkb::launch {
+
+struct Limits {
+  bool apply = true;
+  unsigned long long file_bytes = 64ull << 30;  // the largest file a rank may write
+  unsigned long long processes = 4096;          // RLIMIT_NPROC above what the user runs now
+};                                              // (root ignores it: the sandbox's seccomp
+                                                // filter is what stops a fork bomb there)
+
+struct Spawned {
+  pid_t pid = -1;
+  int sock = -1;  // the parent's end of the bootstrap channel
+  int out = -1;   // the rank's stdout and stderr
+};
+
+// `pgid` 0 makes the rank lead a new process group. `env` holds "KEY=VALUE" entries; the
+// bootstrap descriptor's number is added as PKB_BOOTSTRAP_FD.
+Spawned spawn_rank(const std::vector<std::string>& argv, std::vector<std::string> env, pid_t pgid,
+                   const Limits& limits);
+
+// Processes the ranks leave behind, daemons that called setsid() among them: made at
+// start, it turns this process into a child subreaper (so every orphan below it comes
+// back to it) and notes the children it has; end() kills every child that came since and
+// was reparented here, again and again until none is left or `grace_s` passes. Returns
+// how many it ended.
+class Leftovers {
+ public:
+  Leftovers();
+  int end(const std::vector<pid_t>& ranks, double grace_s = 5.0);
+
+ private:
+  std::vector<pid_t> before_;
+};
+
+// Children of this process now (from /proc).
+std::vector<pid_t> children_of_self();
+
+}  // namespace pkb::launch

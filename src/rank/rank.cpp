@@ -1,0 +1,22 @@
+#include "rank/rank.hpp"
+
+#include "comm/comms.hpp"
+#include "device/device.hpp"
+#include "ref/registry.hpp"
+
+namespace pkb::rank {
+
+Rank::Rank(launch::Client& c, Job j) : client(c), job(std::move(j)), rank(job.rank), world(job.world) {
+  for (auto& lib : job.reference_libs) ref::load_reference_library(lib);
+  if (job.device == "cuda") device = at::Device(at::kCUDA, job.gpu);
+  device::select(device);
+  comm = job.comm == "nccl" ? comm::make_nccl(client, rank, world, device) : comm::make_gloo(client, rank, world, device);
+  if (job.heap_bytes) make_heap(job.heap_bytes);
+}
+
+void Rank::make_heap(size_t bytes, size_t pad_bytes) {
+  heap = device.is_cuda() ? heap::make_cuda_heap(client, rank, world, device.index(), bytes, pad_bytes)
+                          : heap::make_host_heap(client, rank, world, bytes, pad_bytes);
+}
+
+}  // namespace pkb::rank
