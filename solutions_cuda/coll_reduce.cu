@@ -28,32 +28,6 @@ constexpr int kChannel = 0;    // our barrier's signal-pad channel (pkb keeps th
 constexpr int kMaxWorld = 64;  // peer pointer tables travel as kernel parameters
 constexpr int kThreads = 512;
 
-__global__ void barrier_kernel(uint32_t* const* pads, int rank, int world) {
-  pkb::dev::barrier_block(pads, rank, world, kChannel);
-}
-
-void barrier(pkb_ctx* ctx, cudaStream_t stream) {
-  int threads = (ctx->world + 31) / 32 * 32;  // barrier_block needs a thread per rank
-  barrier_kernel<<<1, threads, 0, stream>>>(ctx->pads_dev, ctx->rank, ctx->world);
-}
-
-// Blocks for `work` items of one thread each, split over `parts` independent jobs; at
-// most four blocks per SM in all (the kernels stride over what is left).
-int blocks_for(pkb_ctx* ctx, size_t work, int parts = 1) {
-  int sms = 0;
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx->device);
-  size_t cap = std::max(1, 4 * sms / parts);
-  return int(std::clamp<size_t>((work + kThreads - 1) / kThreads, 1, cap));
-}
-
-// Reports a failed launch; returns pkb_run's result.
-int launch_status(pkb_ctx* ctx) {
-  cudaError_t err = cudaGetLastError();
-  if (err == cudaSuccess) return 0;
-  ctx->set_error(ctx, cudaGetErrorString(err));
-  return 1;
-}
-
 using pkb::dev::from_float;
 using pkb::dev::Pack;
 using pkb::dev::to_float;
@@ -117,7 +91,7 @@ void reduce(pkb_ctx* ctx, const void* x, void* y, size_t n, cudaStream_t stream)
     p.src[r] = static_cast<const T*>(ctx->peer_ptr(ctx, x, r));
     vectorise = vectorise && aligned16(p.src[r]);
   }
-  int blocks = blocks_for(ctx, (end - begin + kPack - 1) / kPack);
+  int blocks = pkb::dev::blocks_for(ctx, (end - begin + kPack - 1) / kPack, kThreads);
   reduce_kernel<T><<<blocks, kThreads, 0, stream>>>(p, world, 1, begin, end, vectorise);
   if (rank != root) cudaMemcpyAsync(y, x, n * sizeof(T), cudaMemcpyDeviceToDevice, stream);
 }
@@ -144,8 +118,8 @@ PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int, pkb_tensor* out,
     return 1;
   }
   cudaStream_t stream = static_cast<cudaStream_t>(ctx->stream);
-  barrier(ctx, stream);
+  pkb::dev::barrier(ctx, stream, kChannel);
   launch(ctx, in[0].data, out[0].data, numel(out[0]), stream);
-  barrier(ctx, stream);
-  return launch_status(ctx);
+  pkb::dev::barrier(ctx, stream, kChannel);
+  return pkb::dev::launch_status(ctx);
 }

@@ -25,32 +25,6 @@ constexpr int kChannel = 0;    // our barrier's signal-pad channel (pkb keeps th
 constexpr int kMaxWorld = 64;  // peer pointer tables travel as kernel parameters
 constexpr int kThreads = 512;
 
-__global__ void barrier_kernel(uint32_t* const* pads, int rank, int world) {
-  pkb::dev::barrier_block(pads, rank, world, kChannel);
-}
-
-void barrier(pkb_ctx* ctx, cudaStream_t stream) {
-  int threads = (ctx->world + 31) / 32 * 32;  // barrier_block needs a thread per rank
-  barrier_kernel<<<1, threads, 0, stream>>>(ctx->pads_dev, ctx->rank, ctx->world);
-}
-
-// Blocks for `work` items of one thread each, split over `parts` independent jobs; at
-// most four blocks per SM in all (the kernels stride over what is left).
-int blocks_for(pkb_ctx* ctx, size_t work, int parts = 1) {
-  int sms = 0;
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx->device);
-  size_t cap = std::max(1, 4 * sms / parts);
-  return int(std::clamp<size_t>((work + kThreads - 1) / kThreads, 1, cap));
-}
-
-// Reports a failed launch; returns pkb_run's result.
-int launch_status(pkb_ctx* ctx) {
-  cudaError_t err = cudaGetLastError();
-  if (err == cudaSuccess) return 0;
-  ctx->set_error(ctx, cudaGetErrorString(err));
-  return 1;
-}
-
 size_t nbytes(const pkb_tensor& t) {
   size_t n = pkb_dtype_size(t.dtype);
   for (int d = 0; d < t.ndim; ++d) n *= size_t(t.sizes[d]);
@@ -75,7 +49,7 @@ __global__ void copy_kernel(Copies c, size_t bytes) {
 }
 
 void copy(pkb_ctx* ctx, const Copies& c, int n, size_t bytes, cudaStream_t stream) {
-  dim3 grid(blocks_for(ctx, (bytes + 15) / 16, n), n);
+  dim3 grid(pkb::dev::blocks_for(ctx, (bytes + 15) / 16, kThreads, n), n);
   copy_kernel<<<grid, kThreads, 0, stream>>>(c, bytes);
 }
 
@@ -91,7 +65,7 @@ PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int, pkb_tensor* out,
   cudaStream_t stream = static_cast<cudaStream_t>(ctx->stream);
   int root = int(ctx->arg_int(ctx, "root", nullptr));
   size_t bytes = nbytes(out[0]);  // one (M, N) slice
-  barrier(ctx, stream);
+  pkb::dev::barrier(ctx, stream, kChannel);
   if (ctx->rank == root) {
     Copies c;
     for (int p = 0; p < ctx->world; ++p) {
@@ -100,6 +74,6 @@ PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int, pkb_tensor* out,
     }
     copy(ctx, c, ctx->world, bytes, stream);
   }
-  barrier(ctx, stream);
-  return launch_status(ctx);
+  pkb::dev::barrier(ctx, stream, kChannel);
+  return pkb::dev::launch_status(ctx);
 }

@@ -89,16 +89,6 @@ cublasStatus_t gemm(cublasHandle_t h, cudaDataType type, int64_t m, int64_t n, i
                       &zero, c, type, int(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
-__global__ void barrier_kernel(uint32_t* const* pads, int rank, int world) {
-  pkb::dev::barrier_block(pads, rank, world, kChannel);
-}
-
-cudaError_t barrier(pkb_ctx* ctx, cudaStream_t stream) {
-  int threads = (ctx->world + 31) / 32 * 32;  // barrier_block needs a thread per rank
-  barrier_kernel<<<1, threads, 0, stream>>>(ctx->pads_dev, ctx->rank, ctx->world);
-  return cudaGetLastError();
-}
-
 }  // namespace
 
 PKB_EXPORT int pkb_abi_version(void) { return PKB_ABI_VERSION; }
@@ -144,7 +134,8 @@ PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int, pkb_tensor* out,
     return 0;
   }
 
-  CHECK(barrier(ctx, stream));
+  pkb::dev::barrier(ctx, stream, kChannel);
+  CHECK(cudaGetLastError());
   CHECK(cudaEventRecord(s->fork, stream));
   CHECK(cudaStreamWaitEvent(s->copies, s->fork, 0));
   const int64_t rows = (m + kChunks - 1) / kChunks;
@@ -164,6 +155,7 @@ PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int, pkb_tensor* out,
     CHECK(cudaStreamWaitEvent(stream, s->landed, 0));
     CHECK(gemm(s->blas, s->type, h, n, k, chunk, k, b, n, c + i0 * n * es, n));
   }
-  CHECK(barrier(ctx, stream));
+  pkb::dev::barrier(ctx, stream, kChannel);
+  CHECK(cudaGetLastError());
   return 0;
 }

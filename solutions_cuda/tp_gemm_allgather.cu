@@ -88,16 +88,6 @@ cublasStatus_t gemm(cublasHandle_t h, cudaDataType type, int64_t m, int64_t n, i
                       &zero, c, type, int(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
-__global__ void barrier_kernel(uint32_t* const* pads, int rank, int world) {
-  pkb::dev::barrier_block(pads, rank, world, kChannel);
-}
-
-cudaError_t barrier(pkb_ctx* ctx, cudaStream_t stream) {
-  int threads = (ctx->world + 31) / 32 * 32;  // barrier_block needs a thread per rank
-  barrier_kernel<<<1, threads, 0, stream>>>(ctx->pads_dev, ctx->rank, ctx->world);
-  return cudaGetLastError();
-}
-
 }  // namespace
 
 PKB_EXPORT int pkb_abi_version(void) { return PKB_ABI_VERSION; }
@@ -140,7 +130,8 @@ PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int, pkb_tensor* out,
     return 0;
   }
 
-  CHECK(barrier(ctx, stream));
+  pkb::dev::barrier(ctx, stream, kChannel);
+  CHECK(cudaGetLastError());
   const int64_t rows = (m + kChunks - 1) / kChunks;
   for (int64_t i0 = 0; i0 < m; i0 += rows) {
     const int64_t h = std::min(rows, m - i0);
@@ -156,6 +147,7 @@ PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int, pkb_tensor* out,
   }
   CHECK(cudaEventRecord(s->pushed, s->pushes));
   CHECK(cudaStreamWaitEvent(stream, s->pushed, 0));
-  CHECK(barrier(ctx, stream));
+  pkb::dev::barrier(ctx, stream, kChannel);
+  CHECK(cudaGetLastError());
   return 0;
 }

@@ -66,16 +66,6 @@ cublasStatus_t gemm(cublasHandle_t h, cudaDataType type, int64_t m, int64_t n, i
                       &zero, c, type, int(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
-__global__ void barrier_kernel(uint32_t* const* pads, int rank, int world) {
-  pkb::dev::barrier_block(pads, rank, world, kChannel);
-}
-
-cudaError_t barrier(pkb_ctx* ctx, cudaStream_t stream) {
-  int threads = (ctx->world + 31) / 32 * 32;  // barrier_block needs a thread per rank
-  barrier_kernel<<<1, threads, 0, stream>>>(ctx->pads_dev, ctx->rank, ctx->world);
-  return cudaGetLastError();
-}
-
 // Tells `peer` that this rank's block has landed in its inbox (what precedes this kernel on
 // its stream is complete and visible).
 __global__ void signal_kernel(uint32_t* const* pads, int rank, int world, int peer) {
@@ -222,7 +212,8 @@ PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int, pkb_tensor* out,
   const size_t block = size_t(ml) * n * es;  // bytes of one (Ml, N) block
   char* inbox = static_cast<char*>(s->inbox);
   char* staging = static_cast<char*>(s->staging);
-  CHECK(barrier(ctx, stream));
+  pkb::dev::barrier(ctx, stream, kChannel);
+  CHECK(cudaGetLastError());
   for (int j = 1; j < world; ++j) {
     const int t = (rank + j) % world;  // the block's owner: rank+1 first, so every rank starts on another
     char* part = staging + t * block;

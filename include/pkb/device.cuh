@@ -9,7 +9,12 @@
 #include <cuda/atomic>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_runtime.h>
 #include <stdint.h>
+
+#include <algorithm>
+
+#include "pkb/solution.h"
 
 namespace pkb {
 namespace dev {
@@ -72,6 +77,37 @@ template <class T>
 struct alignas(16) Pack {
   T v[16 / sizeof(T)];
 };
+
+// ---- host side: what every candidate's pkb_run does around its kernels ----------------
+
+template <int = 0>
+__global__ void barrier_kernel(uint32_t* const* pads, int rank, int world, int channel) {
+  barrier_block(pads, rank, world, channel);
+}
+
+// A barrier of every rank on `channel`, enqueued on `stream` as a one-block kernel: work
+// enqueued after it on any rank sees every rank's work enqueued before it.
+inline void barrier(const pkb_ctx* ctx, cudaStream_t stream, int channel) {
+  int threads = (ctx->world + 31) / 32 * 32;  // barrier_block needs a thread per rank
+  barrier_kernel<<<1, threads, 0, stream>>>(ctx->pads_dev, ctx->rank, ctx->world, channel);
+}
+
+// Blocks of `threads` for `work` items of one thread each, split over `parts` independent
+// jobs; at most `per_sm` blocks per SM in all (kernels stride over what is left).
+inline int blocks_for(const pkb_ctx* ctx, size_t work, int threads, int parts = 1, int per_sm = 4) {
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx->device);
+  size_t cap = std::max(1, per_sm * sms / parts);
+  return int(std::clamp<size_t>((work + threads - 1) / threads, 1, cap));
+}
+
+// pkb_run's result after its launches: 0, or 1 with the CUDA error said through set_error.
+inline int launch_status(pkb_ctx* ctx) {
+  cudaError_t err = cudaGetLastError();
+  if (err == cudaSuccess) return 0;
+  ctx->set_error(ctx, cudaGetErrorString(err));
+  return 1;
+}
 
 }  // namespace dev
 }  // namespace pkb

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <thread>
 
@@ -32,6 +33,20 @@ inline void wait_signal(uint32_t* pad, int slot) {
 inline void barrier(uint32_t* const* pads, int rank, int world, int channel) {
   for (int peer = 0; peer < world; ++peer) put_signal(pads[peer], slot(channel, rank, world));
   for (int peer = 0; peer < world; ++peer) wait_signal(pads[rank], slot(channel, peer, world));
+}
+
+// bf16 is the top half of an fp32: widen exactly, round to nearest even (NaN stays NaN).
+inline float bf16_to_float(uint16_t b) {
+  uint32_t u = uint32_t(b) << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+inline uint16_t float_to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t(u >> 16 | 0x40);
+  return uint16_t((u + 0x7fffu + (u >> 16 & 1)) >> 16);
 }
 
 template <class T>

@@ -514,20 +514,21 @@ class EvalJob {
   }
 
   // The captured timed calls against the reference on regenerated inputs: replayed,
-  // cached, skipped or late work shows here.
+  // cached, skipped or late work shows here. Late work is named wherever a call shows it
+  // (only the last call of a set still has its live outputs); else the first wrong call.
   json check_timed_calls() {
-    json fail;
+    json first;
     for (auto& [i, cap] : captured_) {
       Inputs pristine = pc_.inputs_for(kTimedKey + i);
       std::vector<at::Tensor> want = pc_.run_reference(pristine);
       const Set* live = last_of_set(i) ? &timed(set_of(i)) : nullptr;
-      fail = judge_call(cap, live, want, phase::kCandidateTiming, kTimedKey + i);
-      if (!fail.is_null()) {
-        fail["detail"] = "timed call " + std::to_string(i) + ": " + fail["detail"].get<std::string>();
-        return fail;
-      }
+      json fail = judge_call(cap, live, want, phase::kCandidateTiming, kTimedKey + i);
+      if (fail.is_null()) continue;
+      fail["detail"] = "timed call " + std::to_string(i) + ": " + fail["detail"].get<std::string>();
+      if (fail["reason"] == "late_work") return fail;
+      if (first.is_null()) first = fail;
     }
-    return nullptr;
+    return first;
   }
 
   // Work the candidate leaves off the timed stream: device-synchronised host time of a

@@ -1,6 +1,7 @@
 #include "spec/hardware.hpp"
 
 #include "io/toml_reader.hpp"
+#include "spec/spec.hpp"
 
 namespace pkb::spec {
 
@@ -14,7 +15,9 @@ double HardwareProfile::tflops_for(const std::string& dtype) const {
   return it == tflops.end() ? 0 : it->second;
 }
 
-std::vector<HardwareProfile> load_profiles(const std::string& path) {
+namespace {
+
+std::vector<HardwareProfile> read_profiles(const std::string& path) {
   io::TomlReader r(path);
   std::vector<HardwareProfile> out;
   for (auto&& [name, node] : r.doc()) {
@@ -41,6 +44,16 @@ std::vector<HardwareProfile> load_profiles(const std::string& path) {
     out.push_back(p);
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<HardwareProfile> load_profiles(const std::string& path) {
+  try {
+    return read_profiles(path);
+  } catch (const io::InputError& e) {
+    throw SpecError(e.what());
+  }
 }
 
 const HardwareProfile* pick_profile(const std::vector<HardwareProfile>& profiles, const std::string& gpu_name,

@@ -337,9 +337,23 @@ void check_whole_shapes(const ProblemSpec& s) {
   }
 }
 
+ProblemSpec read_spec(const std::string& path);
+
 }  // namespace
 
 ProblemSpec load_spec(const std::string& path) {
+  try {
+    return read_spec(path);
+  } catch (const SpecError&) {
+    throw;
+  } catch (const io::InputError& e) {  // the TOML reader's: the same line, as a spec error
+    throw SpecError(e.what());
+  }
+}
+
+namespace {
+
+ProblemSpec read_spec(const std::string& path) {
   Reader r(path);
   const toml::table& root = r.doc();
   r.only_keys(root, kTopKeys, "the top level");
@@ -358,6 +372,8 @@ ProblemSpec load_spec(const std::string& path) {
   check_whole_shapes(s);
   return s;
 }
+
+}  // namespace
 
 const TensorSpec* ProblemSpec::input(const std::string& name) const {
   for (auto& t : inputs)

@@ -35,7 +35,7 @@ TEST(Cli, BadOptionValues) {
   EXPECT_TRUE(contains(r.err, "unknown --dtype 'float'")) << r.err;
   r = run_pkb({"dryrun", "-p", "1", "--device", "cpu", "--size", "huge"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(contains(r.err, "no size preset 'huge'")) << r.err;
+  EXPECT_TRUE(contains(r.err, "no size 'huge'")) << r.err;
 }
 
 TEST(Cli, ListAndShow) {

@@ -111,8 +111,8 @@ TEST_F(SpecFiles, SizesArePresetsOrReplacements) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(error("huge").find("no size preset 'huge'; this problem has default, large"), std::string::npos);
-  EXPECT_NE(error("huge:M=2").find("no size preset 'huge'"), std::string::npos);
+  EXPECT_NE(error("huge").find("no size 'huge'; this problem has default, large"), std::string::npos);
+  EXPECT_NE(error("huge:M=2").find("no size 'huge'"), std::string::npos);
   EXPECT_NE(error("Q=3").find("'Q=3' in size 'Q=3' must be NAME=VALUE with NAME one of K, M, N"), std::string::npos);
   EXPECT_NE(error("large:M").find("must be NAME=VALUE"), std::string::npos);
   EXPECT_NE(error("M=0").find("size M must be a positive integer, not '0'"), std::string::npos);

@@ -1,0 +1,129 @@
+// The parent's parts that need no process: the bootstrap store over its frames, what
+// reaches a rank's environment, a rank's job as JSON, the phases' deadlines.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "launch/environment.hpp"
+#include "launch/phases.hpp"
+#include "launch/placement.hpp"
+#include "launch/store.hpp"
+#include "rank/job.hpp"
+
+using namespace pkb::launch;
+
+namespace {
+
+Frame packed(Op op, std::vector<std::string> parts) { return Frame{op, pack(parts), -1}; }
+Frame frame(Op op, std::string payload) { return Frame{op, std::move(payload), -1}; }
+
+bool has(const std::vector<std::string>& env, const std::string& kv) {
+  return std::find(env.begin(), env.end(), kv) != env.end();
+}
+
+bool has_name(const std::vector<std::string>& env, const std::string& name) {
+  return std::any_of(env.begin(), env.end(), [&](const std::string& kv) { return kv.rfind(name + "=", 0) == 0; });
+}
+
+}  // namespace
+
+TEST(Store, GetWaitsForTheKeyAndSetAnswersEveryWaiter) {
+  Store s;
+  EXPECT_TRUE(s.handle(0, frame(Op::Get, "id")).empty());  // rank 0 waits
+  EXPECT_TRUE(s.handle(2, frame(Op::Get, "id")).empty());  // rank 2 too
+  EXPECT_EQ(s.waiting(), 2u);
+  auto replies = s.handle(1, packed(Op::Set, {"id", "nccl-unique-id"}));
+  ASSERT_EQ(replies.size(), 3u);  // Ok to the setter, the value to both waiters
+  EXPECT_EQ(replies[0].rank, 1);
+  EXPECT_EQ(replies[0].frame.op, Op::Ok);
+  for (int k : {1, 2}) {
+    EXPECT_EQ(replies[k].frame.op, Op::Value);
+    EXPECT_EQ(replies[k].frame.payload, "nccl-unique-id");
+  }
+  EXPECT_EQ(replies[1].rank + replies[2].rank, 2);
+  EXPECT_EQ(s.waiting(), 0u);
+  auto now = s.handle(3, frame(Op::Get, "id"));  // already there: answered at once
+  ASSERT_EQ(now.size(), 1u);
+  EXPECT_EQ(now[0].frame.payload, "nccl-unique-id");
+}
+
+TEST(Store, AddCheckDeleteAndCount) {
+  Store s;
+  EXPECT_EQ(s.handle(0, packed(Op::Add, {"n", "5"}))[0].frame.payload, "5");
+  EXPECT_EQ(s.handle(1, packed(Op::Add, {"n", "-2"}))[0].frame.payload, "3");
+  EXPECT_EQ(s.handle(0, packed(Op::Check, {"n"}))[0].frame.payload, "1");
+  EXPECT_EQ(s.handle(0, packed(Op::Check, {"n", "missing"}))[0].frame.payload, "0");
+  EXPECT_EQ(s.handle(0, frame(Op::NumKeys, ""))[0].frame.payload, "1");
+  EXPECT_EQ(s.handle(0, frame(Op::Delete, "n"))[0].frame.payload, "1");
+  EXPECT_EQ(s.handle(0, frame(Op::Delete, "n"))[0].frame.payload, "0");
+  EXPECT_FALSE(Store::handles(Op::Phase));
+  EXPECT_TRUE(Store::handles(Op::GetFd));
+}
+
+TEST(Store, DescriptorsWaitLikeValuesAndStayOwned) {
+  Store s;
+  EXPECT_TRUE(s.handle(1, frame(Op::GetFd, "heap/0")).empty());
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  close(p[1]);
+  auto replies = s.handle(0, Frame{Op::SetFd, "heap/0", p[0]});
+  ASSERT_EQ(replies.size(), 2u);
+  EXPECT_EQ(replies[1].rank, 1);
+  EXPECT_EQ(replies[1].frame.fd, p[0]);  // sent along; the store closes it when it goes
+}
+
+TEST(Environment, RanksGetAnAllowListNeverSecrets) {
+  std::vector<std::string> parent = {"PATH=/usr/bin", "LD_LIBRARY_PATH=/opt/lib", "NCCL_DEBUG=INFO",
+                                     "CUDA_VISIBLE_DEVICES=0,1", "PKB_TEST_TAG=t1", "OPENAI_API_KEY=sk-x",
+                                     "HF_TOKEN=hf", "PKB_OPENAI_API_KEY=k", "GITHUB_PAT=p", "SSH_AUTH_SOCK=/s",
+                                     "HOME=/home/u", "DB_PASSWORD=x", "TOGETHER_PROVIDER=t"};
+  EnvPolicy policy;
+  policy.scratch = "/tmp/pkb-scratch-1";
+  policy.deny = {"TOGETHER_PROVIDER"};  // a models.toml key variable, whatever its name
+  auto env = rank_environment(parent, policy, {{"PKB_RANK", "3"}, {"NCCL_NVLS_ENABLE", "0"}});
+  for (auto kv : {"PATH=/usr/bin", "LD_LIBRARY_PATH=/opt/lib", "NCCL_DEBUG=INFO", "CUDA_VISIBLE_DEVICES=0,1",
+                  "PKB_TEST_TAG=t1", "PKB_RANK=3", "NCCL_NVLS_ENABLE=0", "HOME=/tmp/pkb-scratch-1",
+                  "TMPDIR=/tmp/pkb-scratch-1"})
+    EXPECT_TRUE(has(env, kv)) << kv;
+  for (auto name : {"OPENAI_API_KEY", "HF_TOKEN", "PKB_OPENAI_API_KEY", "GITHUB_PAT", "SSH_AUTH_SOCK",
+                    "DB_PASSWORD", "TOGETHER_PROVIDER"})
+    EXPECT_FALSE(has_name(env, name)) << name;
+  policy.pass = {"HF_TOKEN"};
+  EXPECT_TRUE(has(rank_environment(parent, policy, {}), "HF_TOKEN=hf"));
+  policy.isolate = false;
+  policy.scratch.clear();
+  auto open = rank_environment(parent, policy, {});
+  EXPECT_TRUE(has(open, "OPENAI_API_KEY=sk-x"));
+  EXPECT_TRUE(has(open, "HOME=/home/u"));
+  EXPECT_TRUE(is_secret_name("my_api_Key"));
+  EXPECT_FALSE(is_secret_name("NCCL_SOCKET_IFNAME"));
+}
+
+TEST(Job, RoundTripsThroughJsonWithItsDefaultsAndA64BitSeed) {
+  pkb::rank::Job j;
+  j.mode = "eval";
+  j.seed = 18446744073709551557ull;  // above 2^53: a JSON number would lose it
+  j.iters = 7;
+  j.reference_libs = {"/a.so"};
+  pkb::rank::Job back = pkb::rank::job_from_json(nlohmann::json::parse(pkb::rank::to_json(j).dump()));
+  EXPECT_EQ(back.seed, j.seed);
+  EXPECT_EQ(back.iters, 7);
+  EXPECT_EQ(back.warmup, 500);  // the default, stated once
+  EXPECT_EQ(back.reference_libs, j.reference_libs);
+  EXPECT_TRUE(back.sandbox);
+  EXPECT_EQ(pkb::rank::job_from_json(nlohmann::json::object()).trials, 100);
+}
+
+TEST(Placement, PhaseBudgetsScaleWithDeviceSizeAndOverride) {
+  Placement cpu;
+  cpu.device = "cpu";
+  auto b = phase_budgets(nullptr, "default", cpu, 0);
+  EXPECT_EQ(b.at(phase::kTrial), 120);  // 60 s, doubled on the CPU device
+  EXPECT_EQ(b.at(phase::kCandidateTiming), 1200);
+  EXPECT_EQ(phase_budgets(nullptr, "large", cpu, 0).at(phase::kTrial), 480);
+  auto o = phase_budgets(nullptr, "default", cpu, 5);
+  EXPECT_EQ(o.at(phase::kTrial), 5);
+  EXPECT_EQ(o.at(phase::kBootstrap), 120);  // starting ranks is never cut short
+}

@@ -1,0 +1,123 @@
+// A rank's parts that need no other process: comparing outputs, poisoning them, the
+// symmetric heap's allocations, and the pkb_ctx a candidate is handed.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "eval/candidate.hpp"
+#include "eval/compare.hpp"
+#include "heap/heap.hpp"
+#include "launch/client.hpp"
+#include "spec/spec.hpp"
+
+using namespace pkb;
+
+namespace {
+
+// A heap over plain host buffers, laid out as a real one: regions and pads per rank.
+class TestHeap : public heap::Heap {
+ public:
+  TestHeap(int rank, int world, size_t bytes) : store_(world, std::vector<char>(bytes)), pads_store_(world, std::vector<uint32_t>(64)) {
+    rank_ = rank;
+    world_ = world;
+    bytes_ = bytes;
+    pad_bytes_ = 64 * sizeof(uint32_t);
+    for (int r = 0; r < world; ++r) {
+      bases_.push_back(store_[r].data());
+      pads_.push_back(pads_store_[r].data());
+    }
+  }
+
+ private:
+  std::vector<std::vector<char>> store_;
+  std::vector<std::vector<uint32_t>> pads_store_;
+};
+
+}  // namespace
+
+TEST(Compare, ValuesWithinTolerancePassAndTheFirstBadIndexIsNamed) {
+  at::Tensor want = at::arange(12, at::kFloat).reshape({3, 4});
+  EXPECT_TRUE(eval::compare(want.clone(), want, 0, 0).ok);
+  at::Tensor got = want + 0.05;
+  EXPECT_TRUE(eval::compare(got, want, 0.1, 0).ok);
+  got[2][1] = 100;
+  eval::Mismatch m = eval::compare(got, want, 0.1, 0);
+  EXPECT_FALSE(m.ok);
+  EXPECT_EQ(m.reason, "values");
+  EXPECT_EQ(m.bad, 1);
+  EXPECT_EQ(m.first_index, (std::vector<int64_t>{2, 1}));
+  EXPECT_NEAR(m.max_abs, 91, 1e-4);
+}
+
+TEST(Compare, NanDtypeShapeAndComplexParts) {
+  at::Tensor want = at::ones({4});
+  at::Tensor nan = want.clone();
+  nan[3] = NAN;
+  EXPECT_EQ(eval::compare(nan, want, 1, 1).reason, "nan");
+  EXPECT_TRUE(eval::compare(nan, nan, 0, 0).ok);  // NaN where the reference has NaN
+  EXPECT_EQ(eval::compare(want.to(at::kDouble), want, 1, 1).reason, "dtype");
+  EXPECT_EQ(eval::compare(at::ones({2, 2}), want, 1, 1).reason, "shape");
+  at::Tensor z = at::complex(at::ones({3}), at::zeros({3}));
+  at::Tensor z_im = at::complex(at::ones({3}), at::ones({3}));
+  EXPECT_FALSE(eval::compare(z_im, z, 0.5, 0).ok);  // the imaginary part counts
+  EXPECT_FALSE(eval::compare(at::tensor({1, 2}, at::kInt), at::tensor({1, 3}, at::kInt), 0, 0).ok);
+}
+
+TEST(Poison, FloatsBecomeNanIntegersAlternateBetweenExtremes) {
+  at::Tensor f = at::zeros({5});
+  eval::poison(f, false);
+  EXPECT_TRUE(f.isnan().all().item<bool>());
+  at::Tensor i = at::zeros({5}, at::kInt);
+  eval::poison(i, false);
+  int a = i[0].item<int>();
+  eval::poison(i, true);
+  int b = i[0].item<int>();
+  EXPECT_NE(a, b);
+  EXPECT_TRUE(a == std::numeric_limits<int>::max() || a == std::numeric_limits<int>::min()) << a;
+}
+
+TEST(Heap, AllocationsAreAlignedSymmetricAndBounded) {
+  TestHeap h(0, 2, 4096);
+  size_t a = h.allocate(10), b = h.allocate(100);
+  EXPECT_EQ(a, 0u);
+  EXPECT_EQ(b % 256, 0u);
+  EXPECT_GE(b, 10u);
+  EXPECT_THROW(h.allocate(8192), std::exception);
+  TestHeap other(1, 2, 4096);
+  other.allocate(10);
+  other.allocate(100);
+  EXPECT_EQ(h.layout(), other.layout());  // the same calls on every rank: the same digest
+  other.allocate(1);
+  EXPECT_NE(h.layout(), other.layout());
+}
+
+TEST(CandidateCtx, SymmAllocInInitOnlyPeerPointersAndArgs) {
+  spec::ProblemSpec s = spec::load_spec(std::string(PKB_SOURCE_DIR) + "/problems/coll_allreduce.toml");
+  TestHeap h(1, 2, 1 << 16);
+  launch::Client client(-1);  // never asked: no barrier is called
+  eval::CandidateCtx cc(h, client, -1, nullptr, nullptr, s, s.vars_for("default", 2, 1));
+  pkb_ctx* ctx = cc.get();
+  EXPECT_EQ(ctx->rank, 1);
+  EXPECT_EQ(ctx->world, 2);
+  void* mine = ctx->symm_alloc(ctx, 1024);
+  ASSERT_NE(mine, nullptr);
+  EXPECT_EQ(mine, h.base(1));
+  char* theirs = static_cast<char*>(ctx->peer_ptr(ctx, static_cast<char*>(mine) + 8, 0));
+  EXPECT_EQ(theirs, static_cast<char*>(h.base(0)) + 8);
+  int local = 0;
+  EXPECT_EQ(ctx->peer_ptr(ctx, &local, 0), nullptr);  // not in the heap
+  EXPECT_EQ(ctx->peer_ptr(ctx, mine, 2), nullptr);     // no such rank
+  int found = 0;
+  EXPECT_EQ(ctx->arg_int(ctx, "M", &found), 1024);
+  EXPECT_TRUE(found);
+  EXPECT_EQ(ctx->arg_int(ctx, "W", &found), 2);
+  ctx->arg_int(ctx, "nope", &found);
+  EXPECT_FALSE(found);
+  cc.end_init();
+  EXPECT_EQ(ctx->symm_alloc(ctx, 16), nullptr);
+  EXPECT_NE(cc.take_error().find("outside pkb_init"), std::string::npos);
+  EXPECT_EQ(cc.take_error(), "");
+}
