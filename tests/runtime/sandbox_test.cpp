@@ -64,7 +64,7 @@ TEST(Sandbox, SecretsInTheEnvironmentStayOutside) {
   EXPECT_EQ(passed.result["verdict"], "wrong") << passed.run.out;
   Eval open = eval("read_secret", {"--no-sandbox"}, env);
   EXPECT_EQ(open.result["verdict"], "wrong") << open.run.out;
-  EXPECT_TRUE(contains(open.run.err, "--no-sandbox")) << open.run.err;
+  EXPECT_TRUE(contains(open.run.out + open.run.err, "warning: --no-sandbox")) << open.run.out;
 }
 
 TEST(Sandbox, WritesOutsideTheScratchFolderAreDenied) {
@@ -128,9 +128,9 @@ TEST(Sandbox, ChildrenLeftRunningAreEndedWithTheGroup) {
 // candidate that replays results by input content never finds one to replay, so its slow
 // honest path is what is timed (a replay would show as a large speedup).
 TEST(Integrity, ReplayByContentNeverPays) {
-  Eval e = eval("replay_by_content", {"--input-sets-mib", "8", "--iters", "12"});
+  Eval e = eval("replay_by_content", {"--input-sets-mib", "8"});
   ASSERT_EQ(e.result["verdict"], "correct") << e.run.out << e.run.err;
-  EXPECT_LT(e.result["run"]["input_sets"].get<int>(), 12);
+  EXPECT_LT(e.result["run"]["input_sets"].get<int>(), 10);
   EXPECT_NE(e.result["flags"].dump().find("few_input_sets"), std::string::npos);
   EXPECT_LT(e.result["speedup"].get<double>(), 1.0) << e.result["timing"];
 }
