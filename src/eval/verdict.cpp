@@ -174,15 +174,19 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
   return to_cache;
 }
 
+bool timing_in_doubt(const json& flags) {
+  for (auto& f : flags)
+    if (f == "throttled" || f == "shared_gpu" || f == "left_processes" || f == "faster_than_roofline" ||
+        f == "timing_escape")
+      return true;
+  return false;
+}
+
 bool timing_counts(const json& r) {
   if (r.value("verdict", "") != "correct" || !r.value("speedup", json()).is_number()) return false;
   const json& run = r.value("run", json::object());
   if (run.value("device", "") != "cuda" || run.value("ranks_per_gpu", 1) != 1) return false;
-  for (auto& f : r.value("flags", json::array()))
-    if (f == "throttled" || f == "shared_gpu" || f == "left_processes" || f == "faster_than_roofline" ||
-        f == "timing_escape")
-      return false;
-  return true;
+  return !timing_in_doubt(r.value("flags", json::array()));
 }
 
 }  // namespace pkb::eval

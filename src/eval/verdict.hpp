@@ -56,9 +56,11 @@ struct Context {
 // reference's timing statistics to cache (null when there are none to cache).
 nlohmann::json judge(nlohmann::json& res, const launch::GroupReport& rep, const Context& c, const Rules& rules = {});
 
+// Whether a result's flags put its timing in doubt (throttled clocks, ranks sharing a GPU,
+// processes left behind, a violation of the timing rules).
+bool timing_in_doubt(const nlohmann::json& flags);
 // Whether a result's timing says anything about speed: correct, on the CUDA device with a
-// GPU per rank, and no flag that puts its numbers in doubt (throttled clocks, processes
-// left behind). Reports count only these as fast.
+// GPU per rank, and not in doubt.
 bool timing_counts(const nlohmann::json& result);
 
 }  // namespace pkb::eval

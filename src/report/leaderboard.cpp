@@ -24,7 +24,7 @@ void Rates::add(const Evaluation& e) {
   compiled += e.compiled();
   if (!e.correct()) return;
   ++correct;
-  if (e.speedup && *e.speedup > 0) {
+  if (e.speedup && *e.speedup > 0 && !e.timing_in_doubt) {
     ++timed;
     log_speedup_sum_ += std::log(*e.speedup);
     for (size_t i = 0; i < kSpeedupThresholds.size(); ++i) fast[i] += *e.speedup > kSpeedupThresholds[i];
@@ -47,9 +47,12 @@ using Instance = std::tuple<int, std::string, int, std::string>;  // problem id,
 
 Instance instance_of(const Evaluation& e) { return {e.problem_id, e.problem, e.world, e.size}; }
 
+// A speedup whose timing is in doubt ranks as none.
+double trusted_speedup(const Evaluation& e) { return e.timing_in_doubt ? 0 : e.speedup.value_or(0); }
+
 bool faster(const Evaluation& a, const std::optional<Evaluation>& best) {
   if (!best) return true;
-  return a.speedup.value_or(0) > best->speedup.value_or(0);
+  return trusted_speedup(a) > trusted_speedup(*best);
 }
 
 }  // namespace

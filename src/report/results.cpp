@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "eval/verdict.hpp"
+
 namespace pkb::report {
 
 namespace fs = std::filesystem;
@@ -80,6 +82,7 @@ Results load_results(const std::vector<std::string>& paths) {
       e.sample = static_cast<int>(number_at(j, {"sweep", "sample"}).value_or(0));
       e.key = string_at(j, "sweep", "task", "");
       e.speedup = number_at(j, {"speedup"});
+      e.timing_in_doubt = eval::timing_in_doubt(j.value("flags", json::array()));
       e.roofline_fraction = number_at(j, {"roofline", "fraction"});
       e.candidate_us = number_at(j, {"timing", "candidate", "median_us"});
       e.reference_us = number_at(j, {"timing", "reference", "median_us"});

@@ -14,6 +14,7 @@ struct Evaluation {
   std::string problem, category, size = "default", verdict, run, path, key;
   int problem_id = 0, world = 0, sample = 0;
   std::optional<double> speedup, roofline_fraction, candidate_us, reference_us;
+  bool timing_in_doubt = false;  // flags that put the timing in doubt (eval/verdict.hpp)
   bool correct() const { return verdict == "correct"; }
   bool compiled() const { return verdict != "compile_error"; }
 };

@@ -84,3 +84,19 @@ TEST(Summary, CategoriesFollowProblemIdsThenRuns) {
   EXPECT_EQ(s.categories[1].category + "/" + s.categories[1].run, "coll/b");
   EXPECT_EQ(s.categories[2].category + "/" + s.categories[2].run, "dp/b");
 }
+
+// A correct run whose timing is in doubt (throttled, shared GPU, processes left behind)
+// counts as correct, never as fast, and is never the best candidate.
+TEST(Summary, TimingInDoubtIsNeverFast) {
+  Evaluation doubtful = eval("m", "coll_allreduce", 4, "correct", 50.0);
+  doubtful.timing_in_doubt = true;
+  std::vector<Evaluation> evals = {doubtful, eval("m", "coll_allreduce", 4, "correct", 1.2)};
+  Summary s = summarize(evals, {1});
+  const Rates& r = s.runs[0].rates;
+  EXPECT_EQ(r.correct, 2);
+  EXPECT_EQ(r.timed, 1);
+  EXPECT_EQ(r.fast[0], 1);  // only the 1.2x one
+  EXPECT_EQ(r.fast[1], 0);
+  ASSERT_EQ(s.best.size(), 1u);
+  EXPECT_DOUBLE_EQ(*s.best[0].best->speedup, 1.2);
+}
