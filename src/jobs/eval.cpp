@@ -13,8 +13,8 @@
 // reference in every trial, on its own copies, into outputs poisoned just before; every
 // timed call (or, where memory is short, a secret sample of at least 20) is checked
 // afterwards against the reference on regenerated inputs. That order and those checks
-// defeat the attacks in shared/notes/anchors.md: stale buffers, mutated inputs, cached or
-// replayed results, batch-and-skip, work outside the timed stream or after the call.
+// defeat the attacks listed in docs/architecture.md: stale buffers, mutated inputs, cached
+// or replayed results, batch-and-skip, work outside the timed stream or after the call.
 //
 // The candidate is loaded inside the sandbox (rank/sandbox.hpp), after pkb's own
 // communicators are up.
