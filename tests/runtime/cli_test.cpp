@@ -77,3 +77,14 @@ TEST(Cli, SizesReplacedOnTheCommandLine) {
   EXPECT_TRUE(contains(r.err, "needs K % W == 0, which fails at W=4 with sizes 'K=1001'; pick another --world-size or --size"))
       << r.err;
 }
+
+// pkb doctor says which sandbox layers this kernel offers, in words and in JSON.
+TEST(Cli, DoctorReportsTheSandboxLayers) {
+  PkbRun r = run_pkb({"doctor"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "sandbox: environment allow-list")) << r.out;
+  EXPECT_TRUE(contains(r.out, "processes (seccomp): yes")) << r.out;
+  PkbRun j = run_pkb({"doctor", "--json"});
+  ASSERT_EQ(j.code, 0) << j.err;
+  EXPECT_TRUE(contains(j.out, "\"landlock_abi\"")) << j.out;
+}
