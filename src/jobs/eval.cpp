@@ -583,12 +583,10 @@ class EvalJob {
 }  // namespace
 
 json run_eval(rank::Rank& r) {
-  // Not destroyed when run() throws: the job owns the candidate's communicator, which must
-  // outlive the error report (worker/worker.cpp), and the rank exits right after it.
+  // Never destroyed: the job owns the candidate's communicator, which must outlive an error
+  // report (worker/worker.cpp), and the rank exits right after the result, with no teardown.
   auto* job = new EvalJob(r);
-  json out = job->run();
-  delete job;
-  return out;
+  return job->run();
 }
 
 }  // namespace pkb::jobs
