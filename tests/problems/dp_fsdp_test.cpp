@@ -1,0 +1,73 @@
+// The Data Parallel and FSDP / ZeRO problems, each recomputed independently
+// (tests/checks/dp.py, tests/checks/fsdp.py) from what its reference saved on the CPU
+// device (see expect_reference_recomputed).
+//
+// Every problem at W = 2, 4 and 8 (W = 1 has no communication to leave out and is
+// covered by the GPU runs). Problems too heavy for the CPU at their default sizes run at
+// smaller replaced sizes, noted per case.
+#include <gtest/gtest.h>
+
+#include "support.hpp"
+
+using namespace pkbtest;
+
+namespace {
+
+struct Case {
+  std::string problem;
+  int world;
+  std::string size;  // "" for the default sizes
+};
+
+std::vector<Case> cases(const std::vector<std::pair<std::string, std::string>>& problems) {
+  std::vector<Case> out;
+  for (auto& [p, size] : problems)
+    for (int w : {2, 4, 8}) out.push_back({p, w, size});
+  return out;
+}
+
+std::string name(const ::testing::TestParamInfo<Case>& info) {
+  return info.param.problem + "_W" + std::to_string(info.param.world);
+}
+
+}  // namespace
+
+class DpDryrun : public ::testing::TestWithParam<Case> {};
+
+TEST_P(DpDryrun, ReferenceMatchesAnIndependentRecomputation) {
+  expect_reference_recomputed(GetParam().problem, GetParam().world, GetParam().size);
+}
+
+INSTANTIATE_TEST_SUITE_P(DataParallel, DpDryrun,
+                         ::testing::ValuesIn(cases({
+                             {"dp_layernorm_bwd_allreduce", ""},
+                             {"dp_grad_acc_loss_allreduce", ""},
+                             {"dp_importance_sampling_loss", "M=256,V=8192"},  // the LM head GEMM, smaller
+                             {"dp_ddp_adam_step", ""},
+                             {"dp_int8_quant_grad_allreduce", ""},
+                             {"dp_siglip_contrastive_loss", ""},
+                             {"dp_dinov2_knn", ""},
+                             {"dp_dinov2_sinkhorn_knopp", "Bl=256"},  // 256 x 16384 per rank
+                             {"dp_sam3_iou_suppression", ""},
+                         })),
+                         name);
+
+class FsdpDryrun : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FsdpDryrun, ReferenceMatchesAnIndependentRecomputation) {
+  expect_reference_recomputed(GetParam().problem, GetParam().world, GetParam().size);
+}
+
+INSTANTIATE_TEST_SUITE_P(FullySharded, FsdpDryrun,
+                         ::testing::ValuesIn(cases({
+                             {"fsdp_clip_grad_norm", ""},
+                             {"fsdp_clip_grad_norm_ep", ""},
+                             {"fsdp_zero1_adam_step", ""},
+                             {"fsdp_zero2_adam_step", ""},
+                             {"fsdp_adam_unshard_allgather", ""},
+                             {"fsdp_step_e2e", ""},
+                             {"fsdp_tp_2d_mlp", ""},
+                             {"fsdp_fp8_reducescatter_grads", ""},
+                             {"fsdp_fp8_allgather_params", ""},
+                         })),
+                         name);
