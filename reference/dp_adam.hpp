@@ -23,26 +23,30 @@ inline AdamHyper adam_hyper(pkb::Ctx& ctx) {
 }
 
 // The step count an optimizer keeps (a host int64 scalar, the same on every rank):
-// log-uniform in [1, 10000], so early steps (large bias corrections, a fresh state) and
-// late ones both occur.
+// log-uniform in [2, 10000], so early steps (large bias corrections) and late ones both
+// occur. Not 1: from a zero state the update is lr * sign(g), which the last bit of a tiny
+// gradient flips (by 2 lr, far beyond any tolerance).
 inline at::Tensor make_step(pkb::Ctx& ctx) {
   double u = at::rand({1}, ctx.shared_rng(), ctx.options(at::kDouble)).item<double>();
-  return at::full({}, std::min<int64_t>(10000, int64_t(std::floor(std::exp(u * std::log(10000.0))))),
+  double lo = std::log(2.0), hi = std::log(10000.0);
+  return at::full({}, std::min<int64_t>(10000, int64_t(std::floor(std::exp(lo + u * (hi - lo))))),
                   at::TensorOptions().dtype(at::kLong));
 }
 
-// Adam state after step - 1 steps of gradients whose typical size is `scale` (a double or
-// a tensor broadcastable to `shape`): bias-corrected m_hat = 0.5 scale z1 (a drift) and
-// v_hat = m_hat^2 + (0.87 scale z2)^2 (so v_hat >= m_hat^2 and E v_hat = scale^2), times
-// the bias corrections 1 - beta^(step-1) (zero state at step 1). Returns (m, v) in dt.
+// Adam state after step - 1 steps of gradients whose typical size is `scale` (a tensor
+// broadcastable to `shape`): bias-corrected m_hat = 0.5 scale z1 (a drift) and v_hat =
+// m_hat^2 + scale^2 (0.25 + 0.5 z2^2) (so v_hat >= m_hat^2, v_hat >= scale^2 / 4: a
+// second moment never far below the gradient noise, and E v_hat = scale^2), times the
+// bias corrections 1 - beta^(step-1). Returns (m, v) in dt.
 inline std::pair<at::Tensor, at::Tensor> make_adam_state(pkb::Ctx& ctx, const at::Tensor& scale, at::IntArrayRef shape,
                                                          int64_t step) {
   AdamHyper hp = adam_hyper(ctx);
   at::TensorOptions f32 = ctx.options(at::kFloat);
   at::Tensor drift = at::randn(shape, ctx.rng(), f32).mul_(scale).mul_(0.5);
-  at::Tensor noise = at::randn(shape, ctx.rng(), f32).mul_(scale).mul_(0.87);
+  at::Tensor z = at::randn(shape, ctx.rng(), f32);
+  at::Tensor noise = (z * z * 0.5 + 0.25) * scale * scale;
   double c1 = 1.0 - std::pow(hp.beta1, double(step - 1)), c2 = 1.0 - std::pow(hp.beta2, double(step - 1));
-  at::Tensor m = drift * c1, v = (drift * drift + noise * noise) * c2;
+  at::Tensor m = drift * c1, v = (drift * drift + noise) * c2;
   return {m.to(ctx.dtype()), v.to(ctx.dtype())};
 }
 

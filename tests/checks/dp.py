@@ -4,7 +4,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from checks import optim
+from checks.fsdp import adam, mean_grads
 
 f64 = torch.float64
 PARAMS = ["w1", "b1", "w2", "b2"]
@@ -29,9 +29,9 @@ def grad_acc_loss(xs, w, spec):
 def ddp_adam(xs, w, spec):
     root = xs[0]
     params = [root[n] for n in PARAMS]
-    grads = optim.mean_grads(xs, params)
+    grads = mean_grads(xs, params)
     step = int(root["step"])
-    new = [optim.adam(root[n], root["exp_avg_" + n], root["exp_avg_sq_" + n], g, step, spec["args"])
+    new = [adam(root[n], root["exp_avg_" + n], root["exp_avg_sq_" + n], g, step, spec["args"])
            for n, g in zip(PARAMS, grads)]
     out = [t[0] for t in new] + [t[1] for t in new] + [t[2] for t in new]
     return [out for _ in xs]

@@ -4,10 +4,52 @@ import math
 import torch
 import torch.nn.functional as F
 
-from checks import optim
-
 f64 = torch.float64
 PARAMS = ["w1", "b1", "w2", "b2"]
+
+
+# ---- shared with tests/checks/dp.py: the two-layer MLP's gradients (autograd in fp64) and
+# Adam in fp64, written from the problems' math -------------------------------------------
+
+def mlp_grads(x, y, params):
+    """Gradients of mean((relu(x w1^T + b1) w2^T + b2 - y)^2) w.r.t. (w1, b1, w2, b2)."""
+    ps = [p.to(f64).detach().requires_grad_(True) for p in params]
+    out = F.linear(F.relu(F.linear(x.to(f64), ps[0], ps[1])), ps[2], ps[3])
+    F.mse_loss(out, y.to(f64)).backward()
+    return [p.grad for p in ps]
+
+
+def mean_grads(xs, params):
+    """The data-parallel average over the ranks' batch slices."""
+    per_rank = [mlp_grads(r["x"], r["y"], params) for r in xs]
+    return [sum(g[i] for g in per_rank) / len(xs) for i in range(len(params))]
+
+
+def adam(p, m, v, g, step, args, weight_decay=0.0):
+    """One Adam (AdamW when weight_decay) step in fp64; returns (p, m, v)."""
+    p, m, v, g = (t.to(f64) for t in (p, m, v, g))
+    b1, b2 = args["beta1"], args["beta2"]
+    m = b1 * m + (1 - b1) * g
+    v = b2 * v + (1 - b2) * g * g
+    m_hat = m / (1 - b1 ** step)
+    v_hat = v / (1 - b2 ** step)
+    new = p - args["lr"] * m_hat / (v_hat.sqrt() + args["eps"]) - args["lr"] * weight_decay * p
+    return new, m, v
+
+
+def flat(ts):
+    return torch.cat([t.reshape(-1) for t in ts])
+
+
+def unflat(v, like):
+    out, off = [], 0
+    for t in like:
+        out.append(v[off:off + t.numel()].view(t.shape))
+        off += t.numel()
+    return out
+
+
+# ---- the problems ------------------------------------------------------------------------
 
 
 def pth(ts, p):
@@ -40,15 +82,15 @@ def clip_ep(xs, w, spec):
 def zero_adam(xs, w, spec):
     root = xs[0]
     params = [root[n] for n in PARAMS]
-    g = optim.flat(optim.mean_grads(xs, params))
-    p = optim.flat(params).to(f64)
+    g = flat(mean_grads(xs, params))
+    p = flat(params).to(f64)
     part = p.numel() // w
     step = int(root["step"])
     news, out = [], []
     for r, x in enumerate(xs):
         sl = slice(r * part, (r + 1) * part)
-        news.append(optim.adam(p[sl], x["exp_avg_part"], x["exp_avg_sq_part"], g[sl], step, spec["args"]))
-    full = optim.unflat(torch.cat([n[0] for n in news]), params)
+        news.append(adam(p[sl], x["exp_avg_part"], x["exp_avg_sq_part"], g[sl], step, spec["args"]))
+    full = unflat(torch.cat([n[0] for n in news]), params)
     return [full + [n[1], n[2]] for n in news]
 
 
@@ -57,21 +99,21 @@ def fsdp_e2e(xs, w, spec):
     din, dout = xs[0]["x"].shape[1], xs[0]["y"].shape[1]
     hid = (full.numel() - dout) // (din + 1 + dout)
     like = [torch.empty(s) for s in ((hid, din), (hid,), (dout, hid), (dout,))]
-    params = optim.unflat(full, like)
-    g = optim.flat(optim.mean_grads(xs, params))
+    params = unflat(full, like)
+    g = flat(mean_grads(xs, params))
     part = full.numel() // w
     step = int(xs[0]["step"])
     out = []
     for r, x in enumerate(xs):
         sl = slice(r * part, (r + 1) * part)
-        out.append(list(optim.adam(x["flat_param_shard"], x["exp_avg_shard"], x["exp_avg_sq_shard"], g[sl], step,
+        out.append(list(adam(x["flat_param_shard"], x["exp_avg_shard"], x["exp_avg_sq_shard"], g[sl], step,
                                    spec["args"], spec["args"]["weight_decay"])))
     return out
 
 
 def adam_allgather(xs, w, spec):
     step = int(xs[0]["step"])
-    new = [optim.adam(x["master_shard"], x["exp_avg"], x["exp_avg_sq"], x["grad_shard"], step, spec["args"])[0]
+    new = [adam(x["master_shard"], x["exp_avg"], x["exp_avg_sq"], x["grad_shard"], step, spec["args"])[0]
            for x in xs]
     full = torch.cat(new)
     return [[full] for _ in xs]
