@@ -7,8 +7,9 @@
 // Algorithm (as the CUDA version):
 //  1. Broadcast by pull: rank r copies part r of rank 0's input tensors into its own flat
 //     copy `flat_p` (symmetric); barrier; then every other part j from rank j's flat_p.
-//  2. Forward and backward (libtorch's CPU GEMMs stand in for cuBLAS); the gradients land
-//     in the symmetric flat buffer `grad`, region B (w2, b2: the flat tail) first.
+//  2. Forward and backward (a plain fp32-accumulating GEMM stands in for cuBLAS); the
+//     gradients land in the symmetric flat buffer `grad`, region B (w2, b2: the flat
+//     tail) first.
 //  3. Reduce-scatter fused with Adam: for every element of the own part, sum that element
 //     of every rank's `grad` (fp32), divide by W, Adam in fp32 on the own state, store the
 //     new state and push the new parameter into the matching output tensor of every rank.
@@ -24,12 +25,50 @@
 #include <algorithm>
 #include <cmath>
 #include <thread>
+#include <vector>
 
 #include "pkb/host.hpp"
 #include "pkb/solution.h"
-#include "pkb/torch_bridge.hpp"
 
 namespace {
+
+// bf16 is the top half of an fp32 (rounded to nearest even); fp16 is _Float16.
+struct bf16 {
+  uint16_t bits;
+  bf16() = default;
+  explicit bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    bits = (u & 0x7fffffffu) > 0x7f800000u ? uint16_t(u >> 16 | 0x40) : uint16_t((u + 0x7fffu + (u >> 16 & 1)) >> 16);
+  }
+  explicit operator float() const {
+    uint32_t u = uint32_t(bits) << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+  }
+};
+
+// Row-major C (m, n) = beta C + op(A) (m, k) op(B) (k, n) (leading dims: row pitches),
+// accumulated in fp32 and rounded once: what cuBLAS does in the CUDA version.
+template <class T>
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
+          int64_t ldc, float beta) {
+  std::vector<float> af(m * k), bf(k * n), acc(n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t q = 0; q < k; ++q) af[i * k + q] = float(ta ? a[q * lda + i] : a[i * lda + q]);
+  for (int64_t q = 0; q < k; ++q)
+    for (int64_t j = 0; j < n; ++j) bf[q * n + j] = float(tb ? b[j * ldb + q] : b[q * ldb + j]);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) acc[j] = beta == 0.f ? 0.f : beta * float(c[i * ldc + j]);
+    for (int64_t q = 0; q < k; ++q) {
+      float x = af[i * k + q];
+      const float* row = &bf[q * n];
+      for (int64_t j = 0; j < n; ++j) acc[j] += x * row[j];
+    }
+    for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = T(acc[j]);
+  }
+}
 
 enum Channel { kStart = 0, kChunks = 1, kRegionB = 2, kRegionA = 3, kEnd = 4 };
 
@@ -41,7 +80,17 @@ struct Dims {
 struct State {
   void* flat_p = nullptr;  // symmetric: rank 0's parameters, flat
   void* grad = nullptr;    // symmetric: this rank's flat gradient
+  std::vector<float> act_h, act_out, act_dpre;  // local activations (as bytes enough for T)
 };
+
+// dst[j] = sum over the rows of a (rows, cols), in fp32: a bias gradient.
+template <class T>
+void col_sum(const T* a, T* dst, int64_t rows, int64_t cols) {
+  std::vector<float> acc(cols, 0.f);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) acc[j] += float(a[r * cols + j]);
+  for (int64_t j = 0; j < cols; ++j) dst[j] = T(acc[j]);
+}
 
 Dims dims_of(const pkb_tensor* in, int world) {
   Dims d;
@@ -107,9 +156,10 @@ int step(pkb_ctx* ctx, State* s, const pkb_tensor* in, pkb_tensor* out) {
   const Dims d = dims_of(in, world);
   T* flat_p = static_cast<T*>(s->flat_p);
   T* grad = static_cast<T*>(s->grad);
-  at::ScalarType st = pkb::aten_dtype(in[0].dtype);
-  auto view = [&](void* p, std::vector<int64_t> shape) { return at::from_blob(p, shape, at::TensorOptions().dtype(st)); };
-  at::Tensor x = pkb::as_tensor(ctx, in[0]), y = pkb::as_tensor(ctx, in[1]);
+  T *h = reinterpret_cast<T*>(s->act_h.data()), *o = reinterpret_cast<T*>(s->act_out.data());
+  T* dpre = reinterpret_cast<T*>(s->act_dpre.data());
+  const T* x = static_cast<const T*>(in[0].data);
+  const T* y = static_cast<const T*>(in[1].data);
 
   int64_t t = *static_cast<const int64_t*>(in[8].data);
   Adam a;
@@ -137,14 +187,17 @@ int step(pkb_ctx* ctx, State* s, const pkb_tensor* in, pkb_tensor* out) {
     memcpy(chunk, ctx->peer_ptr(ctx, chunk, peer), d.part * sizeof(T));
   }
 
-  // 2. Forward, then region B's gradients (w2, b2).
-  at::Tensor w1 = view(flat_p + d.off[0], {d.hid, d.din}), b1 = view(flat_p + d.off[1], {d.hid});
-  at::Tensor w2 = view(flat_p + d.off[2], {d.dout, d.hid}), b2 = view(flat_p + d.off[3], {d.dout});
-  at::Tensor h = at::relu(at::addmm(b1, x, w1.t()));
-  at::Tensor o = (at::addmm(b2, h, w2.t()) - y).mul_(2.0 / double(d.nl * d.dout));
-  at::Tensor gw2 = view(grad + d.off[2], {d.dout, d.hid});
-  at::mm_out(gw2, o.t(), h);
-  view(grad + d.off[3], {d.dout}).copy_(o.sum(0));
+  // 2. Forward, then region B's gradients (w2, b2), as the CUDA version's kernels do.
+  const T *w1 = flat_p + d.off[0], *b1 = flat_p + d.off[1], *w2 = flat_p + d.off[2], *b2 = flat_p + d.off[3];
+  for (int64_t i = 0; i < d.nl * d.hid; ++i) h[i] = b1[i % d.hid];
+  gemm<T>(false, true, d.nl, d.hid, d.din, x, d.din, w1, d.din, h, d.hid, 1.f);
+  for (int64_t i = 0; i < d.nl * d.hid; ++i) h[i] = T(std::max(float(h[i]), 0.f));
+  for (int64_t i = 0; i < d.nl * d.dout; ++i) o[i] = b2[i % d.dout];
+  gemm<T>(false, true, d.nl, d.dout, d.hid, h, d.hid, w2, d.hid, o, d.dout, 1.f);
+  const float scale = float(2.0 / double(d.nl * d.dout));
+  for (int64_t i = 0; i < d.nl * d.dout; ++i) o[i] = T((float(o[i]) - float(y[i])) * scale);
+  gemm<T>(true, false, d.dout, d.hid, d.nl, o, d.dout, h, d.hid, grad + d.off[2], d.hid, 0.f);
+  col_sum(o, grad + d.off[3], d.nl, d.dout);
 
   Fused<T> f;
   f.grad = grad;
@@ -170,10 +223,11 @@ int step(pkb_ctx* ctx, State* s, const pkb_tensor* in, pkb_tensor* out) {
   });
 
   // 2b. Region A's gradients (w1, b1).
-  at::Tensor dpre = o.mm(w2).mul_(h > 0);
-  at::Tensor gw1 = view(grad + d.off[0], {d.hid, d.din});
-  at::mm_out(gw1, dpre.t(), x);
-  view(grad + d.off[1], {d.hid}).copy_(dpre.sum(0));
+  gemm<T>(false, false, d.nl, d.hid, d.dout, o, d.dout, w2, d.hid, dpre, d.hid, 0.f);
+  for (int64_t i = 0; i < d.nl * d.hid; ++i)
+    if (!(float(h[i]) > 0.f)) dpre[i] = T(0.f);
+  gemm<T>(true, false, d.hid, d.din, d.nl, dpre, d.hid, x, d.din, grad + d.off[0], d.din, 0.f);
+  col_sum(dpre, grad + d.off[1], d.nl, d.hid);
 
   // 3b. Region A's exchange.
   pkb::host::barrier(ctx->pads, rank, world, kRegionA);
@@ -211,6 +265,9 @@ PKB_EXPORT int pkb_init(pkb_ctx* ctx, const pkb_tensor* in, int n_in, const pkb_
     ctx->set_error(ctx, "fsdp_zero2_adam_step: the symmetric heap is too small (--heap-size)");
     return 1;
   }
+  s->act_h.resize(d.nl * d.hid);  // a float per element holds any T
+  s->act_out.resize(d.nl * d.dout);
+  s->act_dpre.resize(d.nl * d.hid);
   return 0;
 }
 
@@ -222,8 +279,8 @@ PKB_EXPORT void pkb_finalize(pkb_ctx* ctx) {
 PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int, pkb_tensor* out, int) {
   State* s = static_cast<State*>(ctx->user);
   switch (in[0].dtype) {
-    case PKB_BF16: return step<c10::BFloat16>(ctx, s, in, out);
-    case PKB_FP16: return step<c10::Half>(ctx, s, in, out);
+    case PKB_BF16: return step<bf16>(ctx, s, in, out);
+    case PKB_FP16: return step<_Float16>(ctx, s, in, out);
     default: return step<float>(ctx, s, in, out);
   }
 }
