@@ -169,6 +169,7 @@ class EvalJob {
     // The candidate's own NCCL communicator, apart from the reference's.
     if (r_.comm->backend() == "nccl") cand_comm_ = r_.comm->split(0, r_.rank);
     make_sets();
+    if (!job_.save_dir.empty()) std::filesystem::create_directories(job_.save_dir);  // writable in the sandbox
     if (job_.sandbox) {
       connect_communicators();
       std::string lib_dir = std::filesystem::path(job_.library).parent_path().string();
