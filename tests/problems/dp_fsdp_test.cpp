@@ -77,12 +77,7 @@ INSTANTIATE_TEST_SUITE_P(FullySharded, FsdpDryrun,
 // The CPU twin of solutions_cuda/fsdp_zero2_adam_step.cu (the same indexing over the host
 // heap): correct over a few trials and timed calls at W = 4.
 TEST(FullyShardedCandidate, Zero2AdamStepCpuTwinIsCorrect) {
-  // The source tree, from the spec path `pkb show` prints ("# <root>/problems/<slug>.toml").
-  PkbRun show = run_pkb({"show", "fsdp_zero2_adam_step"});
-  ASSERT_EQ(show.code, 0) << show.out << show.err;
-  size_t at = show.out.find("/problems/fsdp_zero2_adam_step.toml"), begin = show.out.rfind("# ", at);
-  ASSERT_TRUE(at != std::string::npos && begin != std::string::npos) << show.out;
-  std::string root = show.out.substr(begin + 2, at - begin - 2);
+  const std::string root = PKB_SOURCE_DIR;
   std::string out = temp_dir("eval-fsdp_zero2_adam_step") + "/r.json";
   PkbRun r = run_pkb({"eval", "-p", "fsdp_zero2_adam_step", "-s", root + "/solutions_cpu/fsdp_zero2_adam_step.cpp",
                       "--device", "cpu", "-w", "4", "--trials", "3", "--warmup", "1", "--iters", "2", "--json", out},
