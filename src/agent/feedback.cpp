@@ -204,9 +204,9 @@ std::string rank_output(const std::string& eval_stderr, size_t max_lines) {
   for (auto& l : lines_of(eval_stderr))
     if (l.rfind("  rank ", 0) == 0 || l.rfind("    | ", 0) == 0) keep.push_back(l);
   if (keep.empty()) return "";
-  std::string out = join(keep, 0, max_lines);
+  std::string out = "```\n" + join(keep, 0, max_lines);
   if (keep.size() > max_lines) out += "... (" + std::to_string(keep.size() - max_lines) + " more lines)\n";
-  return out;
+  return out + "```\n";
 }
 
 std::string verdict_template(const json& r) {

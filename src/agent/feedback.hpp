@@ -52,7 +52,8 @@ std::string failure_details(const nlohmann::json& failure);
 // Timing of a correct result: medians, speedup, bus bandwidth, roofline fraction, flags.
 std::string timing_text(const nlohmann::json& result);
 
-// The lines each rank printed last, from pkb eval's error output ("" when none).
+// The lines each rank printed last, from pkb eval's error output, in a code block ("" when
+// there are none).
 std::string rank_output(const std::string& eval_stderr, size_t max_lines = 40);
 
 // The template for a result's verdict (correct, wrong, compile_error, crash, timeout,
