@@ -1,5 +1,6 @@
 #include "agent/loop.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -387,6 +388,7 @@ class Agent {
     st.finished = t;
     st.conv.messages.push_back({gen::Role::assistant, answer_text(answer)});
     st.conv.messages.push_back({gen::Role::user, feedback});
+    write_transcript(j, st);
 
     std::string said = outcome;
     if (ask.code.found && line.value("verdict", "") == "correct") said += " " + speedup_text(line.value("speedup", json()));
@@ -394,6 +396,29 @@ class Agent {
     say(label(j) + " turn " + std::to_string(t) + "/" + std::to_string(s_.budget.turns) + ": " + said + " (" +
         fmt("%.1f s", wall) + ", " + std::to_string(tokens_in) + "+" + std::to_string(tokens_out) + " tokens)");
     return true;
+  }
+
+  // transcript.md: the conversation as the model saw it, verbatim, each message in a fence
+  // longer than any inside it.
+  void write_transcript(const Job& j, const SampleState& st) {
+    auto fence = [](const std::string& text) {
+      size_t longest = 0, run = 0;
+      for (char c : text) longest = std::max(longest, run = c == '~' ? run + 1 : 0);
+      std::string f(std::max<size_t>(4, longest + 1), '~');
+      return f + "text\n" + text + (text.empty() || text.back() != '\n' ? "\n" : "") + f + "\n\n";
+    };
+    std::string md = "# pkb agent: " + problems_[j.problem].spec->slug + ", sample " + std::to_string(j.sample) +
+                     ", " + targets_[j.target].model.name + "\n\nEvery message of the conversation in order, as the "
+                     "model was sent it and answered. pkb's last feedback goes with the next turn's request.\n\n"
+                     "## System prompt\n\n" + fence(st.conv.system);
+    int turn = 0;
+    for (size_t i = 0; i < st.conv.messages.size(); ++i) {
+      const gen::Message& m = st.conv.messages[i];
+      if (m.role == gen::Role::assistant) md += "## Turn " + std::to_string(++turn) + ": the model\n\n";
+      else md += i == 0 ? std::string("## Turn 1: pkb's prompt\n\n") : "## Turn " + std::to_string(turn) + ": pkb's feedback\n\n";
+      md += fence(m.text);
+    }
+    io::write_file_atomically((st.dir / "transcript.md").string(), md);
   }
 
   // `pkb eval` on the candidate, recorded as a results line (the sweep's rules: a child that

@@ -9,6 +9,7 @@
 //   <run_dir>/<problem>/sample_<k>/turn_<t>/                request.json response.json reply.txt
 //                                                          candidate.<ext> eval.json feedback.txt turn.json
 //   <run_dir>/<problem>/sample_<k>/sample.json              where the sample stands
+//   <run_dir>/<problem>/sample_<k>/transcript.md            the conversation, verbatim
 // A turn is finished once its turn.json exists (written last); an answer is kept as soon
 // as it arrives. A run killed at any point resumes without asking or evaluating a finished
 // turn again, and re-asks nothing it already has an answer for.

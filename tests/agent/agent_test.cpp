@@ -60,10 +60,8 @@ std::string everything_sent(const FakeServer& s) {
 }  // namespace
 
 TEST(Agent, FixesACompileErrorThenAWrongAnswerFromTheFeedback) {
-  FakeServer server(kKey, {{"turns",
-                            {{"1", answer_with("tests/candidates/cpu/compile_error.cpp")},
-                             {"2", answer_with("tests/candidates/cpu/wrong_values.cpp", "Semicolon fixed.")},
-                             {"3", answer_with("solutions_cpu/coll_allreduce.cpp", "Every rank now reduces a slice.")}}}});
+  // README.md's example: the script of a model that needs three turns.
+  FakeServer server(kKey, json::parse(slurp(kSrc + "/tests/agent/demo_script.json")));
   std::string out = temp_dir("agent-fix");
   PkbRun r = run_pkb(agent_args(out, {"--turns", "5", "--until-speedup", "0"}), 300, env_for(server));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
@@ -111,6 +109,8 @@ TEST(Agent, FixesACompileErrorThenAWrongAnswerFromTheFeedback) {
       EXPECT_TRUE(fs::exists(sample_dir(out) + "/turn_" + std::to_string(t) + "/" + f)) << t << " " << f;
   EXPECT_EQ(slurp(sample_dir(out) + ".cpp"), slurp(kSrc + "/solutions_cpu/coll_allreduce.cpp"));
   EXPECT_FALSE(contains(slurp(sample_dir(out) + "/turn_2/request.json"), kKey)) << "keys never land on disk";
+  std::string transcript = slurp(sample_dir(out) + "/transcript.md");
+  EXPECT_TRUE(contains(transcript, "## Turn 3: pkb's feedback\n\n~~~~text\n## Turn 3 of 5: correct")) << transcript;
   json sample = json::parse(slurp(sample_dir(out) + "/sample.json"));
   EXPECT_EQ(sample["best_turn"], 3);
   EXPECT_EQ(sample["turns"], 3);

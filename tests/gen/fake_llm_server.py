@@ -2,7 +2,7 @@
 """A fake LLM provider for pkb's generation tests: a real HTTP server on 127.0.0.1 that
 speaks the four wire protocols pkb uses, with behaviour scripted per request.
 
-  fake_llm_server.py --script S.json --log L.jsonl --port-file P
+  fake_llm_server.py --script S.json --log L.jsonl --port-file P [--files-from DIR]
 
 It binds a free port and writes it to P. S.json:
   {"key": "the API key to expect",
@@ -12,6 +12,9 @@ It binds a free port and writes it to P. S.json:
    "stall_s": 30}               # how long a stalled request holds the connection
 A behaviour is one of
   {"reply": "text"}                  200 with this answer text (omit the text for a stock one)
+  {"reply": "text", "code_file": F, "tag": "cpp"}
+                                     the text, then file F (under --files-from, default the
+                                     current folder) in a fenced block tagged `tag`
   {"status": 429, "retry_after": 1}  an error in the provider's shape, Retry-After optional
   {"stall": true}                    accept, read the request, never answer
   {"malformed": true}                200 with cut-off JSON
@@ -254,6 +257,10 @@ class Handler(BaseHTTPRequestHandler):
             status = behaviour["status"]
             return self.send_json(status, error_body(protocol, status, f"scripted {status}"), headers)
         text = behaviour.get("reply")
+        if "code_file" in behaviour:
+            with open(os.path.join(server.files_from, behaviour["code_file"])) as f:
+                code = f.read()
+            text = (text or "") + "\n\n```" + behaviour.get("tag", "") + "\n" + code + "```\n"
         if text is None:
             found = re.search(r"pkb problem `(\w+)`", prompt)
             text = stock_reply(found.group(1) if found else "?", n)
@@ -263,10 +270,11 @@ class Handler(BaseHTTPRequestHandler):
 class Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, script, log_path):
+    def __init__(self, script, log_path, files_from):
         super().__init__(("127.0.0.1", 0), Handler)
         self.script = script
         self.log_path = log_path
+        self.files_from = files_from
 
     def log(self, entry):
         with LOCK:
@@ -279,8 +287,9 @@ def main():
     ap.add_argument("--script", required=True)
     ap.add_argument("--log", required=True)
     ap.add_argument("--port-file", required=True)
+    ap.add_argument("--files-from", default=".", help="the folder code_file paths are relative to")
     args = ap.parse_args()
-    server = Server(Script(args.script), args.log)
+    server = Server(Script(args.script), args.log, args.files_from)
     tmp = args.port_file + ".tmp"
     with open(tmp, "w") as f:
         f.write(str(server.server_address[1]))
