@@ -290,8 +290,7 @@ class Agent {
         std::lock_guard<std::mutex> lock(mu_);
         ModelTally& m = summary_.models[j.target];
         if (r.outcome == gen::Outcome::model_stopped && !stopped_[j.target].exchange(true)) m.stop_reason = r.error;
-        if (r.outcome == gen::Outcome::model_stopped) ++m.not_asked;
-        else ++m.failed;
+        ++m.failed;
         say(label(j) + " turn " + std::to_string(t) + ": the request failed: " + r.error);
         return false;
       }

@@ -59,7 +59,7 @@ struct Settings {
 struct ModelTally {
   int finished = 0;    // samples that ran their course (budget, target or DONE)
   int correct = 0;     // of them, with a correct candidate
-  int failed = 0;      // stopped by a request that failed after its retries; a rerun resumes them
+  int failed = 0;      // stopped by a request that failed (after its retries, or refused); a rerun resumes them
   int not_asked = 0;   // after the model stopped
   std::string stop_reason;  // why the model stopped (bad key, unknown model), "" when it did not
 };

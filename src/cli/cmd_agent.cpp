@@ -99,7 +99,7 @@ int run(Globals& g, AgentOptions& o) {
   int code = eval::kOk;
   for (size_t i = 0; i < targets.size(); ++i) {
     const agent::ModelTally& m = sum.models[i];
-    printf("%s: %d sample%s finished (%d with a correct candidate), %d stopped by failed requests, %d not asked -> %s\n",
+    printf("%s: %d sample%s finished (%d with a correct candidate), %d stopped by a failed request, %d not asked -> %s\n",
            targets[i].model.name.c_str(), m.finished, m.finished == 1 ? "" : "s", m.correct, m.failed, m.not_asked,
            targets[i].run_dir.c_str());
     if (!m.stop_reason.empty()) {

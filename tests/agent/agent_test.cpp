@@ -167,13 +167,13 @@ TEST(Agent, AModelThatNeverAnswersWithCodeGetsToolsThenCountsAsNoCode) {
 TEST(Agent, ACandidateThatHangsARankCostsOnlyItsTurn) {
   FakeServer server(kKey, {{"turns", {{"1", answer_with("tests/candidates/cpu/hang.cpp")}, {"2", {{"reply", "DONE"}}}}}});
   std::string out = temp_dir("agent-hang");
-  PkbRun r = run_pkb(agent_args(out, {"--turns", "4", "--timeout", "5"}), 300, env_for(server));
+  PkbRun r = run_pkb(agent_args(out, {"--turns", "4", "--timeout", "10"}), 300, env_for(server));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   auto log = server.requests();
   ASSERT_EQ(log.size(), 2u) << "DONE ends the sample before its turns run out";
   std::string fb = log[1]["last_user"];
   EXPECT_TRUE(contains(fb, "## Turn 1 of 4: timeout")) << fb;
-  EXPECT_TRUE(contains(fb, "over 5 s in trial 0")) << "the phase that hung" << fb;
+  EXPECT_TRUE(contains(fb, "over 10 s in trial 0")) << "the phase that hung" << fb;
   EXPECT_TRUE(contains(fb, "rank 0: stopped by pkb, last phase trial 0")) << "each rank's state" << fb;
   auto lines = results(out);
   ASSERT_EQ(lines.size(), 1u);
