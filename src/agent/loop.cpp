@@ -325,6 +325,11 @@ class Agent {
       line = evaluate(j, st, t, cand, ask.code.code, eval_stderr);
       device_s += since(e0);
       machine.unlock();
+      line["agent"] = {{"model", target.model.name},
+                       {"turn", t},
+                       {"tokens", st.tokens_in + st.tokens_out},
+                       {"wall_s", st.wall_s + since(t0) - waited}};
+      record(j, line);
       ++st.evaluated;
       st.last_candidate_turn = t;
       consider_best(st, t, line);
@@ -364,7 +369,8 @@ class Agent {
     std::string feedback = s_.book.render("feedback", v) + "\n";
     io::write_file_atomically((td / "feedback.txt").string(), feedback);
 
-    double wall = std::max(0.0, since(t0) - waited);
+    // An answer kept from an earlier run was paid for there, and counts here.
+    double wall = std::max(0.0, since(t0) - waited) + (reply.value("resumed", false) ? reply.value("wall_s", 0.0) : 0);
     st.wall_s += wall;
     st.device_s += device_s;
     st.done = st.done || ask.done;
@@ -420,8 +426,8 @@ class Agent {
     io::write_file_atomically((st.dir / "transcript.md").string(), md);
   }
 
-  // `pkb eval` on the candidate, recorded as a results line (the sweep's rules: a child that
-  // wrote no result gets the verdict its exit says).
+  // `pkb eval` on the candidate, as a results line (the sweep's rules: a child that wrote no
+  // result gets the verdict its exit says).
   json evaluate(const Job& j, const SampleState& st, int t, const std::string& cand, const std::string& code,
                 std::string& eval_stderr) {
     const Problem& p = problems_[j.problem];
@@ -458,10 +464,7 @@ class Agent {
     } catch (const sweep::EvalRejected& e) {
       throw std::runtime_error(std::string(e.what()) + " (pkb agent's command for pkb eval; a bug to report)");
     }
-    line["agent"] = {{"model", targets_[j.target].model.name}, {"turn", t}, {"tokens", st.tokens_in + st.tokens_out},
-                     {"wall_s", st.wall_s + since(t0)}};
     if (text.empty()) write_json(json_out, line);  // the turn's folder always holds its result
-    record(j, line);
     return line;
   }
 
