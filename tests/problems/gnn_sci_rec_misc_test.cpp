@@ -1,0 +1,55 @@
+// The graph, scientific, recommendation and rendering/sorting problems, each recomputed
+// independently (tests/checks/{gnn,sci,rec,misc}.py) from what its reference saved on the
+// CPU device (see expect_reference_recomputed).
+//
+// Every problem at W = 2, 4 and 8 where its constraints allow. Sizes replaced by smaller
+// ones are marked: the default sizes stay the original's, but a few are too heavy for the
+// CPU device in the CI budget (the GPU run covers the defaults).
+#include <gtest/gtest.h>
+
+#include "support.hpp"
+
+using namespace pkbtest;
+
+namespace {
+
+struct Case {
+  std::string problem;
+  int world;
+  std::string size;  // "" = the default sizes
+};
+
+std::string name_of(const Case& c) {
+  std::string n = c.problem + "_W" + std::to_string(c.world);
+  if (!c.size.empty()) n += "_small";
+  return n;
+}
+
+std::vector<Case> each_world(const std::string& p, std::vector<int> worlds, const std::string& size = "") {
+  std::vector<Case> out;
+  for (int w : worlds) out.push_back({p, w, size});
+  return out;
+}
+
+std::vector<Case> join(std::vector<std::vector<Case>> parts) {
+  std::vector<Case> out;
+  for (auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+std::vector<Case> rec_cases() {
+  return join({
+      each_world("rec_sharded_embedding_lookup", {1, 2, 4, 8}),
+  });
+}
+
+}  // namespace
+
+class Dryrun : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Dryrun, ReferenceMatchesAnIndependentRecomputation) {
+  expect_reference_recomputed(GetParam().problem, GetParam().world, GetParam().size);
+}
+
+INSTANTIATE_TEST_SUITE_P(Recommendation, Dryrun, ::testing::ValuesIn(rec_cases()),
+                         [](const auto& info) { return name_of(info.param); });
