@@ -81,3 +81,64 @@ inline std::pair<at::Tensor, at::Tensor> segments(const at::Tensor& counts) {
 }
 
 }  // namespace pkb_sparse
+
+namespace pkb_sparse {
+
+// GraphBolt's cooperative exchange counts, (W, W) int64 on the host, equal on every rank
+// (drawn from the shared stream): counts[i][j] = rows rank j sends to rank i =
+// p + q [P[i] == j] - q [P[(i+1) % W] == j], q = p // 2, P a random permutation. Every row
+// and column sums to pW.
+inline at::Tensor cooperative_counts(pkb::Ctx& ctx, int64_t p) {
+  int64_t w = ctx.world(), q = p / 2;
+  at::Tensor perm = at::randperm(w, ctx.shared_rng(), ctx.options(at::kLong)).cpu();
+  at::Tensor c = at::full({w, w}, p, at::kLong);
+  auto pa = perm.accessor<int64_t, 1>();
+  auto ca = c.accessor<int64_t, 2>();
+  for (int64_t i = 0; i < w; ++i) {
+    ca[i][pa[i]] += q;
+    ca[i][pa[(i + 1) % w]] -= q;
+  }
+  return c;
+}
+
+// The rotated all_to_all of GraphBolt: group c of `in` (sizes send[c]) goes to rank
+// (r + c) mod W, group c of the result (sizes recv[c]) comes from rank (r + c) mod W.
+inline at::Tensor rotated_all_to_all(pkb::Comm& comm, const at::Tensor& in, const std::vector<int64_t>& send,
+                                     const std::vector<int64_t>& recv) {
+  int64_t w = comm.size(), r = comm.rank();
+  std::vector<int64_t> off(w + 1, 0);
+  for (int64_t c = 0; c < w; ++c) off[c + 1] = off[c] + send[c];
+  std::vector<at::Tensor> by_dest;
+  std::vector<int64_t> in_splits, out_splits;
+  for (int64_t d = 0; d < w; ++d) {
+    int64_t c = ((d - r) % w + w) % w;  // the group for rank d
+    by_dest.push_back(in.narrow(0, off[c], send[c]));
+    in_splits.push_back(send[c]);
+    out_splits.push_back(recv[c]);  // rank d's group arrives as my group c
+  }
+  at::Tensor got = all_to_all_rows(comm, at::cat(by_dest), in_splits, out_splits);
+  std::vector<int64_t> got_off(w + 1, 0);
+  for (int64_t s = 0; s < w; ++s) got_off[s + 1] = got_off[s] + out_splits[s];
+  std::vector<at::Tensor> by_group;
+  for (int64_t c = 0; c < w; ++c) {
+    int64_t s = (r + c) % w;
+    by_group.push_back(got.narrow(0, got_off[s], out_splits[s]));
+  }
+  return at::cat(by_group);
+}
+
+// Rank r's counts in rotated order: what it receives from rank r + c (counts[r][r+c]) and
+// what it sends there (counts[r+c][r]).
+inline std::pair<std::vector<int64_t>, std::vector<int64_t>> rotated_counts(const at::Tensor& counts, int64_t r) {
+  int64_t w = counts.size(0);
+  at::Tensor c = counts.cpu().contiguous();
+  auto a = c.accessor<int64_t, 2>();
+  std::vector<int64_t> from(w), to(w);
+  for (int64_t k = 0; k < w; ++k) {
+    from[k] = a[r][(r + k) % w];
+    to[k] = a[(r + k) % w][r];
+  }
+  return {from, to};
+}
+
+}  // namespace pkb_sparse

@@ -37,6 +37,13 @@ std::vector<Case> join(std::vector<std::vector<Case>> parts) {
   return out;
 }
 
+std::vector<Case> gnn_cases() {
+  return join({
+      each_world("gnn_feature_exchange_all2all", {2, 4, 8}),
+      each_world("gnn_feature_exchange_all2all_bwd", {2, 4, 8}),
+  });
+}
+
 std::vector<Case> rec_cases() {
   return join({
       each_world("rec_sharded_embedding_lookup", {1, 2, 4, 8}),
@@ -51,5 +58,7 @@ TEST_P(Dryrun, ReferenceMatchesAnIndependentRecomputation) {
   expect_reference_recomputed(GetParam().problem, GetParam().world, GetParam().size);
 }
 
+INSTANTIATE_TEST_SUITE_P(Graph, Dryrun, ::testing::ValuesIn(gnn_cases()),
+                         [](const auto& info) { return name_of(info.param); });
 INSTANTIATE_TEST_SUITE_P(Recommendation, Dryrun, ::testing::ValuesIn(rec_cases()),
                          [](const auto& info) { return name_of(info.param); });

@@ -1,0 +1,55 @@
+"""The graph problems recomputed from every rank's saved inputs (see check_problem.py)."""
+import torch
+
+f64 = torch.float64
+
+
+def _groups(t, sizes):
+    return list(torch.split(t, [int(s) for s in sizes]))
+
+
+def _exchange(sent, counts, w, backward=False):
+    """sent[s] = rank s's list of groups in rotated order (group c for rank s + c). Returns
+    per rank r the received groups in rotated order (group c from rank r + c), checking
+    that the sizes agree with counts (counts[i][j] = rows j sends to i in the forward)."""
+    out = []
+    for r in range(w):
+        got = []
+        for c in range(w):
+            s = (r + c) % w
+            g = sent[s][(r - s) % w]
+            want = counts[s][r] if backward else counts[r][s]
+            assert g.shape[0] == int(want), "group sizes disagree with counts"
+            got.append(g)
+        out.append(got)
+    return out
+
+
+def feature_exchange(xs, w, spec):
+    counts = xs[0]["counts"]
+    sent = []
+    for s, x in enumerate(xs):
+        rows = x["features"][x["seed_inverse_ids"]]
+        sent.append(_groups(rows, [counts[(s + c) % w][s] for c in range(w)]))
+    return [[torch.cat(g).to(f64)] for g in _exchange(sent, counts, w)]
+
+
+def feature_exchange_bwd(xs, w, spec):
+    counts = xs[0]["counts"]
+    # rank s's grad_output group c belongs to the rows rank s + c sent it in the forward
+    sent = [_groups(x["grad_output"].to(f64), [counts[s][(s + c) % w] for c in range(w)]) for s, x in enumerate(xs)]
+    out = []
+    for r, got in enumerate(_exchange(sent, counts, w, backward=True)):
+        rows = torch.cat(got)
+        ids = xs[r]["seed_inverse_ids"]
+        n = xs[r]["grad_output"].shape[0] // 2
+        grad = torch.zeros(n, rows.shape[1], dtype=f64)
+        grad.index_add_(0, ids, rows)
+        out.append([grad])
+    return out
+
+
+PROBLEMS = {
+    "gnn_feature_exchange_all2all": feature_exchange,
+    "gnn_feature_exchange_all2all_bwd": feature_exchange_bwd,
+}
