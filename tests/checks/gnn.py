@@ -53,3 +53,40 @@ PROBLEMS = {
     "gnn_feature_exchange_all2all": feature_exchange,
     "gnn_feature_exchange_all2all_bwd": feature_exchange_bwd,
 }
+
+
+def sparse_push(xs, w, spec):
+    out = []
+    for r in range(w):
+        ids, vals = [], []
+        for x in xs:
+            mine = (x["idx"] % w) == r  # boolean masks keep the original order
+            ids.append(x["idx"][mine])
+            vals.append(x["value"][mine].to(f64))
+        out.append([torch.cat(ids), torch.cat(vals)])
+    return out
+
+
+PROBLEMS["gnn_sparse_embedding_all2all"] = sparse_push
+
+
+def fetch_projection(xs, w, spec):
+    table = torch.cat([x["table"] for x in xs]).to(f64)  # contiguous shards, rank order
+    return [[table[x["ids"]] @ x["proj"].to(f64)] for x in xs]
+
+
+PROBLEMS["gnn_feature_fetch_projection"] = fetch_projection
+
+
+def negative_ranks(xs, w, spec):
+    ranks = []
+    for x in xs:
+        s = torch.sigmoid(torch.cat([x["pos"].to(f64).view(-1, 1), x["neg"].to(f64)], 1))
+        # stable descending sort: the positive (column 0) comes first among equal scores
+        order = torch.sort(s, dim=1, descending=True, stable=True).indices
+        ranks.append((order == 0).nonzero()[:, 1] + 1)
+    all_ranks = torch.cat(ranks)
+    return [[all_ranks] for _ in xs]
+
+
+PROBLEMS["gnn_negative_scoring_rank"] = negative_ranks

@@ -41,6 +41,10 @@ std::vector<Case> gnn_cases() {
   return join({
       each_world("gnn_feature_exchange_all2all", {2, 4, 8}),
       each_world("gnn_feature_exchange_all2all_bwd", {2, 4, 8}),
+      each_world("gnn_sparse_embedding_all2all", {2, 4, 8}),
+      // a 64K-node table instead of the default 1M (256 MB of randn per trial on the CPU)
+      each_world("gnn_feature_fetch_projection", {2, 4, 8}, "V0=65536"),
+      each_world("gnn_negative_scoring_rank", {2, 4, 8}),
   });
 }
 
