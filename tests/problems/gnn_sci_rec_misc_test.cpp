@@ -50,7 +50,8 @@ std::vector<Case> gnn_cases() {
 
 std::vector<Case> rec_cases() {
   return join({
-      each_world("rec_sharded_embedding_lookup", {1, 2, 4, 8}),
+      each_world("rec_sharded_embedding_lookup", {2, 4, 8}),
+      each_world("rec_torchrec_kjt_all2all", {2, 4, 8}),
   });
 }
 
