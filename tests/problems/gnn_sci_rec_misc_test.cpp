@@ -55,6 +55,12 @@ std::vector<Case> rec_cases() {
   });
 }
 
+std::vector<Case> misc_cases() {
+  return join({
+      each_world("misc_sample_sort", {1, 2, 4, 8}),
+  });
+}
+
 }  // namespace
 
 class Dryrun : public ::testing::TestWithParam<Case> {};
@@ -66,4 +72,6 @@ TEST_P(Dryrun, ReferenceMatchesAnIndependentRecomputation) {
 INSTANTIATE_TEST_SUITE_P(Graph, Dryrun, ::testing::ValuesIn(gnn_cases()),
                          [](const auto& info) { return name_of(info.param); });
 INSTANTIATE_TEST_SUITE_P(Recommendation, Dryrun, ::testing::ValuesIn(rec_cases()),
+                         [](const auto& info) { return name_of(info.param); });
+INSTANTIATE_TEST_SUITE_P(Misc, Dryrun, ::testing::ValuesIn(misc_cases()),
                          [](const auto& info) { return name_of(info.param); });
