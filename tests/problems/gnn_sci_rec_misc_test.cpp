@@ -48,6 +48,16 @@ std::vector<Case> gnn_cases() {
   });
 }
 
+std::vector<Case> sci_cases() {
+  return join({
+      // 4 fields of 256 x 512 instead of 16 of 1024 x 1024
+      each_world("sci_distributed_rfft2", {2, 4, 8}, "M=256,N=512"),
+      // the default all-gathers a 166 MB padded spectrum on every rank: too much for the
+      // CPU device at W = 8 in the CI budget
+      each_world("sci_distributed_irfft2", {2, 4, 8}, "C=2,H=96,X=192"),
+  });
+}
+
 std::vector<Case> rec_cases() {
   return join({
       each_world("rec_sharded_embedding_lookup", {2, 4, 8}),
@@ -70,6 +80,8 @@ TEST_P(Dryrun, ReferenceMatchesAnIndependentRecomputation) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Graph, Dryrun, ::testing::ValuesIn(gnn_cases()),
+                         [](const auto& info) { return name_of(info.param); });
+INSTANTIATE_TEST_SUITE_P(Scientific, Dryrun, ::testing::ValuesIn(sci_cases()),
                          [](const auto& info) { return name_of(info.param); });
 INSTANTIATE_TEST_SUITE_P(Recommendation, Dryrun, ::testing::ValuesIn(rec_cases()),
                          [](const auto& info) { return name_of(info.param); });

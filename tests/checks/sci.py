@@ -1,0 +1,24 @@
+"""The scientific-computing problems recomputed from every rank's saved inputs (see check_problem.py)."""
+import torch
+
+f64 = torch.float64
+c128 = torch.complex128
+
+
+def rfft2(xs, w, spec):
+    field = torch.cat([x["x"].to(f64) for x in xs], dim=2)  # columns in rank order
+    y = torch.fft.rfft2(field, norm="ortho")
+    return [[part] for part in y.chunk(w, dim=1)]
+
+
+def irfft2(xs, w, spec):
+    half = torch.cat([x["x"].to(c128) for x in xs], dim=2)  # rows in rank order
+    h, xf = half.shape[2], half.shape[3]
+    field = torch.fft.irfft2(half, s=(h, 2 * (xf - 1)), norm="ortho")
+    return [[part] for part in field.chunk(w, dim=3)]
+
+
+PROBLEMS = {
+    "sci_distributed_rfft2": rfft2,
+    "sci_distributed_irfft2": irfft2,
+}
