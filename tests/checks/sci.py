@@ -42,3 +42,32 @@ def kalman(xs, w, spec):
 
 
 PROBLEMS["sci_kalman_filter_optimizer"] = kalman
+
+
+def disco(xs, w, spec):
+    az = 2 if w % 2 == 0 else 1
+    npol = w // az
+    nl, nlon_l = xs[0]["x"].shape[2], xs[0]["x"].shape[3]
+    nlon = nlon_l * az
+    # the whole field: latitude blocks by polar index, longitude blocks by azimuth index
+    field = torch.cat([torch.cat([xs[p * az + a]["x"].to(f64) for a in range(az)], dim=3) for p in range(npol)], dim=2)
+    idx, val = xs[0]["psi_idx"], xs[0]["psi_val"].to(f64)  # (polar, K, T, E)
+    _, kb, t, e = idx.shape
+    q = torch.arange(nlon)
+    y = torch.zeros(field.shape[0], field.shape[1], kb, t, nlon, dtype=f64)
+    for p in range(npol):
+        for k in range(kb):
+            for j in range(e):
+                lat = p * nl + idx[p, k, :, j] // nlon            # (T,) global latitude
+                lon = (idx[p, k, :, j] % nlon).unsqueeze(1) + q  # (T, nlon)
+                g = field[:, :, lat.unsqueeze(1), lon % nlon]     # (B, C, T, nlon)
+                y[:, :, k] += g * val[p, k, :, j].view(1, 1, t, 1)
+    out = torch.einsum("bckxy,ock->boxy", y, xs[0]["weight"].to(f64)) + xs[0]["bias"].to(f64).view(1, -1, 1, 1)
+    res = []
+    for r in range(w):
+        p, a = r // az, r % az
+        res.append([out[:, :, p * nl:(p + 1) * nl, a * nlon_l:(a + 1) * nlon_l]])
+    return res
+
+
+PROBLEMS["sci_spherical_disco_conv"] = disco

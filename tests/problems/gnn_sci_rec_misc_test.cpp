@@ -55,6 +55,8 @@ std::vector<Case> sci_cases() {
       // the default all-gathers a 166 MB padded spectrum on every rank: too much for the
       // CPU device at W = 8 in the CI budget
       each_world("sci_distributed_irfft2", {2, 4, 8}, "C=2,H=96,X=192"),
+      // a batch of 4 instead of 32
+      each_world("sci_spherical_disco_conv", {2, 4, 8}, "B=4"),
       // blocks of 256 instead of 1024 (P is 64 MB per rank at the default)
       each_world("sci_kalman_filter_optimizer", {1, 2, 4, 8}, "BS=256"),
   });
