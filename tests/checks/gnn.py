@@ -90,3 +90,51 @@ def negative_ranks(xs, w, spec):
 
 
 PROBLEMS["gnn_negative_scoring_rank"] = negative_ranks
+
+
+def neighbor_sampling(xs, w, spec):
+    """Per node, in plain Python: the k in-edges with the smallest (key, position), in CSC
+    order; first-appearance node lists; positions in node."""
+    vl = xs[0]["colptr"].numel() - 1
+    el = xs[0]["csc_row"].numel()
+    parts = [(x["colptr"].tolist(), x["csc_row"].tolist(), x["edge_key"].tolist()) for x in xs]
+    fanouts = [int(spec["vars"]["F1"]), int(spec["vars"]["F2"])]
+
+    def sample(v, k):
+        r, j = divmod(v, vl)
+        colptr, row, key = parts[r]
+        cand = sorted(range(colptr[j], colptr[j + 1]), key=lambda e: (key[e], e))[:k]
+        cand.sort()
+        return [row[e] for e in cand], [r * el + e for e in cand]
+
+    out = []
+    for x in xs:
+        node = x["seeds"].tolist()
+        seen = set(node)
+        frontier = list(node)
+        rows, cols, edges = [], [], []
+        for k in fanouts:
+            nbr, dst, eid = [], [], []
+            for v in frontier:
+                n, e = sample(v, k)
+                nbr += n
+                dst += [v] * len(n)
+                eid += e
+            rows += nbr
+            cols += dst
+            edges += eid
+            frontier = []
+            for u in nbr:
+                if u not in seen:
+                    seen.add(u)
+                    frontier.append(u)
+            node += frontier
+            if not frontier:
+                break
+        where = {v: i for i, v in enumerate(node)}
+        t = lambda a: torch.tensor(a, dtype=torch.long)
+        out.append([t(node), t([where[u] for u in rows]), t([where[v] for v in cols]), t(edges)])
+    return out
+
+
+PROBLEMS["gnn_neighbor_sampling"] = neighbor_sampling

@@ -39,6 +39,7 @@ std::vector<Case> join(std::vector<std::vector<Case>> parts) {
 
 std::vector<Case> gnn_cases() {
   return join({
+      each_world("gnn_neighbor_sampling", {1, 2, 4, 8}),
       each_world("gnn_feature_exchange_all2all", {2, 4, 8}),
       each_world("gnn_feature_exchange_all2all_bwd", {2, 4, 8}),
       each_world("gnn_sparse_embedding_all2all", {2, 4, 8}),
