@@ -72,6 +72,7 @@ std::vector<Case> rec_cases() {
 
 std::vector<Case> misc_cases() {
   return join({
+      each_world("misc_gsplat_projection_all2all", {2, 4, 8}),
       each_world("misc_sample_sort", {1, 2, 4, 8}),
   });
 }
