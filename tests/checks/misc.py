@@ -37,9 +37,8 @@ def gsplat(xs, w, spec):
     cl = xs[0]["viewmats"].shape[0]
     views = torch.cat([x["viewmats"].to(f64) for x in xs])
     ks = torch.cat([x["Ks"].to(f64) for x in xs])
-    sizes = spec["sizes"]["default"]
-    iw = max(64, min(sizes["N"], sizes["WMAX"]))
-    ih = max(64, min(sizes["M"], sizes["HMAX"]))
+    # the principal point is the image centre: IW = 2 cx, IH = 2 cy (exact in bf16)
+    iw, ih = float(2 * xs[0]["Ks"][0, 0, 2]), float(2 * xs[0]["Ks"][0, 1, 2])
     per_source = []
     for s, x in enumerate(xs):
         rg = _rotmat(x["quats"].to(f64)) * x["scales"].to(f64).unsqueeze(-2)  # (n, 3, 3)
