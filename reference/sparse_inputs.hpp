@@ -80,10 +80,6 @@ inline std::pair<at::Tensor, at::Tensor> segments(const at::Tensor& counts) {
   return {seg, pos};
 }
 
-}  // namespace pkb_sparse
-
-namespace pkb_sparse {
-
 // GraphBolt's cooperative exchange counts, (W, W) int64 on the host, equal on every rank
 // (drawn from the shared stream): counts[i][j] = rows rank j sends to rank i =
 // p + q [P[i] == j] - q [P[(i+1) % W] == j], q = p // 2, P a random permutation. Every row
