@@ -76,13 +76,4 @@ INSTANTIATE_TEST_SUITE_P(FullySharded, FsdpDryrun,
 
 // The CPU twin of solutions_cuda/fsdp_zero2_adam_step.cu (the same indexing over the host
 // heap): correct over a few trials and timed calls at W = 4.
-TEST(FullyShardedCandidate, Zero2AdamStepCpuTwinIsCorrect) {
-  const std::string root = PKB_SOURCE_DIR;
-  std::string out = temp_dir("eval-fsdp_zero2_adam_step") + "/r.json";
-  PkbRun r = run_pkb({"eval", "-p", "fsdp_zero2_adam_step", "-s", root + "/solutions_cpu/fsdp_zero2_adam_step.cpp",
-                      "--device", "cpu", "-w", "4", "--trials", "3", "--warmup", "1", "--iters", "2", "--json", out},
-                     600);
-  ASSERT_EQ(r.code, 0) << r.out << r.err;
-  EXPECT_TRUE(contains(r.out, "verdict: correct")) << r.out;
-  EXPECT_TRUE(survivors(r.tag).empty());
-}
+TEST(FullyShardedCandidate, Zero2AdamStepCpuTwinIsCorrect) { expect_cpu_candidate_correct("fsdp_zero2_adam_step"); }

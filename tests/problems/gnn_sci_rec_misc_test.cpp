@@ -95,29 +95,7 @@ struct CandidateCase {
 
 class CpuCandidate : public ::testing::TestWithParam<CandidateCase> {};
 
-// The source tree, from where `pkb show` says the spec lives (".../problems/<slug>.toml");
-// this test binary is not given PKB_SOURCE_DIR.
-std::string source_root(const std::string& problem) {
-  PkbRun r = run_pkb({"show", problem});
-  std::string key = "/problems/" + problem + ".toml";
-  size_t end = r.out.find(key);
-  if (end == std::string::npos) return "";
-  size_t start = r.out.rfind("# ", end);
-  return start == std::string::npos ? "" : r.out.substr(start + 2, end - start - 2);
-}
-
-TEST_P(CpuCandidate, IsCorrect) {
-  const CandidateCase& c = GetParam();
-  std::string root = source_root(c.problem);
-  ASSERT_FALSE(root.empty()) << "pkb show " << c.problem << " names no spec path";
-  std::vector<std::string> args = {"eval", "-p", c.problem, "-s", root + "/solutions_cpu/" + c.problem + ".cpp",
-                                   "--device", "cpu", "-w", "4", "--trials", "3", "--warmup", "2", "--iters", "3"};
-  if (!c.size.empty()) args.insert(args.end(), {"--size", c.size});
-  PkbRun r = run_pkb(args);
-  EXPECT_EQ(r.code, 0) << r.out << r.err;
-  EXPECT_TRUE(contains(r.out, "verdict: correct")) << r.out << r.err;
-  EXPECT_TRUE(survivors(r.tag).empty());
-}
+TEST_P(CpuCandidate, IsCorrect) { expect_cpu_candidate_correct(GetParam().problem, 4, GetParam().size); }
 
 INSTANTIATE_TEST_SUITE_P(Recommendation, CpuCandidate,
                          ::testing::Values(CandidateCase{"rec_sharded_embedding_lookup", ""}),
