@@ -23,7 +23,7 @@ std::string url_escape_path(const std::string& s) {
   return out;
 }
 
-json body_for(const Model& m, const Prompt& p) {
+json body_without_sampling(const Model& m, const Prompt& p) {
   switch (m.provider.protocol) {
     case Protocol::openai_chat: {
       json b = {{"model", m.id},
@@ -61,6 +61,21 @@ json body_for(const Model& m, const Prompt& p) {
     }
   }
   return json::object();
+}
+
+// Sampling settings that were given, under the protocol's names (Gemini's go into
+// generationConfig, the others at the top level).
+void add_sampling(json& at, const Model& m, const char* top_p_name) {
+  if (m.temperature) at["temperature"] = *m.temperature;
+  if (m.top_p) at[top_p_name] = *m.top_p;
+  if (m.seed && m.takes_seed()) at["seed"] = *m.seed;
+}
+
+json body_for(const Model& m, const Prompt& p) {
+  json b = body_without_sampling(m, p);
+  add_sampling(m.provider.protocol == Protocol::gemini ? b["generationConfig"] : b, m,
+               m.provider.protocol == Protocol::gemini ? "topP" : "top_p");
+  return b;
 }
 
 const json& need(const json& j, const char* key, const char* what) {

@@ -23,7 +23,7 @@ const std::string kModels = PKB_SOURCE_DIR "/models.toml";
 std::string error_of(const std::function<void()>& f) {
   try {
     f();
-  } catch (const GenError& e) {
+  } catch (const pkb::io::InputError& e) {  // GenError, and the TOML reader's own errors
     return e.what();
   }
   return "no error";
