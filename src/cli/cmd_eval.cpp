@@ -128,6 +128,9 @@ void print_table(const json& r) {
     for (auto& x : r["flags"]) f += (f.empty() ? "" : ", ") + x.get<std::string>();
     printf("flags: %s\n", f.c_str());
   }
+  if (!eval::timing_counts(r))
+    printf("note: %s timings say nothing about speed; reports count this run as correct, never as fast\n",
+           r["run"].value("device", "") != "cuda" ? "CPU-device" : "these");
 }
 
 // Where the wall time went (bench/eval_cost.sh): the slowest rank at each step.
@@ -222,7 +225,13 @@ int evaluate(Globals& g, EvalOptions& o) {
   job.capture_budget_bytes = static_cast<size_t>(mib * (1 << 20));
   job.candidate_heap_bytes = static_cast<size_t>(o.heap_mib * (1 << 20));
   job.library = b.library;
-  if (!o.save.empty()) job.save_dir = fs::absolute(o.save).string();
+  if (!o.save.empty()) {
+    job.save_dir = fs::absolute(o.save).string();
+    // Made here: the sandbox lets ranks write only into folders that exist when they enter it.
+    std::error_code ec;
+    fs::create_directories(job.save_dir, ec);
+    if (ec) throw UsageError("cannot make --save-outputs " + o.save + ": " + ec.message());
+  }
   auto t_launch = std::chrono::steady_clock::now();
   launch::GroupReport rep =
       run_ranks(g, p, o.run, job, &s, "eval " + s.slug + " W=" + std::to_string(p.world));
