@@ -174,8 +174,8 @@ std::string as_html(const Table& t, const std::string& page_dir) {
 std::string section_text(const Section& s) {
   std::string out = "\n" + s.title + "\n";
   for (auto& [k, v] : s.fields) out += "  " + k + ": " + v + "\n";
-  for (auto& item : s.items) out += "  ! " + item + "\n";
   if (s.table) out += as_text(*s.table);
+  for (auto& item : s.items) out += "  ! " + item + "\n";
   return out;
 }
 
@@ -405,12 +405,17 @@ Section best_section(const Summary& s) {
   return sec;
 }
 
-Section failures_section(const Summary& s, size_t message_chars) {
+// `most`: rows shown (the terminal's share of a large sweep); the files get every one.
+Section failures_section(const Summary& s, size_t message_chars, size_t most) {
   Section sec{"Failures", 2, "failures"};
   Table t;
   t.head = {"problem", "W", "size", "run", "sample", "verdict", "message", "candidate"};
   t.left = 8;
   for (auto& e : s.failures) {
+    if (t.rows.size() == most) {
+      sec.items.push_back(std::to_string(s.failures.size() - most) + " more failures: pkb report --md or --html lists them all");
+      break;
+    }
     if (!e.abs_path.empty()) t.links[{t.rows.size(), 7}] = e.abs_path;
     t.rows.push_back({e.problem, std::to_string(e.world), e.size, e.run, std::to_string(e.sample), e.verdict,
                       shortened(e.message, message_chars), e.shown_path});
@@ -444,14 +449,14 @@ Section generation_section(const Results& r) {
 }
 
 // Every section after the header and warnings, in order.
-std::vector<Section> body_sections(const Summary& s, const Results& r, size_t message_chars) {
+std::vector<Section> body_sections(const Summary& s, const Results& r, size_t message_chars, size_t most_failures) {
   std::vector<Section> out = {runs_section(s), samples_section(s)};
   Section cats{"Categories", 2, "categories"};
   out.push_back(cats);
   for (auto& cat : categories_in_order(s)) out.push_back(category_section(s, cat));
   out.push_back(matrix_section(s));
   out.push_back(best_section(s));
-  out.push_back(failures_section(s, message_chars));
+  out.push_back(failures_section(s, message_chars, most_failures));
   if (!r.generation.empty()) out.push_back(generation_section(r));
   return out;
 }
@@ -562,7 +567,7 @@ std::string render_text(const Summary& s, const Results& r) {
   std::string out = "pkb report\n";
   for (auto& [k, v] : h.fields) out += "  " + k + ": " + v + "\n";
   if (!s.warnings.empty()) out += section_text(warnings_section(s));
-  for (auto& sec : body_sections(s, r, 100)) out += section_text(sec);
+  for (auto& sec : body_sections(s, r, 100, 40)) out += section_text(sec);
   return out;
 }
 
@@ -570,7 +575,7 @@ std::string render_markdown(const Summary& s, const Results& r) {
   std::string out = "# pkb report\n\n";
   for (auto& [k, v] : header_section(s, r).fields) out += "- **" + k + "**: " + v + "\n";
   if (!s.warnings.empty()) out += section_markdown(warnings_section(s));
-  for (auto& sec : body_sections(s, r, 300)) out += section_markdown(sec);
+  for (auto& sec : body_sections(s, r, 300, s.failures.size())) out += section_markdown(sec);
   return out;
 }
 
@@ -581,7 +586,7 @@ std::string render_html(const Summary& s, const Results& r, const std::string& p
   if (!s.warnings.empty()) out += section_html(warnings_section(s), page_dir);
   out += "<h2>Best correct candidate per problem: speedup over the reference</h2>\n" + speedup_chart(s);
   out += "<h2>Verdicts per category</h2>\n" + correctness_chart(s);
-  for (auto& sec : body_sections(s, r, 300)) out += section_html(sec, page_dir);
+  for (auto& sec : body_sections(s, r, 300, s.failures.size())) out += section_html(sec, page_dir);
   return out + "</body>\n</html>\n";
 }
 

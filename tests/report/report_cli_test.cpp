@@ -201,6 +201,25 @@ TEST(Report, ProblemByRunTableAndFailures) {
   EXPECT_TRUE(contains(r.out, "\nFailures\n")) << r.out;
 }
 
+// The terminal shows a large sweep's first 40 failures; the files list every one.
+TEST(Report, TheTerminalShowsSomeFailuresTheFilesAll) {
+  std::string dir = temp_dir("report-many");
+  std::string text = slurp(kCpuFixtures + "/gamma.jsonl");
+  json wrong = json::parse(text.substr(text.rfind('\n', text.size() - 2) + 1));  // coll_allgather, wrong
+  wrong.erase("sweep");  // no sweep key: none is a repeat of another
+  {
+    std::ofstream f(dir + "/many.jsonl");
+    for (int i = 0; i < 45; ++i) f << wrong.dump() << "\n";
+  }
+  PkbRun p = run_pkb({"report", dir + "/many.jsonl", "--md", dir + "/r.md"});
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_TRUE(contains(p.out, "  ! 5 more failures: pkb report --md or --html lists them all\n")) << p.out;
+  std::string md = slurp(dir + "/r.md");
+  size_t rows = 0;
+  for (size_t at = 0; (at = md.find("| wrong | wrong (fixture) |", at)) != std::string::npos; ++at) ++rows;
+  EXPECT_EQ(rows, 45u);
+}
+
 // CPU-device timings and ranks sharing a GPU say nothing about speed: such candidates are
 // correct, never fast, never best; results that mix seeds and devices say so.
 TEST(Report, CpuDeviceAndSharedGpuTimingsNeverCount) {
