@@ -1,8 +1,10 @@
 // pkb eval: a verdict a researcher can publish. pkb build: compile a candidate into the
 // cache. The ranks do the work (jobs/eval.cpp); this side builds the candidate, places and
 // watches the ranks, and has their reports judged (eval/verdict.hpp) into a verdict,
-// timing statistics, speedup, bus bandwidth and roofline fraction.
+// timing statistics, speedup, bus bandwidth and roofline fraction. With --launcher slurm
+// the same command runs as a Slurm job on a GPU node and its result comes back here.
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -15,8 +17,11 @@
 #include "eval/verdict.hpp"
 #include "io/files.hpp"
 #include "launch/phases.hpp"
+#include "launch/subprocess.hpp"
+#include "pkb_commit.h"
 #include "spec/dtype.hpp"
 #include "spec/hardware.hpp"
+#include "sweep/slurm.hpp"
 
 namespace pkb::cli {
 
@@ -30,6 +35,8 @@ namespace {
 // (rank/job.hpp), whose defaults they keep.
 struct EvalOptions {
   std::string problem, solution, seed, json_out, save, hardware = "auto";
+  std::string launcher = "local", slurm_dir;  // --launcher slurm: where the job's script, log and result go
+  std::vector<std::string> sbatch;
   bool no_timing = false, no_ref_cache = false;
   double heap_mib = 256, sets_mib = 0;
   rank::Job job;
@@ -40,6 +47,26 @@ std::string fmt_us(double us) {
   char b[32];
   snprintf(b, sizeof b, "%.1f", us);
   return b;
+}
+
+std::string utc_now(const char* format) {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, format, std::gmtime(&t));
+  return buf;
+}
+
+// A candidate runs on one device only: a .cu file on the CUDA device, a .cpp file on the
+// CPU device. A mismatch is the command line's mistake, told before anything is built.
+void check_candidate_device(const std::string& solution, const std::string& device, bool device_given) {
+  std::string kind = build::backend_of(solution);
+  if ((kind == "cuda" || kind == "tk") && device == "cpu")
+    throw UsageError(solution + " is a CUDA candidate (.cu), but this run uses the CPU device" +
+                     (device_given ? " (--device cpu)" : " (no GPU is visible)") +
+                     "; CPU-device candidates are .cpp files (see solutions_cpu/)");
+  if (kind == "cpu" && device == "cuda")
+    throw UsageError(solution + " is a CPU-device candidate (.cpp), but this run uses the CUDA device; add --device "
+                                "cpu, or give a .cu candidate");
 }
 
 build::Result build_for(Globals& g, const std::string& solution, const launch::Placement& p) {
@@ -101,6 +128,9 @@ void print_table(const json& r) {
     for (auto& x : r["flags"]) f += (f.empty() ? "" : ", ") + x.get<std::string>();
     printf("flags: %s\n", f.c_str());
   }
+  if (!eval::timing_counts(r))
+    printf("note: %s timings say nothing about speed; reports count this run as correct, never as fast\n",
+           r["run"].value("device", "") != "cuda" ? "CPU-device" : "these");
 }
 
 // Where the wall time went (bench/eval_cost.sh): the slowest rank at each step.
@@ -130,12 +160,14 @@ int evaluate(Globals& g, EvalOptions& o) {
   if (!fs::is_regular_file(o.solution)) throw UsageError("no such candidate file: " + o.solution);
   std::string dtype = job.dtype.empty() ? s.dtype : job.dtype;
   launch::Placement p = place(o.run, &s, job.size);
+  check_candidate_device(o.solution, p.device, o.run.place.device != "auto");
   job.spec = s.path;
   job.seed = make_seed(o.seed);
   std::vector<spec::HardwareProfile> profiles;
   const spec::HardwareProfile* hw = hardware_for(g, o.hardware, p, profiles);
 
   json res = {{"schema", "pkb.eval/1"}, {"problem", s.slug}, {"problem_id", s.id}, {"category", s.category},
+              {"time", utc_now("%Y-%m-%dT%H:%M:%SZ")},
               {"failure", nullptr}, {"timing", nullptr}, {"speedup", nullptr}, {"busbw_gbps", nullptr},
               {"roofline", nullptr}, {"flags", json::array()}};
   res["run"] = {{"world", p.world}, {"device", p.device}, {"gpu", p.gpu_name}, {"gpus", p.gpus},
@@ -143,7 +175,7 @@ int evaluate(Globals& g, EvalOptions& o) {
                 {"size", job.size}, {"dtype", dtype}, {"seed", std::to_string(job.seed)}, {"trials", job.trials},
                 {"warmup", job.warmup}, {"iters", job.iters}, {"cache", job.cache}, {"input_sets", nullptr},
                 {"sandbox", !o.run.no_sandbox}};
-  res["versions"] = {{"pkb", PKB_VERSION}, {"torch", PKB_TORCH_VERSION},
+  res["versions"] = {{"pkb", PKB_VERSION}, {"commit", PKB_COMMIT}, {"torch", PKB_TORCH_VERSION},
                      {"cuda_runtime", p.probe.value("runtime_version", 0)},
                      {"cuda_driver", p.probe.value("driver_version", 0)}, {"nccl", p.probe.value("nccl_version", 0)}};
   printf("pkb eval %s  W=%d  device=%s%s  comm=%s  size=%s  seed=%llu  trials=%d\n", s.slug.c_str(), p.world,
@@ -154,7 +186,10 @@ int evaluate(Globals& g, EvalOptions& o) {
 
   auto t0 = std::chrono::steady_clock::now();
   build::Result b = build_for(g, o.solution, p);
-  res["candidate"] = {{"path", o.solution}, {"sha256", b.source_sha256}, {"backend", b.backend}};
+  res["candidate"] = {{"path", o.solution},
+                      {"abs_path", fs::absolute(o.solution).lexically_normal().string()},
+                      {"sha256", b.source_sha256},
+                      {"backend", b.backend}};
   res["versions"]["compiler"] = b.compiler;
   res["build_s"] = b.seconds;
   auto finish = [&](int code) {
@@ -190,7 +225,13 @@ int evaluate(Globals& g, EvalOptions& o) {
   job.capture_budget_bytes = static_cast<size_t>(mib * (1 << 20));
   job.candidate_heap_bytes = static_cast<size_t>(o.heap_mib * (1 << 20));
   job.library = b.library;
-  if (!o.save.empty()) job.save_dir = fs::absolute(o.save).string();
+  if (!o.save.empty()) {
+    job.save_dir = fs::absolute(o.save).string();
+    // Made here: the sandbox lets ranks write only into folders that exist when they enter it.
+    std::error_code ec;
+    fs::create_directories(job.save_dir, ec);
+    if (ec) throw UsageError("cannot make --save-outputs " + o.save + ": " + ec.message());
+  }
   auto t_launch = std::chrono::steady_clock::now();
   launch::GroupReport rep =
       run_ranks(g, p, o.run, job, &s, "eval " + s.slug + " W=" + std::to_string(p.world));
@@ -206,6 +247,119 @@ int evaluate(Globals& g, EvalOptions& o) {
   if (!to_cache.is_null() && res["verdict"] == "correct") io::write_file_atomically(cache_file, to_cache.dump() + "\n");
   print_table(res);
   return finish(eval::verdict_exit_code(res["verdict"]));
+}
+
+// The command line this process was started with, as the kernel has it.
+std::vector<std::string> own_argv() {
+  std::string raw = io::read_file("/proc/self/cmdline");
+  std::vector<std::string> argv;
+  for (size_t at = 0; at < raw.size();) {
+    size_t end = raw.find('\0', at);
+    if (end == std::string::npos) end = raw.size();
+    argv.push_back(raw.substr(at, end - at));
+    at = end + 1;
+  }
+  return argv;
+}
+
+// This command as the node runs it: every flag kept but the launcher's own, the device
+// settled, the result written into the job's folder.
+std::vector<std::string> node_argv(const std::string& device, const std::string& result) {
+  const std::vector<std::string> dropped = {"--launcher", "--sbatch", "--slurm-dir", "--json", "--device"};
+  std::vector<std::string> argv = own_argv(), out = {launch::self_exe()};
+  for (size_t i = 1; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    bool drop = false;
+    for (auto& d : dropped) {
+      if (a == d) {
+        drop = true;
+        ++i;  // and its value
+      } else if (a.rfind(d + "=", 0) == 0) {
+        drop = true;
+      }
+    }
+    if (!drop) out.push_back(a);
+  }
+  out.insert(out.end(), {"--device", device, "--json", result});
+  return out;
+}
+
+std::string last_lines(const std::string& path, int n) {
+  std::ifstream f(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(f, line);) lines.push_back(line);
+  std::string out;
+  for (size_t i = lines.size() > size_t(n) ? lines.size() - n : 0; i < lines.size(); ++i) out += "  " + lines[i] + "\n";
+  return out;
+}
+
+// pkb eval --launcher slurm: this command as a one-task Slurm job (the script `pkb sweep
+// --launcher slurm` writes, without the array), submitted and waited for; the node writes
+// the result into a folder both sides see, and it is printed (and --json written) here.
+int evaluate_on_slurm(Globals& g, EvalOptions& o) {
+  const spec::ProblemSpec& s = g.problem(o.problem);
+  check_size(s, o.job.size);
+  if (!o.job.dtype.empty() && !spec::is_dtype_name(o.job.dtype))
+    throw UsageError("unknown --dtype '" + o.job.dtype + "'; use one of " + spec::dtype_names());
+  if (!fs::is_regular_file(o.solution)) throw UsageError("no such candidate file: " + o.solution);
+  const launch::PlaceRequest& req = o.run.place;
+  // Nothing is probed here (this machine may have no GPU): the candidate's kind says the device.
+  std::string device = req.device != "auto" ? req.device : build::backend_of(o.solution) == "cpu" ? "cpu" : "cuda";
+  check_candidate_device(o.solution, device, req.device != "auto");
+  sweep::SlurmJob job;
+  if (device == "cuda") {
+    if (req.world == 0)
+      throw UsageError("--launcher slurm on the CUDA device needs -w/--world-size: the GPUs to ask Slurm for");
+    int per_gpu = std::max(1, req.ranks_per_gpu);
+    job.gpus_per_node = (req.world + per_gpu - 1) / per_gpu;
+  }
+  fs::path dir = fs::absolute(o.slurm_dir.empty() ? "pkb-slurm/eval-" + s.slug + "-" + utc_now("%Y%m%d-%H%M%S")
+                                                  : o.slurm_dir);
+  fs::create_directories(dir);
+  fs::path result = dir / "result.json";
+  fs::remove(result);
+  job.name = "pkb-eval";
+  job.array = false;
+  job.results_dir = dir.string();
+  job.workdir = fs::current_path().string();
+  job.sbatch_options = o.sbatch;
+  job.argv = node_argv(device, result.string());
+  std::string script = (dir / "eval.sbatch").string();
+  std::ofstream file(script);
+  file << sweep::slurm_script(job);
+  file.close();
+  if (!file) throw UsageError("cannot write " + script + "; pick a --slurm-dir you can write to");
+  printf("pkb eval %s on Slurm: %s, waiting for the job to end (logs in %s)\n", s.slug.c_str(), script.c_str(),
+         dir.c_str());
+  fflush(stdout);
+  sweep::Submission sub;
+  try {
+    sub = sweep::sbatch(script, true);
+  } catch (const std::exception& e) {
+    throw UsageError(e.what());
+  }
+  std::string log = (dir / ("slurm-" + sub.id + ".log")).string();
+  if (!fs::exists(result)) {
+    fprintf(stderr, "pkb: error: %s; the job wrote no result. The end of %s:\n%s",
+            sub.id.empty() ? ("sbatch refused " + script + ": " + sub.error).c_str()
+                           : ("Slurm job " + sub.id + " ended" + (sub.ok ? "" : " with an error: " + sub.error)).c_str(),
+            log.c_str(), last_lines(log, 12).c_str());
+    return eval::kInternal;
+  }
+  json res = json::parse(io::read_file(result.string()), nullptr, false);
+  if (res.is_discarded() || !res.value("verdict", json()).is_string()) {
+    fprintf(stderr, "pkb: error: %s is not a pkb.eval/1 result\n", result.c_str());
+    return eval::kInternal;
+  }
+  res["slurm"] = {{"job", sub.id}, {"folder", dir.string()}};
+  printf("Slurm job %s on the %s device: result %s\n", sub.id.c_str(), device.c_str(), result.c_str());
+  print_table(res);
+  if (!o.json_out.empty()) {
+    std::ofstream f(o.json_out);
+    f << res.dump(2) << "\n";
+    if (!f) throw std::runtime_error("cannot write " + o.json_out);
+  }
+  return eval::verdict_exit_code(res["verdict"]);
 }
 
 }  // namespace
@@ -234,8 +388,19 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
   cmd->add_option("--heap-size", o.heap_mib, "MiB of symmetric heap per rank for the candidate's own buffers");
   cmd->add_option("--input-sets-mib", o.sets_mib, "MiB per rank for distinct timed input sets (default: 8192 on CUDA, 256 on CPU)");
   cmd->add_flag("--no-reference-cache", o.no_ref_cache, "time the reference even when a cached timing exists");
+  cmd->add_option("--launcher", o.launcher, "local (here), or slurm (a Slurm job on a GPU node; waits for its result)")
+      ->check(CLI::IsMember({"local", "slurm"}));
+  cmd->add_option("--sbatch", o.sbatch, "slurm: one more #SBATCH option, e.g. --sbatch=--partition=gpu (repeatable)");
+  cmd->add_option("--slurm-dir", o.slurm_dir,
+                  "slurm: the job's folder, seen by both sides (default pkb-slurm/eval-<problem>-<time>)");
   o.run.add_to(cmd);
-  cmd->callback([&] { run = [&] { return evaluate(g, o); }; });
+  cmd->callback([&] {
+    run = [&] {
+      if (o.launcher == "slurm") return evaluate_on_slurm(g, o);
+      if (!o.sbatch.empty() || !o.slurm_dir.empty()) throw UsageError("--sbatch and --slurm-dir are for --launcher slurm");
+      return evaluate(g, o);
+    };
+  });
 
   static std::string build_src, build_device = "auto";
   auto* bcmd = app.add_subcommand("build", "Compile a candidate into the build cache and print the library's path");

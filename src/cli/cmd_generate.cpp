@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "cli/commands.hpp"
@@ -40,8 +41,12 @@ PromptSetup setup_prompts(Globals& g, const PromptOptions& o) {
     for (auto& prof : p.profiles) list += prof.name + ", ";
     throw UsageError("unknown --hardware '" + name + "'; use " + list + "auto or none");
   };
-  std::string hw = o.hardware.empty() ? p.book.default_hardware : o.hardware;
-  if (hw == "auto") {
+  // A backend with a machine of its own (the CPU device) describes it unless told otherwise.
+  std::string hw = !o.hardware.empty() ? o.hardware : !p.backend->hardware.empty() ? p.backend->hardware
+                                                                                   : p.book.default_hardware;
+  if (hw == "auto" && !p.backend->hardware.empty()) {
+    p.hardware = by_name(p.backend->hardware);
+  } else if (hw == "auto") {
     nlohmann::json probe = launch::probe_devices();
     auto devs = probe.value("devices", nlohmann::json::array());
     std::string fallback = p.book.default_hardware == "auto" ? "none" : p.book.default_hardware;
@@ -62,7 +67,10 @@ PromptSetup setup_prompts(Globals& g, const PromptOptions& o) {
   } else {
     p.hardware = by_name(hw);
   }
-  p.world = o.world ? o.world : (p.hardware && p.hardware->gpus >= 2 ? p.hardware->gpus : 8);
+  p.world = o.world                                     ? o.world
+            : p.hardware && p.hardware->gpus >= 2 ? p.hardware->gpus
+            : p.backend->world                    ? p.backend->world
+                                                  : 8;
   return p;
 }
 
@@ -104,11 +112,53 @@ namespace {
 struct GenerateOptions {
   std::vector<std::string> models, problems = {"all"};
   int samples = 1, jobs = 4;
-  bool force = false;
+  bool force = false, dry_run = false;
+  std::optional<double> temperature, top_p;
+  std::optional<int64_t> seed, max_tokens;
   std::string out, run_name, models_file, base_url;
   gen::RetryPolicy policy;
   PromptOptions prompt;
 };
+
+// A prompt's tokens, estimated without a tokenizer: about four characters a token.
+int64_t estimate_tokens(const gen::Prompt& p) { return static_cast<int64_t>((p.system.size() + p.user.size() + 3) / 4); }
+
+std::string money(double usd) {
+  char b[32];
+  snprintf(b, sizeof b, "$%.2f", usd);
+  return b;
+}
+
+// --dry-run: the prompts, their token estimates and the requests a run would send; nothing
+// is sent, and nothing is written.
+int dry_run(const std::vector<gen::Target>& targets, const std::vector<gen::Task>& tasks, const gen::RunSettings& rs) {
+  int64_t prompt_tokens = 0;
+  for (auto& t : tasks) {
+    int64_t n = estimate_tokens(t.prompt);
+    prompt_tokens += n;
+    printf("===== %s: prompt %s, ~%lld tokens =====\n===== system =====\n%s\n===== user =====\n%s\n", t.problem.c_str(),
+           t.prompt.hash().c_str(), static_cast<long long>(n), t.prompt.system.c_str(), t.prompt.user.c_str());
+  }
+  std::vector<int> pending = gen::pending_requests(targets, tasks, rs);
+  int total = 0;
+  printf("dry run: no request sent. %zu prompt%s, ~%lld tokens in all (about 4 characters a token)\n", tasks.size(),
+         tasks.size() == 1 ? "" : "s", static_cast<long long>(prompt_tokens));
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const gen::Model& m = targets[i].model;
+    int asked = rs.samples * static_cast<int>(tasks.size());
+    // Sample-major as run_generation asks: the prompts' mean stands for each request.
+    int64_t in = tasks.empty() ? 0 : pending[i] * prompt_tokens / static_cast<int64_t>(tasks.size());
+    int64_t out = static_cast<int64_t>(pending[i]) * m.max_tokens;
+    std::optional<double> cost = m.cost_usd(in, out);
+    printf("%s: %d request%s (%d samples, %d already there) to %s, ~%lld tokens in, at most %lld out%s -> %s\n",
+           m.name.c_str(), pending[i], pending[i] == 1 ? "" : "s", asked, asked - pending[i], m.provider.base_url.c_str(),
+           static_cast<long long>(in), static_cast<long long>(out),
+           cost ? (", at most " + money(*cost)).c_str() : "", targets[i].run_dir.c_str());
+    total += pending[i];
+  }
+  printf("requests: %d\n", total);
+  return eval::kOk;
+}
 
 int generate(Globals& g, GenerateOptions& o) {
   gen::ModelTable table = gen::ModelTable::load(o.models_file.empty() ? g.root + "/models.toml" : o.models_file);
@@ -123,7 +173,14 @@ int generate(Globals& g, GenerateOptions& o) {
   for (auto& name : o.models) {
     gen::Target t;
     t.model = table.resolve(name, o.base_url);
-    t.key = gen::api_key(t.model);
+    if (o.temperature) t.model.temperature = o.temperature;
+    if (o.top_p) t.model.top_p = o.top_p;
+    if (o.seed) t.model.seed = o.seed;
+    if (o.max_tokens) t.model.max_tokens = *o.max_tokens;
+    if (o.seed && !t.model.takes_seed())
+      warn("--seed: " + name + " speaks " + gen::protocol_name(t.model.provider.protocol) +
+           ", which takes no seed; its requests go without one");
+    if (!o.dry_run) t.key = gen::api_key(t.model);  // a dry run needs no key
     t.run_name = o.run_name.empty() ? gen::run_name(name, p.backend->key, precision, hardware, p.shots) : o.run_name;
     t.run_dir = (fs::path(solutions) / t.run_name).string();
     targets.push_back(t);
@@ -139,6 +196,7 @@ int generate(Globals& g, GenerateOptions& o) {
   rs.extension = p.backend->extension;
   rs.tags = p.backend->tags;
   rs.labels = {{"backend", p.backend->key}, {"shots", p.shots}, {"hardware", hardware}, {"precision", precision}};
+  if (o.dry_run) return dry_run(targets, tasks, rs);
   gen::Progress progress(stderr, isatty(2));
   gen::RunSummary sum = gen::run_generation(targets, tasks, rs, progress);
 
@@ -148,6 +206,10 @@ int generate(Globals& g, GenerateOptions& o) {
     printf("%s: %d ok, %d without code, %d failed, %d already there, %d not asked -> %s\n",
            targets[i].model.name.c_str(), m.ok, m.no_code, m.failed, m.skipped, m.not_asked,
            targets[i].run_dir.c_str());
+    if (m.requests)
+      printf("  %d request%s: %lld tokens in, %lld out, %.1f s mean latency, cost %s\n", m.requests,
+             m.requests == 1 ? "" : "s", static_cast<long long>(m.tokens_in), static_cast<long long>(m.tokens_out),
+             m.latency_s / m.requests, m.cost_usd ? money(*m.cost_usd).c_str() : "unknown (no prices in the models table)");
     if (!m.stop_reason.empty()) {
       fprintf(stderr, "pkb: error: %s stopped: %s\n", targets[i].model.name.c_str(), m.stop_reason.c_str());
       code = eval::kUsage;
@@ -201,6 +263,20 @@ void add_generate_commands(CLI::App& app, Globals& g, Action& run) {
       ->check(CLI::Range(1, 1000));
   gen_cmd->add_option("-j,--jobs", go.jobs, "requests in flight at once (default 4)")->check(CLI::Range(1, 256));
   gen_cmd->add_flag("--force", go.force, "ask again for samples that exist");
+  gen_cmd->add_flag("--dry-run", go.dry_run,
+                    "print the prompts, their token estimates and the requests a run would send; send nothing");
+  // Unset unless given: the provider's defaults stay the provider's.
+  gen_cmd->add_option_function<double>("--temperature", [](const double& v) { go.temperature = v; },
+                                        "sampling temperature (default: the provider's)")
+      ->check(CLI::Range(0.0, 2.0));
+  gen_cmd->add_option_function<double>("--top-p", [](const double& v) { go.top_p = v; },
+                                        "nucleus sampling mass (default: the provider's)")
+      ->check(CLI::Range(0.0, 1.0));
+  gen_cmd->add_option_function<int64_t>("--seed", [](const int64_t& v) { go.seed = v; },
+                                         "sampling seed; sample k gets seed + k (OpenAI chat and Gemini only)");
+  gen_cmd->add_option_function<int64_t>("--max-tokens", [](const int64_t& v) { go.max_tokens = v; },
+                                         "output tokens per request, reasoning included (default: the table's)")
+      ->check(CLI::Range(int64_t(1), int64_t(10000000)));
   gen_cmd->add_option("--output-dir", go.out, "where solutions_<backend>/ goes (default: the root)");
   gen_cmd->add_option("--run-name", go.run_name,
                       "the run's folder (default: <model>_<backend>_<precision>_<hardware>_<shots>)");

@@ -2,6 +2,7 @@
 // --json files): per run compiled, correct, fast_p, pass@k and fast_p@k, geo-mean speedup
 // and roofline; tables per category; the best candidate per problem.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -57,7 +58,10 @@ void add_report_command(CLI::App& app, Globals&, Action& run) {
       report::Summary summary = report::summarize(results.evaluations, o.ks);
       printf("%s", report::render_text(summary, results).c_str());
       if (!o.md.empty()) write_file(o.md, report::render_markdown(summary, results));
-      if (!o.html.empty()) write_file(o.html, report::render_html(summary, results));
+      if (!o.html.empty()) {
+        std::string dir = std::filesystem::path(o.html).parent_path().string();
+        write_file(o.html, report::render_html(summary, results, dir.empty() ? "." : dir));
+      }
       if (!o.json.empty()) write_file(o.json, report::render_json(summary, results).dump(2) + "\n");
       return int(eval::kOk);
     };

@@ -163,7 +163,7 @@ int sweep_on_slurm(Globals& g, const SweepOptions& o, size_t grid_size) {
   job.nodes = o.nodes;
   if (o.device != "cpu" && !o.worlds.empty()) job.gpus_per_node = *std::max_element(o.worlds.begin(), o.worlds.end());
   job.sbatch_options = o.sbatch;
-  std::vector<std::string>& a = job.sweep_argv;
+  std::vector<std::string>& a = job.argv;
   a = {launch::self_exe()};
   for (auto& r : registry_args(g)) a.push_back(r);
   a.push_back("sweep");

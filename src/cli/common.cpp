@@ -5,11 +5,13 @@
 #include <cmath>
 #include <fstream>
 #include <random>
+#include <sstream>
 
 #include <unistd.h>
 
 #include "eval/verdict.hpp"
 #include "gen/models.hpp"
+#include "io/toml_reader.hpp"
 #include "launch/phases.hpp"
 #include "launch/subprocess.hpp"
 #include "ref/registry.hpp"
@@ -147,6 +149,92 @@ int exit_for(const launch::GroupReport& r) {
     case launch::Outcome::Interrupted: return eval::kInterrupted;
   }
   return eval::kInternal;
+}
+
+namespace {
+
+// The names a command takes: its flags (--long, -s) or its subcommands.
+std::vector<std::string> flag_names(const CLI::App* cmd) {
+  std::vector<std::string> names;
+  for (const CLI::App* at = cmd; at; at = at->get_parent())  // a command also takes its parents' flags
+    for (const CLI::Option* opt : at->get_options()) {
+      for (auto& l : opt->get_lnames()) names.push_back("--" + l);
+      for (auto& s : opt->get_snames()) names.push_back("-" + s);
+    }
+  return names;
+}
+
+std::string command_path(const CLI::App* cmd) {
+  std::string path;
+  for (const CLI::App* at = cmd; at; at = at->get_parent())
+    path = (at->get_parent() ? at->get_name() : std::string("pkb")) + (path.empty() ? "" : " " + path);
+  return path;
+}
+
+bool has_command(const CLI::App& app, const std::string& word) {
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (sub->check_name(word)) return true;
+  return false;
+}
+
+// The first word of argv that is not a global flag (or its value): the command's name.
+std::string command_word(const CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.empty() || a[0] != '-') return a;
+    std::string name = a.substr(0, a.find('='));
+    if (a.find('=') != std::string::npos) continue;
+    for (const CLI::Option* opt : app.get_options())
+      if (opt->check_name(name) && opt->get_type_size() != 0) ++i;  // skips the flag's value
+  }
+  return "";
+}
+
+}  // namespace
+
+int explain_parse_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  if (e.get_exit_code() == 0) return app.exit(e);
+  const CLI::App* cmd = &app;
+  while (!cmd->get_subcommands().empty()) cmd = cmd->get_subcommands().front();
+  if (cmd == &app) {
+    std::string word = command_word(app, argc, argv);
+    if (!word.empty() && !has_command(app, word)) {
+      std::vector<std::string> names;
+      std::string list;
+      for (const CLI::App* sub : static_cast<const CLI::App&>(app).get_subcommands([](const CLI::App*) { return true; })) {
+        if (sub->get_name().empty() || sub->get_group().empty()) continue;
+        names.push_back(sub->get_name());
+        list += (list.empty() ? "" : ", ") + sub->get_name();
+      }
+      std::string near = io::nearest(word, names);
+      fprintf(stderr, "pkb: error: unknown command '%s'%s; the commands are %s\n", word.c_str(),
+              near.empty() ? "" : (" (did you mean " + near + "?)").c_str(), list.c_str());
+      return eval::kUsage;
+    }
+  }
+  if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
+    // CLI11 lists the unexpected arguments in reverse; a flag among them is the mistake.
+    std::string what = e.what();
+    std::vector<std::string> extras;
+    std::stringstream words(what.substr(what.find(':') + 1));
+    for (std::string w; words >> w;) extras.insert(extras.begin(), w);
+    for (auto& x : extras) {
+      if (x.size() < 2 || x[0] != '-') continue;
+      std::string flag = x.substr(0, x.find('='));
+      std::string near = io::nearest(flag, flag_names(cmd));
+      fprintf(stderr, "pkb: error: unknown flag %s for %s; %s\n", flag.c_str(), command_path(cmd).c_str(),
+              near.empty() ? (command_path(cmd) + " --help lists them").c_str() : ("did you mean " + near + "?").c_str());
+      return eval::kUsage;
+    }
+    if (!extras.empty()) {
+      fprintf(stderr, "pkb: error: unexpected argument '%s' for %s; %s --help says what it takes\n",
+              extras.front().c_str(), command_path(cmd).c_str(), command_path(cmd).c_str());
+      return eval::kUsage;
+    }
+  }
+  // Anything else (a missing value, a value out of range): CLI11's words, on one line.
+  fprintf(stderr, "pkb: error: %s; %s --help says what each flag takes\n", e.what(), command_path(cmd).c_str());
+  return eval::kUsage;
 }
 
 uint64_t make_seed(const std::string& given) {

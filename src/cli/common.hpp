@@ -74,6 +74,11 @@ uint64_t make_seed(const std::string& given);
 
 void warn(const std::string& msg);
 
+// Prints one line for a command line CLI11 rejected, naming the nearest flag or command to
+// an unknown one ("--trial": did you mean --trials?), and returns the exit code (2; 0 for
+// --help and --version).
+int explain_parse_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv);
+
 // When this pkb process started (main() sets it first thing).
 std::chrono::steady_clock::time_point process_start();
 

@@ -50,9 +50,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);
-    app.exit(e);
-    return pkb::eval::kUsage;
+    return explain_parse_error(app, e, argc, argv);
   }
   if (g.verbose) spdlog::set_level(spdlog::level::debug);
   try {

@@ -17,7 +17,7 @@ struct PromptOptions {
   int world = 0;
 
   // `world_help` and `size_help` say what -w and --size mean to the command.
-  void add_to(CLI::App* app, const char* world_help = "W the prompt evaluates shapes at (default: the profile's GPUs, else 8)",
+  void add_to(CLI::App* app, const char* world_help = "W the prompt evaluates shapes at (default: the profile's GPUs, else the backend's, else 8)",
               const char* size_help = "size the prompt evaluates shapes at (default: default)") {
     app->add_option("--backend", backend, "cuda, cpu, triton, tk (default: prompts.toml's)");
     app->add_option("--shots", shots, "zero_shot, one_shot, few_shot (default: the backend's)");

@@ -13,7 +13,7 @@
 namespace pkb::eval {
 
 struct Stats {
-  double median = 0, mean = 0, min = 0, max = 0, iqr = 0;
+  double median = 0, mean = 0, min = 0, max = 0, iqr = 0, p25 = 0, p75 = 0;  // iqr = p75 - p25
   int samples = 0;
   nlohmann::json to_json() const;
   static Stats from_json(const nlohmann::json& j);

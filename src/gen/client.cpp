@@ -67,7 +67,9 @@ Reply request_completion(const Model& m, const std::string& key, const Conversat
       return finish(Outcome::interrupted);
     }
     if (res.status == 0) {
-      r.error = res.transport_error;
+      // Name where it went: a wrong base URL or a server that is down is the usual cause.
+      r.error = res.timed_out ? res.transport_error + " from " + req.url
+                              : "cannot reach " + req.url + ": " + res.transport_error;
       retry = true;
     } else if (res.status >= 200 && res.status < 300) {
       try {

@@ -83,7 +83,10 @@ ModelTable ModelTable::load(const std::string& path) {
       std::string name(k.str()), where = "[models.\"" + name + "\"]";
       const toml::table* t = v.as_table();
       if (!t) r.fail(v, where + " must be a table");
-      r.only_keys(*t, {"provider", "model", "max_tokens", "reasoning_effort", "thinking_budget", "extra"}, where);
+      r.only_keys(*t,
+                  {"provider", "model", "max_tokens", "reasoning_effort", "thinking_budget", "extra",
+                   "input_usd_per_mtok", "output_usd_per_mtok"},
+                  where);
       Model m;
       m.name = name;
       std::string provider = r.str(*t, "provider", where, true);
@@ -94,6 +97,14 @@ ModelTable ModelTable::load(const std::string& path) {
       m.max_tokens = r.count(*t, "max_tokens", where, m.provider.max_tokens);
       m.reasoning_effort = r.str(*t, "reasoning_effort", where, false);
       m.thinking_budget = r.count(*t, "thinking_budget", where, 0);
+      for (auto [key, price] : {std::pair{"input_usd_per_mtok", &m.input_price}, {"output_usd_per_mtok", &m.output_price}})
+        if (const toml::node* n = t->get(key)) {
+          double v = r.real(*n, where + "." + key);
+          if (v < 0) r.fail(*n, where + "." + key + " must be a price, >= 0 (USD per million tokens)");
+          *price = v;
+        }
+      if (m.input_price.has_value() != m.output_price.has_value())
+        r.fail(*t, where + " gives one price; give both input_usd_per_mtok and output_usd_per_mtok");
       if (const toml::node* extra = t->get("extra")) {
         if (!extra->is_table()) r.fail(*extra, where + ".extra must be a table of request fields");
         m.extra = to_json(*extra);
@@ -137,6 +148,15 @@ Model ModelTable::resolve(const std::string& name, const std::string& base_url) 
   }
   while (!m.provider.base_url.empty() && m.provider.base_url.back() == '/') m.provider.base_url.pop_back();
   return m;
+}
+
+std::optional<double> Model::cost_usd(int64_t tokens_in, int64_t tokens_out) const {
+  if (!input_price || !output_price) return std::nullopt;
+  return (tokens_in * *input_price + tokens_out * *output_price) / 1e6;
+}
+
+bool Model::takes_seed() const {
+  return provider.protocol == Protocol::openai_chat || provider.protocol == Protocol::gemini;
 }
 
 std::string base_url_variable(const std::string& provider) {

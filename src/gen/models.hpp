@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,15 @@ struct Model {
   int64_t thinking_budget = 0;   // Anthropic and Gemini thinking tokens (0: off / default)
   // Merged into every request body (RFC 7386: null removes a field).
   nlohmann::json extra = nlohmann::json::object();
+  // Sampling, unset: the provider's defaults (pkb generate --temperature, --top-p, --seed).
+  std::optional<double> temperature, top_p;
+  std::optional<int64_t> seed;  // OpenAI chat and Gemini take one; the others have none
+  // USD per million tokens (input_usd_per_mtok, output_usd_per_mtok); unset: no cost is told.
+  std::optional<double> input_price, output_price;
+  // The cost of a request's tokens, when the model has prices.
+  std::optional<double> cost_usd(int64_t tokens_in, int64_t tokens_out) const;
+  // Whether the protocol takes a sampling seed.
+  bool takes_seed() const;
 };
 
 class ModelTable {

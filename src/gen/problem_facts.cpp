@@ -167,8 +167,9 @@ std::string problem_facts(const spec::ProblemSpec& s, const Setting& at) {
   auto eval = [&](const spec::Expr& e) { return e.empty() ? -1.0 : e.eval(rv); };
   double nv = eval(s.roofline.nvlink_bytes), hbm = eval(s.roofline.hbm_bytes), fl = eval(s.roofline.flops);
   items.clear();
-  if (nv >= 0) items.push_back("NVLink " + megabytes(nv));
-  if (hbm >= 0) items.push_back("HBM " + megabytes(hbm));
+  bool cpu = at.device == "cpu";
+  if (nv >= 0) items.push_back((cpu ? "to and from peers " : "NVLink ") + megabytes(nv));
+  if (hbm >= 0) items.push_back((cpu ? "memory " : "HBM ") + megabytes(hbm));
   if (fl >= 0) items.push_back(significant(fl / 1e9) + " GFLOP");
   if (!items.empty()) o << "Least traffic and work per rank at these sizes: " << join(items) << "\n";
   return o.str();

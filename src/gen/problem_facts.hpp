@@ -13,6 +13,7 @@ struct Setting {
   int world = 8;
   std::string size = "default";
   std::string dtype;  // what 'dt' stands for; "" keeps the spec's
+  std::string device = "cuda";  // cpu: traffic is peers' and memory's, not NVLink's and HBM's
 };
 
 // `wanted` when the problem runs with it at `size`, else the nearest W it runs with.

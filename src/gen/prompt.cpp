@@ -78,6 +78,9 @@ void check_book(const PromptBook& book, const std::set<std::string>& hw_keys) {
     check_placeholders(b.system, plus(common, kBlocks), where + " system");
     check_placeholders(b.notes, plus(common, {"hardware", "precision_note"}), where + " notes");
     check_placeholders(book.hardware_template, plus(common, hw_keys), f + " [hardware] template");
+    check_placeholders(b.hardware_template, plus(common, hw_keys), where + " hardware_template");
+    for (auto& [dtype, note] : b.precision_notes)
+      check_placeholders(note, common, where + " precision." + dtype);
     check_placeholders(book.example_entry,
                        plus(plus(common, kExampleKeys), {"hardware", "precision_note", "backend_notes"}),
                        f + " [examples] entry");
@@ -182,7 +185,10 @@ PromptBook PromptBook::load(const std::string& path, const std::vector<spec::Har
     std::string where = "[backends." + b.key + "]";
     if (!v.is_table()) r.fail(v, where + " must be a table");
     const toml::table& t = *v.as_table();
-    r.only_keys(t, {"name", "tags", "extension", "shots", "system", "notes", "templates", "files", "examples"}, where);
+    r.only_keys(t,
+                {"name", "tags", "extension", "shots", "system", "notes", "templates", "files", "examples", "device",
+                 "hardware", "world_size", "hardware_template", "precision"},
+                where);
     b.name = r.str(t, "name", where, true);
     b.tags = r.strings(t, "tags", where);
     if (b.tags.empty()) r.fail(t, where + " needs tags = [\"<fence tag>\", ...] (the first is asked for)");
@@ -192,6 +198,12 @@ PromptBook PromptBook::load(const std::string& path, const std::vector<spec::Har
     b.notes = r.str(t, "notes", where, false);
     if (auto* tt = r.table(t, "templates", where)) b.templates = r.string_table(*tt, where + ".templates");
     if (auto* ft = r.table(t, "files", where)) b.files = r.string_table(*ft, where + ".files");
+    b.device = r.str(t, "device", where, false, "cuda");
+    if (b.device != "cuda" && b.device != "cpu") r.fail(*t.get("device"), where + ".device must be cuda or cpu");
+    b.hardware = r.str(t, "hardware", where, false);
+    b.world = static_cast<int>(r.count(t, "world_size", where, 0));
+    b.hardware_template = r.str(t, "hardware_template", where, false);
+    if (auto* pt = r.table(t, "precision", where)) b.precision_notes = r.string_table(*pt, where + ".precision");
     if (const toml::node* ex = t.get("examples")) {
       const toml::array* a = ex->as_array();
       if (!a) r.fail(*ex, where + ".examples must be [[backends." + b.key + ".examples]] tables");
@@ -246,6 +258,8 @@ const ShotOption& PromptBook::shot_option(const std::string& name) const {
 Prompt assemble_prompt(const PromptBook& book, const spec::Registry& registry, const PromptRequest& req) {
   const spec::ProblemSpec& s = *req.problem;
   const Backend& b = book.backend(req.backend.empty() ? book.default_backend : req.backend);
+  Setting setting = req.setting;
+  setting.device = b.device;
   std::string shot_name = req.shots.empty() ? b.shots : req.shots;
   const ShotOption& shots = book.shot_option(shot_name);
 
@@ -254,10 +268,10 @@ Prompt assemble_prompt(const PromptBook& book, const spec::Registry& registry, c
                  {"language", b.tags[0]},
                  {"extension", b.extension},
                  {"problem", s.slug},
-                 {"problem_facts", trim_lines(problem_facts(s, req.setting))},
-                 {"world", std::to_string(req.setting.world)},
-                 {"size", req.setting.size},
-                 {"dtype", element_type(s, req.setting)},
+                 {"problem_facts", trim_lines(problem_facts(s, setting))},
+                 {"world", std::to_string(setting.world)},
+                 {"size", setting.size},
+                 {"dtype", element_type(s, setting)},
                  {"output_file", s.slug + "." + b.extension},
                  {"shots", shot_name}};
   std::string ref = registry.reference_source(s);
@@ -274,15 +288,17 @@ Prompt assemble_prompt(const PromptBook& book, const spec::Registry& registry, c
   quote_files(book.files, "[files]");
   quote_files(b.files, "[backends." + b.key + ".files]");
 
-  auto it = book.precision_notes.find(ctx["dtype"]);
-  ctx["precision_note"] = it == book.precision_notes.end()
-                              ? ""
-                              : trim_lines(render(it->second, ctx, book.path + " [precision." + it->first + "]"));
+  // The backend's own note for the dtype, else the shared one.
+  const std::string* note = nullptr;
+  if (auto own = b.precision_notes.find(ctx["dtype"]); own != b.precision_notes.end()) note = &own->second;
+  else if (auto shared = book.precision_notes.find(ctx["dtype"]); shared != book.precision_notes.end()) note = &shared->second;
+  ctx["precision_note"] = note ? trim_lines(render(*note, ctx, book.path + " precision note " + ctx["dtype"])) : "";
   if (req.hardware) {
     Context hw = ctx;
     for (auto& [k, v] : profile_values(*req.hardware)) hw[k] = v;
     hw["hw_detected"] = req.detected;
-    ctx["hardware"] = trim_lines(render(book.hardware_template, hw, book.path + " [hardware] template"));
+    const std::string& tmpl = b.hardware_template.empty() ? book.hardware_template : b.hardware_template;
+    ctx["hardware"] = trim_lines(render(tmpl, hw, book.path + " hardware template"));
   } else {
     ctx["hardware"] = "";
   }

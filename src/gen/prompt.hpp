@@ -31,6 +31,14 @@ struct Backend {
   std::map<std::string, std::string> templates;  // overrides of [templates]
   std::map<std::string, std::string> files;      // {name} -> a file quoted verbatim
   std::vector<ExamplePair> examples;
+  // The machine the backend's candidates run on, when it is not a GPU node's: the profile
+  // for --hardware auto and when none is given, the W shapes are shown at, the [hardware]
+  // template and precision notes (by dtype) that describe it.
+  std::string device = "cuda";  // where its candidates run: cuda or cpu
+  std::string hardware;
+  int world = 0;
+  std::string hardware_template;
+  std::map<std::string, std::string> precision_notes;
 };
 
 struct ShotOption {

@@ -31,7 +31,7 @@ json turns(const Conversation& c, const char* assistant) {
   return list;
 }
 
-json body_for(const Model& m, const Conversation& c) {
+json body_without_sampling(const Model& m, const Conversation& c) {
   switch (m.provider.protocol) {
     case Protocol::openai_chat: {
       json messages = json::array({{{"role", "system"}, {"content", c.system}}});
@@ -73,6 +73,21 @@ json body_for(const Model& m, const Conversation& c) {
     }
   }
   return json::object();
+}
+
+// Sampling settings that were given, under the protocol's names (Gemini's go into
+// generationConfig, the others at the top level).
+void add_sampling(json& at, const Model& m, const char* top_p_name) {
+  if (m.temperature) at["temperature"] = *m.temperature;
+  if (m.top_p) at[top_p_name] = *m.top_p;
+  if (m.seed && m.takes_seed()) at["seed"] = *m.seed;
+}
+
+json body_for(const Model& m, const Conversation& c) {
+  json b = body_without_sampling(m, c);
+  add_sampling(m.provider.protocol == Protocol::gemini ? b["generationConfig"] : b, m,
+               m.provider.protocol == Protocol::gemini ? "topP" : "top_p");
+  return b;
 }
 
 const json& need(const json& j, const char* key, const char* what) {

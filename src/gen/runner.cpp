@@ -67,6 +67,22 @@ class Manifest {
 
 }  // namespace
 
+Model model_for_sample(const Model& m, int sample) {
+  Model out = m;
+  if (out.seed) *out.seed += sample;
+  return out;
+}
+
+std::vector<int> pending_requests(const std::vector<Target>& targets, const std::vector<Task>& tasks,
+                                  const RunSettings& s) {
+  std::vector<int> n(targets.size(), 0);
+  for (int k = 0; k < s.samples; ++k)
+    for (auto& task : tasks)
+      for (size_t t = 0; t < targets.size(); ++t)
+        n[t] += s.force || !fs::exists(sample_base(targets[t], task, k) + ".response.json");
+  return n;
+}
+
 std::string run_name(const std::string& model, const std::string& backend, const std::string& precision,
                      const std::string& hardware, const std::string& shots) {
   return model_slug(model) + "_" + backend + "_" + precision + "_" + hardware + "_" + shots;
@@ -151,9 +167,12 @@ class Generation {
     const Task& task = tasks_[j.task];
     std::string label = t.model.name + " " + task.problem + " #" + std::to_string(j.sample);
     progress_.started();
+    Model model = model_for_sample(t.model, j.sample);
     Reply r =
-        request_completion(t.model, t.key, task.prompt, s_.policy, launch::Interrupts::flag(),
+        request_completion(model, t.key, task.prompt, s_.policy, launch::Interrupts::flag(),
                            [&](int, const std::string& why, double wait) { progress_.retrying(label, why, wait); });
+    std::optional<double> cost = model.cost_usd(r.completion.tokens_in, r.completion.tokens_out);
+    auto opt = [](auto v) { return v ? json(*v) : json(nullptr); };
     json line = {{"time", now_utc()},
                  {"run", t.run_name},
                  {"model", t.model.name},
@@ -169,6 +188,12 @@ class Generation {
                  {"wall_s", r.wall_s},
                  {"tokens_in", r.completion.tokens_in},
                  {"tokens_out", r.completion.tokens_out},
+                 {"cost_usd", opt(cost)},
+                 {"sampling",
+                  {{"temperature", opt(model.temperature)},
+                   {"top_p", opt(model.top_p)},
+                   {"seed", model.takes_seed() ? opt(model.seed) : json(nullptr)},
+                   {"max_tokens", model.max_tokens}}},
                  {"finish_reason", r.completion.finish_reason},
                  {"code", nullptr},
                  {"response", nullptr},
@@ -190,6 +215,13 @@ class Generation {
     ModelTally& m = summary_.models[j.target];
     summary_.tokens_in += r.completion.tokens_in;
     summary_.tokens_out += r.completion.tokens_out;
+    if (status != "interrupted") {
+      ++m.requests;
+      m.tokens_in += r.completion.tokens_in;
+      m.tokens_out += r.completion.tokens_out;
+      m.latency_s += r.latency_s;
+      if (cost) m.cost_usd = m.cost_usd.value_or(0) + *cost;
+    }
     int& count = status == "ok"            ? m.ok
                  : status == "no_code"     ? m.no_code
                  : status == "interrupted" ? m.not_asked

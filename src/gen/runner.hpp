@@ -9,6 +9,7 @@
 // flight are abandoned, finished ones kept.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,10 @@ struct ModelTally {
   int skipped = 0;                                     // there already
   int ok = 0, no_code = 0, failed = 0, not_asked = 0;  // not_asked: after the model stopped
   std::string stop_reason;                             // why the model stopped, "" when it did not
+  int requests = 0;                                    // sent (retries of one sample count once)
+  int64_t tokens_in = 0, tokens_out = 0;
+  double latency_s = 0;            // summed over requests (the answering attempt of each)
+  std::optional<double> cost_usd;  // summed, when the model has prices
 };
 
 struct RunSummary {
@@ -62,5 +67,14 @@ std::string run_name(const std::string& model, const std::string& backend, const
 
 RunSummary run_generation(const std::vector<Target>& targets, const std::vector<Task>& tasks, const RunSettings& s,
                           Progress& progress);
+
+// What run_generation would ask for, and asks nothing (--dry-run): per target, the samples
+// not yet on disk (all of them with `force`).
+std::vector<int> pending_requests(const std::vector<Target>& targets, const std::vector<Task>& tasks,
+                                  const RunSettings& s);
+
+// The model a sample is asked with: with a seed, sample k gets seed + k, so that samples
+// differ and a rerun repeats them.
+Model model_for_sample(const Model& m, int sample);
 
 }  // namespace pkb::gen

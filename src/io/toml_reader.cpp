@@ -37,9 +37,12 @@ std::string nearest(const std::string& word, const std::vector<std::string>& can
 
 TomlReader::TomlReader(std::string path) : path_(std::move(path)) {
   if (!std::filesystem::exists(path_)) throw InputError(path_ + ": not found");
+  if (std::filesystem::is_directory(path_)) throw InputError(path_ + ": is a folder, not a TOML file");
   try {
     doc_ = toml::parse_file(path_);
   } catch (const toml::parse_error& e) {
+    // Line 0: the file could not be read at all (permissions, a special file).
+    if (e.source().begin.line == 0) throw InputError(path_ + ": cannot read: " + std::string(e.description()));
     throw InputError(path_ + ":" + std::to_string(e.source().begin.line) +
                      ": malformed TOML: " + std::string(e.description()));
   }

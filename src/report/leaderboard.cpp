@@ -24,7 +24,11 @@ void Rates::add(const Evaluation& e) {
   compiled += e.compiled();
   if (!e.correct()) return;
   ++correct;
-  if (e.speedup && *e.speedup > 0 && !e.timing_in_doubt) {
+  if (!e.timing_counts) {
+    not_meaningful += e.speedup.has_value();
+    return;
+  }
+  if (e.speedup && *e.speedup > 0) {
     ++timed;
     log_speedup_sum_ += std::log(*e.speedup);
     for (size_t i = 0; i < kSpeedupThresholds.size(); ++i) fast[i] += *e.speedup > kSpeedupThresholds[i];
@@ -47,12 +51,88 @@ using Instance = std::tuple<int, std::string, int, std::string>;  // problem id,
 
 Instance instance_of(const Evaluation& e) { return {e.problem_id, e.problem, e.world, e.size}; }
 
-// A speedup whose timing is in doubt ranks as none.
-double trusted_speedup(const Evaluation& e) { return e.timing_in_doubt ? 0 : e.speedup.value_or(0); }
+// A speedup that says something about speed; 0 for one that does not.
+double counted_speedup(const Evaluation& e) { return e.correct() && e.timing_counts ? e.speedup.value_or(0) : 0; }
 
-bool faster(const Evaluation& a, const std::optional<Evaluation>& best) {
-  if (!best) return true;
-  return trusted_speedup(a) > trusted_speedup(*best);
+// The same candidate file, wherever it was evaluated from.
+std::string identity(const Evaluation& e) { return e.sha256.empty() ? e.path : e.sha256; }
+
+// The best candidate of one problem: its files' counted speedups, each file ranked by its
+// median (the lower one of an even count) so that repeats never pick the luckiest run.
+void choose_best(BestCandidate& b, const std::vector<const Evaluation*>& counted) {
+  std::map<std::string, std::vector<const Evaluation*>> by_file;
+  std::vector<std::string> order;
+  for (auto* e : counted) {
+    auto& v = by_file[identity(*e)];
+    if (v.empty()) order.push_back(identity(*e));
+    v.push_back(e);
+  }
+  double top = 0;
+  for (auto& id : order) {
+    auto v = by_file[id];
+    std::stable_sort(v.begin(), v.end(), [](auto* a, auto* c) { return *a->speedup < *c->speedup; });
+    const Evaluation* mid = v[(v.size() - 1) / 2];
+    if (b.best && *mid->speedup <= top) continue;
+    top = *mid->speedup;
+    b.best = *mid;
+    b.repeats = static_cast<int>(v.size());
+    b.repeat_low = *v.front()->speedup;
+    b.repeat_high = *v.back()->speedup;
+  }
+}
+
+std::string join_seeds(const std::set<std::string>& s) {
+  std::string out;
+  for (auto& x : s) out += (out.empty() ? "" : ", ") + x;
+  return out;
+}
+
+Header header_of(const std::vector<Evaluation>& evaluations) {
+  Header h;
+  for (auto& e : evaluations) {
+    if (!e.pkb_version.empty()) h.versions.insert(e.pkb_version + (e.commit.empty() ? "" : " (commit " + e.commit + ")"));
+    h.devices.insert(e.device + (e.gpu.empty() ? "" : " (" + e.gpu + ")"));
+    if (!e.hardware_profile.empty()) h.profiles.insert(e.hardware_profile);
+    h.sizes.insert(e.size);
+    if (!e.dtype.empty()) h.dtypes.insert(e.dtype);
+    if (!e.seed.empty()) h.seeds.insert(e.seed);
+    if (e.world) h.worlds.insert(e.world);
+    auto n = [](const std::optional<int>& v) { return v ? std::to_string(*v) : std::string("default"); };
+    h.settings.insert("trials " + n(e.trials) + ", warmup " + n(e.warmup) + ", iters " + n(e.iters));
+    if (!e.time.empty()) {
+      if (h.first_time.empty() || e.time < h.first_time) h.first_time = e.time;
+      if (e.time > h.last_time) h.last_time = e.time;
+    }
+  }
+  return h;
+}
+
+std::vector<std::string> warnings_of(const Header& h, const std::vector<Evaluation>& evaluations) {
+  std::vector<std::string> w;
+  std::set<std::string> device_kinds;
+  for (auto& e : evaluations) device_kinds.insert(e.device);
+  if (h.seeds.size() > 1)
+    w.push_back("the results mix " + std::to_string(h.seeds.size()) + " seeds (" + join_seeds(h.seeds) +
+                "): their evaluations saw different inputs and timed the reference apart; sweep every run with one "
+                "--seed to compare them");
+  if (device_kinds.size() > 1)
+    w.push_back("the results mix devices (" + join_seeds(device_kinds) +
+                "): only CUDA timings with a GPU per rank count for speed");
+  if (h.sizes.size() > 1)
+    w.push_back("the results mix sizes (" + join_seeds(h.sizes) +
+                "): each size is a problem of its own, so runs measured at different sizes are not comparable");
+  if (h.dtypes.size() > 1) w.push_back("the results mix element types (" + join_seeds(h.dtypes) + ")");
+  if (h.settings.size() > 1)
+    w.push_back("the results mix settings (" + join_seeds(h.settings) + "): fewer trials catch fewer bugs");
+  if (h.versions.size() > 1) w.push_back("the results come from different pkb builds (" + join_seeds(h.versions) + ")");
+  std::map<std::string, int> uncounted;
+  for (auto& e : evaluations)
+    if (e.correct() && !e.timing_counts && !e.timing_note.empty() && e.timing_note != "untimed") ++uncounted[e.timing_note];
+  for (auto& [why, n] : uncounted)
+    w.push_back(std::to_string(n) + " correct evaluation" + (n == 1 ? "" : "s") + " with timings that say nothing "
+                "about speed (" + why + "): counted as correct, never as fast, and left out of speedups and the best "
+                "candidate");
+  return w;
 }
 
 // Whether turn `a` of a pkb agent sample stands for it better than turn `b`: correct first,
@@ -60,7 +140,7 @@ bool faster(const Evaluation& a, const std::optional<Evaluation>& best) {
 bool better_turn(const Evaluation& a, const Evaluation& b) {
   if (a.correct() != b.correct()) return a.correct();
   if (!a.correct()) return a.turn > b.turn;
-  double x = trusted_speedup(a), y = trusted_speedup(b);
+  double x = counted_speedup(a), y = counted_speedup(b);
   return x > y || (x == y && a.turn < b.turn);
 }
 
@@ -112,7 +192,7 @@ std::vector<TurnRow> by_turn(const std::vector<Evaluation>& all, const std::vect
           for (auto* e : turns)
             if (e->turn <= t && e->correct()) {
               ok = true;
-              best = std::max(best, trusted_speedup(*e));
+              best = std::max(best, counted_speedup(*e));
             }
           c += ok;
           for (size_t i = 0; i < P; ++i) fast[i] += ok && best > kSpeedupThresholds[i];
@@ -144,12 +224,16 @@ Summary summarize(const std::vector<Evaluation>& all, const std::vector<int>& ks
   s.evaluations = all.size();
   s.turns = by_turn(all, ks);
   const std::vector<Evaluation> evaluations = one_per_sample(all);
+  s.header = header_of(evaluations);
+  s.warnings = warnings_of(s.header, evaluations);
 
   std::map<std::string, Rates> by_run;
   std::map<std::string, std::map<Instance, std::pair<int, std::vector<int>>>> samples;  // run -> problem -> n, c per p
   std::map<std::string, int> category_order;  // category -> its first problem id
   std::map<std::pair<std::string, std::string>, Rates> by_category;
   std::map<Instance, BestCandidate> best;
+  std::map<Instance, std::vector<const Evaluation*>> counted;
+  std::map<Instance, MatrixRow> matrix;
   const size_t P = kSpeedupThresholds.size();
   for (auto& e : evaluations) {
     by_run[e.run].add(e);
@@ -158,11 +242,12 @@ Summary summarize(const std::vector<Evaluation>& all, const std::vector<int>& ks
     ++n;
     if (e.correct()) {
       ++c[0];
-      for (size_t i = 0; i < P; ++i) c[1 + i] += e.speedup.value_or(0) > kSpeedupThresholds[i];
+      for (size_t i = 0; i < P; ++i) c[1 + i] += counted_speedup(e) > kSpeedupThresholds[i];
     }
     auto [it, fresh] = category_order.emplace(e.category, e.problem_id);
     if (!fresh) it->second = std::min(it->second, e.problem_id);
     by_category[{e.category, e.run}].add(e);
+
     BestCandidate& b = best[instance_of(e)];
     b.problem = e.problem;
     b.category = e.category;
@@ -170,13 +255,30 @@ Summary summarize(const std::vector<Evaluation>& all, const std::vector<int>& ks
     b.world = e.world;
     b.size = e.size;
     ++b.evaluated;
+    MatrixRow& row = matrix[instance_of(e)];
+    row.problem = e.problem;
+    row.problem_id = e.problem_id;
+    row.world = e.world;
+    row.size = e.size;
+    MatrixCell& cell = row.cells[e.run];
+    ++cell.evaluated;
     if (e.correct()) {
       ++b.correct;
-      if (faster(e, b.best)) b.best = e;
+      ++cell.correct;
+      if (counted_speedup(e) > 0) {
+        counted[instance_of(e)].push_back(&e);
+        if (!cell.fastest || *e.speedup > *cell.fastest->speedup) cell.fastest = e;
+      } else {
+        if (!b.correct_uncounted) b.correct_uncounted = e;
+        if (!e.timing_note.empty()) cell.notes.insert(e.timing_note);
+      }
+    } else {
+      s.failures.push_back(e);
     }
   }
 
   for (auto& [run, rates] : by_run) {
+    s.run_names.push_back(run);
     RunSummary r;
     r.run = run;
     r.rates = rates;
@@ -207,7 +309,16 @@ Summary summarize(const std::vector<Evaluation>& all, const std::vector<int>& ks
     return std::make_tuple(category_order[a.category], a.category, a.run) <
            std::make_tuple(category_order[b.category], b.category, b.run);
   });
-  for (auto& [inst, b] : best) s.best.push_back(b);
+  for (auto& [inst, b] : best) {
+    choose_best(b, counted[inst]);
+    if (b.best) b.correct_uncounted.reset();
+    s.best.push_back(b);
+  }
+  for (auto& [inst, row] : matrix) s.matrix.push_back(row);
+  std::stable_sort(s.failures.begin(), s.failures.end(), [](const Evaluation& a, const Evaluation& b) {
+    return std::make_tuple(a.problem_id, a.problem, a.world, a.size, a.run, a.sample) <
+           std::make_tuple(b.problem_id, b.problem, b.world, b.size, b.run, b.sample);
+  });
   return s;
 }
 

@@ -1,10 +1,17 @@
-// What a report says about a set of evaluations: per run (model), per category, and the
-// best candidate of each problem. A "problem" here is one problem at one world size and
-// size; its samples are the run's candidates for it.
+// What a report says about a set of evaluations: what they were run with (the header) and
+// what they mix (warnings), per run (model), per category, per problem and run, the best
+// candidate of each problem, and the failures. A "problem" here is one problem at one
+// world size and size; its samples are the run's candidates for it.
+//
+// Only timings that say something about speed count for speed (eval::timing_counts: the
+// CUDA device, a GPU per rank, nothing in doubt): fast_p, fast_p@k, speedups, roofline and
+// the best candidate use those alone. Correct evaluations on the CPU device or with ranks
+// sharing a GPU count as correct, never as fast.
 #pragma once
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,9 +31,10 @@ struct Rates {
   int evaluations = 0, compiled = 0, correct = 0;
   std::map<std::string, int> verdicts;
   std::vector<int> fast;  // per kSpeedupThresholds
-  int timed = 0;          // correct ones with a speedup
-  std::optional<double> geomean_speedup;        // over correct candidates with a speedup
-  std::optional<double> mean_roofline_fraction;  // over correct candidates with one
+  int timed = 0;          // correct ones whose timing counts
+  int not_meaningful = 0; // correct ones with a timing that does not count (CPU device, shared GPU, ...)
+  std::optional<double> geomean_speedup;        // over correct candidates whose timing counts
+  std::optional<double> mean_roofline_fraction;  // likewise
   void add(const Evaluation& e);
   void finish();  // turns the sums into means
  private:
@@ -52,7 +60,35 @@ struct BestCandidate {
   std::string problem, category, size;
   int problem_id = 0, world = 0;
   int evaluated = 0, correct = 0;  // over every run
-  std::optional<Evaluation> best;  // the fastest correct one
+  // The fastest correct candidate whose timing counts, by the median of its speedups when
+  // the same file was evaluated more than once (never its luckiest run); `best` is the
+  // evaluation at that median.
+  std::optional<Evaluation> best;
+  int repeats = 0;                               // evaluations of the best file that count
+  std::optional<double> repeat_low, repeat_high;  // their smallest and largest speedup
+  std::optional<Evaluation> correct_uncounted;    // a correct one whose timing does not count, when none does
+};
+
+// One problem's evaluations by one run.
+struct MatrixCell {
+  int evaluated = 0, correct = 0;
+  std::optional<Evaluation> fastest;  // the fastest correct one whose timing counts
+  std::set<std::string> notes;        // why correct ones have no timing that counts ("CPU device", ...)
+};
+
+struct MatrixRow {
+  std::string problem, size;
+  int problem_id = 0, world = 0;
+  std::map<std::string, MatrixCell> cells;  // by run
+};
+
+// What the evaluations were run with, each as the distinct values found.
+struct Header {
+  std::set<std::string> versions;  // "0.1.0 (commit abc1234)"
+  std::set<std::string> devices;   // "cuda (NVIDIA H100 80GB HBM3)", "cpu"
+  std::set<std::string> profiles, sizes, dtypes, seeds, settings;  // settings: "trials 5, warmup 10, iters 10"
+  std::set<int> worlds;
+  std::string first_time, last_time;  // when the evaluations ran (UTC), where recorded
 };
 
 // A pkb agent run after `turn` turns: a sample counts as correct (fast) once any of its
@@ -68,10 +104,15 @@ struct TurnRow {
 struct Summary {
   std::vector<int> ks;
   size_t evaluations = 0;
+  Header header;
+  std::vector<std::string> warnings;      // what the results mix, and what does not count
   std::vector<RunSummary> runs;           // by name
   std::vector<CategoryRow> categories;    // by category (first problem id), then run
   std::vector<BestCandidate> best;        // by problem id, world size, size
   std::vector<TurnRow> turns;             // pkb agent runs only: by run, then turn
+  std::vector<std::string> run_names;     // the matrix's columns
+  std::vector<MatrixRow> matrix;          // by problem id, world size, size
+  std::vector<Evaluation> failures;       // every evaluation that is not correct, by problem, run, sample
 };
 
 // A pkb agent sample's turns count as one sample everywhere but in `turns`: its best

@@ -1,7 +1,12 @@
 #include "report/render.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <map>
+#include <optional>
+#include <ctime>
+#include <filesystem>
 #include <set>
 #include <sstream>
 
@@ -9,15 +14,30 @@
 
 namespace pkb::report {
 
+namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
 
-// A table, rendered three ways. The first `left` columns are text; the rest are numbers.
+// --- A small document: sections of fields, items, a table and notes, rendered three ways.
+
+// A table. The first `left` columns are text; the rest are numbers. `links` maps a cell
+// (row, column) to the absolute path it refers to (HTML links to it).
 struct Table {
   std::vector<std::string> head;
   std::vector<std::vector<std::string>> rows;
   size_t left = 1;
+  std::map<std::pair<size_t, size_t>, std::string> links;
+};
+
+struct Section {
+  std::string title;
+  int level = 2;                                            // 2: a section, 3: a subsection
+  std::string css;                                          // the HTML class of the section
+  std::vector<std::pair<std::string, std::string>> fields;  // name: value lines
+  std::vector<std::string> items;                           // a bulleted list
+  std::optional<Table> table;
+  std::string note;  // a paragraph after the table
 };
 
 const char* const kNone = "-";
@@ -32,6 +52,33 @@ std::string percent(std::optional<double> fraction) { return fraction ? fmt("%.1
 std::string percent(int part, int whole) { return whole ? percent(double(part) / whole) : kNone; }
 std::string times(std::optional<double> x) { return x ? fmt("%.2fx", *x) : kNone; }
 std::string threshold(double p) { return fmt("%g", p); }
+std::string us(std::optional<double> v) { return v ? fmt("%.1f", *v) : std::string(kNone); }
+
+std::string joined(const std::set<std::string>& values) {
+  std::string out;
+  for (auto& v : values) out += (out.empty() ? "" : ", ") + v;
+  return out.empty() ? kNone : out;
+}
+
+std::string shortened(std::string text, size_t most) {
+  for (char& c : text)
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  return text.size() > most ? text.substr(0, most - 3) + "..." : text;
+}
+
+// The quartile range of a speedup: "[2.38-3.67]".
+std::string spread(const Evaluation& e) {
+  if (!e.speedup_low || !e.speedup_high) return kNone;
+  return "[" + fmt("%.2f", *e.speedup_low) + "-" + fmt("%.2f", *e.speedup_high) + "]";
+}
+
+// A speedup as the report shows it: with its spread when the timing counts, in parentheses
+// when it says nothing about speed.
+std::string speedup_cell(const Evaluation& e) {
+  if (!e.speedup) return kNone;
+  if (!e.timing_counts) return "(" + times(e.speedup) + ")";
+  return times(e.speedup) + " " + spread(e);
+}
 
 std::string as_text(const Table& t) {
   std::vector<size_t> w(t.head.size());
@@ -53,6 +100,11 @@ std::string as_text(const Table& t) {
   return out;
 }
 
+std::string md_cell(std::string cell) {
+  for (size_t at = 0; (at = cell.find('|', at)) != std::string::npos; at += 2) cell.replace(at, 1, "\\|");
+  return cell;
+}
+
 std::string as_markdown(const Table& t) {
   std::string out = "|";
   for (auto& h : t.head) out += " " + h + " |";
@@ -61,11 +113,7 @@ std::string as_markdown(const Table& t) {
   out += "\n";
   for (auto& row : t.rows) {
     out += "|";
-    for (auto& c : row) {
-      std::string cell = c;
-      for (size_t at = 0; (at = cell.find('|', at)) != std::string::npos; at += 2) cell.replace(at, 1, "\\|");
-      out += " " + cell + " |";
-    }
+    for (auto& c : row) out += " " + md_cell(c) + " |";
     out += "\n";
   }
   return out;
@@ -85,16 +133,124 @@ std::string escape(const std::string& s) {
   return out;
 }
 
-std::string as_html(const Table& t) {
+// A link's target as a relative URL from the page's folder (percent-encoding what a
+// path may hold that a URL may not).
+std::string href_for(const std::string& abs, const std::string& page_dir) {
+  std::string rel = abs;
+  if (!page_dir.empty()) {
+    fs::path r = fs::path(abs).lexically_relative(fs::absolute(page_dir).lexically_normal());
+    if (!r.empty()) rel = r.string();
+  }
+  std::string out;
+  for (unsigned char c : rel) {
+    if (std::isalnum(c) || std::string("/._-~").find(static_cast<char>(c)) != std::string::npos) {
+      out += static_cast<char>(c);
+    } else {
+      char buf[4];
+      snprintf(buf, sizeof buf, "%%%02X", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+std::string as_html(const Table& t, const std::string& page_dir) {
   std::string out = "<div class=\"scroll\"><table>\n<tr>";
   for (size_t i = 0; i < t.head.size(); ++i) out += (i < t.left ? "<th>" : "<th class=\"n\">") + escape(t.head[i]) + "</th>";
   out += "</tr>\n";
-  for (auto& row : t.rows) {
+  for (size_t r = 0; r < t.rows.size(); ++r) {
     out += "<tr>";
-    for (size_t i = 0; i < row.size(); ++i) out += (i < t.left ? "<td>" : "<td class=\"n\">") + escape(row[i]) + "</td>";
+    for (size_t i = 0; i < t.rows[r].size(); ++i) {
+      std::string cell = escape(t.rows[r][i]);
+      auto link = t.links.find({r, i});
+      if (link != t.links.end()) cell = "<a href=\"" + href_for(link->second, page_dir) + "\">" + cell + "</a>";
+      out += (i < t.left ? "<td>" : "<td class=\"n\">") + cell + "</td>";
+    }
     out += "</tr>\n";
   }
   return out + "</table></div>\n";
+}
+
+std::string section_text(const Section& s) {
+  std::string out = "\n" + s.title + "\n";
+  for (auto& [k, v] : s.fields) out += "  " + k + ": " + v + "\n";
+  if (s.table) out += as_text(*s.table);
+  for (auto& item : s.items) out += "  ! " + item + "\n";
+  return out;
+}
+
+std::string section_markdown(const Section& s) {
+  std::string out = "\n" + std::string(s.level, '#') + " " + s.title + "\n\n";
+  for (auto& [k, v] : s.fields) out += "- **" + k + "**: " + v + "\n";
+  for (auto& item : s.items) out += "- " + item + "\n";
+  if (!s.fields.empty() || !s.items.empty()) out += "\n";
+  if (s.table) out += as_markdown(*s.table);
+  if (!s.note.empty()) out += "\n" + s.note + "\n";
+  return out;
+}
+
+std::string section_html(const Section& s, const std::string& page_dir) {
+  std::string h = "h" + std::to_string(s.level);
+  std::string out = "<section" + (s.css.empty() ? "" : " class=\"" + s.css + "\"") + ">\n<" + h + ">" +
+                    escape(s.title) + "</" + h + ">\n";
+  if (!s.fields.empty()) {
+    out += "<dl>\n";
+    for (auto& [k, v] : s.fields) out += "<dt>" + escape(k) + "</dt><dd>" + escape(v) + "</dd>\n";
+    out += "</dl>\n";
+  }
+  if (!s.items.empty()) {
+    out += "<ul>\n";
+    for (auto& item : s.items) out += "<li>" + escape(item) + "</li>\n";
+    out += "</ul>\n";
+  }
+  if (s.table) out += as_html(*s.table, page_dir);
+  if (!s.note.empty()) out += "<p class=\"legend\">" + escape(s.note) + "</p>\n";
+  return out + "</section>\n";
+}
+
+// --- The sections ---------------------------------------------------------------------
+
+std::string now_utc() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", std::gmtime(&t));
+  return buf;
+}
+
+std::string notes(const Summary& s, const Results& r) {
+  std::string n = std::to_string(s.evaluations) + " evaluation" + (s.evaluations == 1 ? "" : "s") + " from " +
+                  std::to_string(r.files.size()) + " file" + (r.files.size() == 1 ? "" : "s");
+  if (r.duplicates) n += "; " + std::to_string(r.duplicates) + " repeated evaluation(s) counted once (the later line)";
+  if (r.bad_lines) n += "; " + std::to_string(r.bad_lines) + " line(s) skipped (not pkb.eval/1)";
+  return n + ".";
+}
+
+// What the results were run with: each field lists the distinct values found.
+Section header_section(const Summary& s, const Results& r) {
+  const Header& h = s.header;
+  Section sec{"pkb report", 1, "header"};
+  std::set<std::string> worlds;
+  for (int w : h.worlds) worlds.insert(std::to_string(w));
+  std::string when = h.first_time.empty() ? std::string(kNone)
+                                          : h.first_time == h.last_time ? h.first_time : h.first_time + " to " + h.last_time;
+  sec.fields = {{"results", notes(s, r)},
+                {"pkb", joined(h.versions)},
+                {"device", joined(h.devices)},
+                {"hardware profile", joined(h.profiles)},
+                {"W", joined(worlds)},
+                {"size", joined(h.sizes)},
+                {"dtype", joined(h.dtypes)},
+                {"seed", joined(h.seeds)},
+                {"trials, warmup, iters", joined(h.settings)},
+                {"evaluated", when},
+                {"report made", now_utc()}};
+  return sec;
+}
+
+Section warnings_section(const Summary& s) {
+  Section sec{"Warnings", 2, "warnings"};
+  sec.items = s.warnings;
+  return sec;
 }
 
 std::vector<std::string> rate_cells(const Rates& r) {
@@ -103,6 +259,7 @@ std::vector<std::string> rate_cells(const Rates& r) {
   for (int f : r.fast) cells.push_back(percent(f, r.evaluations));
   cells.push_back(times(r.geomean_speedup));
   cells.push_back(percent(r.mean_roofline_fraction));
+  cells.push_back(std::to_string(r.timed));
   return cells;
 }
 
@@ -111,23 +268,32 @@ std::vector<std::string> rate_head() {
   for (double p : kSpeedupThresholds) h.push_back("fast_" + threshold(p));
   h.push_back("geo-mean speedup");
   h.push_back("roofline");
+  h.push_back("timed");
   return h;
 }
 
-Table runs_table(const Summary& s) {
+const char* const kRatesNote =
+    "fast_p: correct and more than p times faster than the reference. Geo-mean speedup and roofline (speed-of-light "
+    "time / candidate time, mean): over correct candidates whose timing counts. timed: how many those are; only "
+    "CUDA timings with a GPU per rank and nothing in doubt count (not the CPU device, not ranks sharing a GPU).";
+
+Section runs_section(const Summary& s) {
+  Section sec{"Runs", 2, "runs"};
   Table t;
   t.head = {"run", "problems"};
-  t.left = 1;
   for (auto& h : rate_head()) t.head.push_back(h);
   for (auto& r : s.runs) {
     std::vector<std::string> row = {r.run, std::to_string(r.problems)};
     for (auto& c : rate_cells(r.rates)) row.push_back(c);
     t.rows.push_back(row);
   }
-  return t;
+  sec.table = t;
+  sec.note = kRatesNote;
+  return sec;
 }
 
-Table samples_table(const Summary& s) {
+Section samples_section(const Summary& s) {
+  Section sec{"Over samples", 2, "samples"};
   Table t;
   t.head = {"run", "samples"};
   for (int k : s.ks) t.head.push_back("pass@" + std::to_string(k));
@@ -140,7 +306,11 @@ Table samples_table(const Summary& s) {
       for (int k : s.ks) row.push_back(percent(r.fast_at_k.at(k)[i]));
     t.rows.push_back(row);
   }
-  return t;
+  sec.table = t;
+  sec.note =
+      "pass@k and fast_p@k: unbiased estimators over each run's samples of a problem (n samples, c of them good: "
+      "1 - C(n-c,k)/C(n,k)), averaged over problems; shown where every problem has at least k samples.";
+  return sec;
 }
 
 // pkb agent runs: pass@k and fast_p over samples after each turn (how fast models converge).
@@ -175,7 +345,8 @@ std::string category_title(const std::string& key) {
   return name.empty() ? key : key + ": " + name;
 }
 
-Table category_table(const Summary& s, const std::string& category) {
+Section category_section(const Summary& s, const std::string& category) {
+  Section sec{category_title(category), 3, "category"};
   Table t;
   t.head = {"run"};
   for (auto& h : rate_head()) t.head.push_back(h);
@@ -185,59 +356,154 @@ Table category_table(const Summary& s, const std::string& category) {
     for (auto& c : rate_cells(row.rates)) cells.push_back(c);
     t.rows.push_back(cells);
   }
-  return t;
+  sec.table = t;
+  return sec;
 }
 
-Table best_table(const Summary& s) {
+// Problems down, runs across: correct of evaluated, and the fastest counted speedup.
+Section matrix_section(const Summary& s) {
+  Section sec{"Problems x runs", 2, "matrix"};
   Table t;
-  t.head = {"problem", "best run", "sample", "candidate", "W", "size", "correct", "speedup", "candidate us",
-            "reference us", "roofline"};
+  t.head = {"problem", "W", "size"};
+  t.left = 3;
+  for (auto& run : s.run_names) t.head.push_back(run);
+  for (auto& row : s.matrix) {
+    std::vector<std::string> cells = {row.problem, std::to_string(row.world), row.size};
+    for (auto& run : s.run_names) {
+      auto it = row.cells.find(run);
+      if (it == row.cells.end()) {
+        cells.push_back(kNone);
+        continue;
+      }
+      const MatrixCell& c = it->second;
+      std::string cell = std::to_string(c.correct) + "/" + std::to_string(c.evaluated);
+      if (c.fastest) cell += " " + speedup_cell(*c.fastest);
+      else if (!c.notes.empty()) cell += " (" + joined(c.notes) + ")";
+      cells.push_back(cell);
+    }
+    t.rows.push_back(cells);
+  }
+  sec.table = t;
+  sec.note =
+      "Each cell: correct of evaluated, then the fastest correct candidate's speedup whose timing counts, with its "
+      "spread [reference Q1 / candidate Q3 - reference Q3 / candidate Q1]: the speedup if both sides sat at opposite "
+      "quartiles of their timed calls. A note in parentheses says why correct candidates have no timing that counts.";
+  return sec;
+}
+
+Section best_section(const Summary& s) {
+  Section sec{"Best candidate per problem", 2, "best"};
+  Table t;
+  t.head = {"problem", "best run", "sample", "candidate", "W", "size", "correct", "speedup", "spread", "repeats",
+            "candidate us", "reference us", "roofline", "timing"};
   t.left = 4;
   for (auto& b : s.best) {
+    const Evaluation* e = b.best ? &*b.best : b.correct_uncounted ? &*b.correct_uncounted : nullptr;
     std::vector<std::string> row = {b.problem, kNone, kNone, kNone};
-    if (b.best) row = {b.problem, b.best->run, std::to_string(b.best->sample), b.best->path};
-    auto us = [](std::optional<double> v) { return v ? fmt("%.1f", *v) : std::string(kNone); };
-    const Evaluation* e = b.best ? &*b.best : nullptr;
+    if (e) {
+      row = {b.problem, e->run, std::to_string(e->sample), e->shown_path};
+      if (!e->abs_path.empty()) t.links[{t.rows.size(), 3}] = e->abs_path;
+    }
+    std::string repeats = kNone;
+    if (b.best && b.repeats > 1)
+      repeats = std::to_string(b.repeats) + " evals, " + fmt("%.2f", *b.repeat_low) + "-" + fmt("%.2f", *b.repeat_high) + "x";
+    std::string timing = !e ? kNone : e->timing_counts ? "counts" : e->timing_note + ": not meaningful";
     for (auto& c : std::vector<std::string>{
              std::to_string(b.world), b.size, std::to_string(b.correct) + "/" + std::to_string(b.evaluated),
-             times(e ? e->speedup : std::nullopt), us(e ? e->candidate_us : std::nullopt),
-             us(e ? e->reference_us : std::nullopt), percent(e ? e->roofline_fraction : std::nullopt)})
+             e && e->speedup ? (e->timing_counts ? times(e->speedup) : "(" + times(e->speedup) + ")") : kNone,
+             e && e->timing_counts ? spread(*e) : kNone, repeats, us(e ? e->candidate_us : std::nullopt),
+             us(e ? e->reference_us : std::nullopt),
+             percent(e && e->timing_counts ? e->roofline_fraction : std::nullopt), timing})
       row.push_back(c);
     t.rows.push_back(row);
   }
-  return t;
+  sec.table = t;
+  sec.note =
+      "The best: the fastest correct candidate whose timing counts; a file evaluated more than once is ranked by the "
+      "median of its speedups (repeats: how many, and their range), never by its luckiest run. Speedups in "
+      "parentheses say nothing about speed (timing says why). Paths are relative to the results file's folder.";
+  return sec;
 }
 
-std::string notes(const Summary& s, const Results& r) {
-  std::string n = std::to_string(s.evaluations) + " evaluation" + (s.evaluations == 1 ? "" : "s") + " from " +
-                  std::to_string(r.files.size()) + " file" + (r.files.size() == 1 ? "" : "s");
-  if (r.duplicates) n += "; " + std::to_string(r.duplicates) + " repeated evaluation(s) counted once (the later line)";
-  if (r.bad_lines) n += "; " + std::to_string(r.bad_lines) + " line(s) skipped (not pkb.eval/1)";
-  return n + ".";
+// `most`: rows shown (the terminal's share of a large sweep); the files get every one.
+Section failures_section(const Summary& s, size_t message_chars, size_t most) {
+  Section sec{"Failures", 2, "failures"};
+  Table t;
+  t.head = {"problem", "W", "size", "run", "sample", "verdict", "message", "candidate"};
+  t.left = 8;
+  for (auto& e : s.failures) {
+    if (t.rows.size() == most) {
+      sec.items.push_back(std::to_string(s.failures.size() - most) + " more failures: pkb report --md or --html lists them all");
+      break;
+    }
+    if (!e.abs_path.empty()) t.links[{t.rows.size(), 7}] = e.abs_path;
+    t.rows.push_back({e.problem, std::to_string(e.world), e.size, e.run, std::to_string(e.sample), e.verdict,
+                      shortened(e.message, message_chars), e.shown_path});
+  }
+  sec.table = t;
+  if (s.failures.empty()) sec.note = "Every evaluation is correct.";
+  return sec;
 }
 
-const char* const kLegend =
-    "fast_p: correct and more than p times faster than the reference. pass@k and fast_p@k: unbiased estimators "
-    "over each run's samples of a problem (n samples, c of them good: 1 - C(n-c,k)/C(n,k)), averaged over "
-    "problems; shown where every problem has at least k samples. Geo-mean speedup and roofline (speed-of-light "
-    "time / candidate time, mean): over correct candidates.";
+Section generation_section(const Results& r) {
+  Section sec{"Generation", 2, "generation"};
+  Table t;
+  t.head = {"run", "requests", "ok", "no code", "failed", "tokens in", "tokens out", "mean latency s", "cost USD",
+            "manifest"};
+  t.left = 1;
+  for (auto& [run, g] : r.generation) {
+    std::string cost = kNone;
+    if (g.cost_usd) {
+      cost = fmt("%.2f", *g.cost_usd);
+      if (g.priced < g.requests) cost += " (" + std::to_string(g.priced) + " priced)";
+    }
+    t.rows.push_back({run, std::to_string(g.requests), std::to_string(g.ok), std::to_string(g.no_code),
+                      std::to_string(g.failed), std::to_string(g.tokens_in), std::to_string(g.tokens_out),
+                      g.requests ? fmt("%.1f", g.latency_s / g.requests) : kNone, cost, g.manifest});
+  }
+  sec.table = t;
+  sec.note =
+      "From each run's manifest.jsonl (pkb generate): every request it made, retries and reruns included. Cost: "
+      "where models.toml gives the model's prices.";
+  return sec;
+}
+
+// Every section after the header and warnings, in order.
+std::vector<Section> body_sections(const Summary& s, const Results& r, size_t message_chars, size_t most_failures) {
+  std::vector<Section> out = {runs_section(s), samples_section(s)};
+  if (!s.turns.empty()) {
+    Section turns{"By turn (pkb agent)", 2, "turns"};
+    turns.table = turns_table(s);
+    turns.note = kTurnsLegend;
+    out.push_back(turns);
+  }
+  Section cats{"Categories", 2, "categories"};
+  out.push_back(cats);
+  for (auto& cat : categories_in_order(s)) out.push_back(category_section(s, cat));
+  out.push_back(matrix_section(s));
+  out.push_back(best_section(s));
+  out.push_back(failures_section(s, message_chars, most_failures));
+  if (!r.generation.empty()) out.push_back(generation_section(r));
+  return out;
+}
 
 // --- HTML charts ----------------------------------------------------------------------
 
-constexpr int kLabelWidth = 280, kBarArea = 600, kRow = 26, kBar = 18;
+constexpr int kLabelWidth = 280, kBarArea = 600, kRow = 30, kBar = 18, kWhisker = 4;
 
+// The best counted speedup per problem as a bar, its quartile range as a line under it.
 std::string speedup_chart(const Summary& s) {
   std::vector<const BestCandidate*> rows;
   double top = 1.0;
   for (auto& b : s.best)
     if (b.best && b.best->speedup && *b.best->speedup > 0) {
       rows.push_back(&b);
-      top = std::max(top, *b.best->speedup);
+      top = std::max({top, *b.best->speedup, b.best->speedup_high.value_or(0)});
     }
-  if (rows.empty()) return "<p>No correct candidate with a timing yet.</p>\n";
+  if (rows.empty()) return "<p>No correct candidate with a timing that counts for speed.</p>\n";
   int height = static_cast<int>(rows.size()) * kRow + 24;
   std::ostringstream o;
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kLabelWidth + kBarArea + 80 << "\" height=\"" << height
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kLabelWidth + kBarArea + 160 << "\" height=\"" << height
     << "\" role=\"img\" aria-label=\"speedup of the best correct candidate per problem\">\n";
   // The 1x line goes under the bars, so a bar stays one block of colour.
   double one = kLabelWidth + kBarArea / top;
@@ -245,17 +511,26 @@ std::string speedup_chart(const Summary& s) {
     << "\" stroke=\"#6b7280\" stroke-dasharray=\"4 3\"/>\n"
     << "<text x=\"" << one << "\" y=\"" << height - 4 << "\" text-anchor=\"middle\" class=\"axis\">1x (reference)</text>\n";
   for (size_t i = 0; i < rows.size(); ++i) {
-    const BestCandidate& b = *rows[i];
-    double x = *b.best->speedup, len = kBarArea * x / top;
+    const Evaluation& e = *rows[i]->best;
+    double x = *e.speedup, len = kBarArea * x / top;
     int y = static_cast<int>(i) * kRow;
-    o << "<text x=\"" << kLabelWidth - 8 << "\" y=\"" << y + 14 << "\" text-anchor=\"end\">" << escape(b.problem)
-      << " W=" << b.world << "</text>\n"
+    o << "<text x=\"" << kLabelWidth - 8 << "\" y=\"" << y + 14 << "\" text-anchor=\"end\">" << escape(e.problem)
+      << " W=" << e.world << "</text>\n"
       << "<rect x=\"" << kLabelWidth << "\" y=\"" << y << "\" width=\"" << len << "\" height=\"" << kBar
-      << "\" fill=\"" << (x >= 1 ? colour::kFaster : colour::kSlower) << "\"><title>" << escape(b.best->run)
-      << " sample " << b.best->sample << "</title></rect>\n"
-      << "<text x=\"" << kLabelWidth + len + 6 << "\" y=\"" << y + 14 << "\">" << fmt("%.2fx", x) << "</text>\n";
+      << "\" fill=\"" << (x >= 1 ? colour::kFaster : colour::kSlower) << "\"><title>" << escape(e.run) << " sample "
+      << e.sample << "</title></rect>\n";
+    std::string label = fmt("%.2fx", x);
+    if (e.speedup_low && e.speedup_high) {
+      double x0 = kLabelWidth + kBarArea * *e.speedup_low / top, x1 = kLabelWidth + kBarArea * *e.speedup_high / top;
+      o << "<rect x=\"" << x0 << "\" y=\"" << y + kBar + 2 << "\" width=\"" << x1 - x0 << "\" height=\"" << kWhisker
+        << "\" fill=\"" << colour::kSpread << "\"><title>quartile range " << escape(spread(e)) << "</title></rect>\n";
+      label += " " + spread(e);
+    }
+    o << "<text x=\"" << kLabelWidth + std::max(len, kBarArea * e.speedup_high.value_or(0) / top) + 6 << "\" y=\""
+      << y + 14 << "\">" << escape(label) << "</text>\n";
   }
-  o << "</svg>\n";
+  o << "</svg>\n<p class=\"legend\">Bars: the speedup (blue when at least as fast as the reference, amber when "
+       "slower); the line under a bar: its quartile range. CPU-device and shared-GPU timings are not shown.</p>\n";
   return o.str();
 }
 
@@ -298,51 +573,47 @@ std::string correctness_chart(const Summary& s) {
   return o.str();
 }
 
-const char* const kStyle = R"(body{font-family:"DejaVu Sans",Helvetica,Arial,sans-serif;margin:24px;color:#1f2937;font-size:14px}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}h3{font-size:15px;margin:18px 0 6px}
-.meta,.legend{color:#4b5563}svg{display:block}svg text{font-size:12px;fill:#374151}svg .axis{fill:#6b7280}
-svg rect{shape-rendering:crispEdges}
+std::string style() {
+  return std::string(R"(body{font-family:"DejaVu Sans",Helvetica,Arial,sans-serif;margin:24px;color:#1f2937;font-size:14px}
+h1{font-size:22px;margin:0 0 8px}h2{font-size:17px;margin:28px 0 8px}h3{font-size:15px;margin:18px 0 6px}
+.header{background:)") + colour::kHeader + R"(;padding:14px 18px;border-radius:4px}
+.header dl{display:grid;grid-template-columns:max-content auto;gap:2px 16px;margin:0}.header dt{font-weight:bold}.header dd{margin:0}
+.warnings ul{background:#fef3c7;padding:8px 8px 8px 28px;border-radius:4px}
+.legend{color:#4b5563}svg{display:block}svg text{font-size:12px;fill:#374151}svg .axis{fill:#6b7280}
+svg rect{shape-rendering:crispEdges}a{color:#1e40af}
 .scroll{overflow-x:auto}table{border-collapse:collapse;margin:4px 0}th,td{padding:3px 8px;border-bottom:1px solid #e5e7eb;text-align:left}
 th{background:#f3f4f6}.n{text-align:right;font-variant-numeric:tabular-nums}
 .swatch{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px})";
+}
 
 }  // namespace
 
 std::string render_text(const Summary& s, const Results& r) {
-  std::string out = notes(s, r) + "\n\nruns\n" + as_text(runs_table(s)) + "\nover samples\n" + as_text(samples_table(s));
-  if (!s.turns.empty()) out += "\nby turn (pkb agent)\n" + as_text(turns_table(s));
-  for (auto& cat : categories_in_order(s)) out += "\n" + category_title(cat) + "\n" + as_text(category_table(s, cat));
-  out += "\nbest candidate per problem\n" + as_text(best_table(s));
+  Section h = header_section(s, r);
+  std::string out = "pkb report\n";
+  for (auto& [k, v] : h.fields) out += "  " + k + ": " + v + "\n";
+  if (!s.warnings.empty()) out += section_text(warnings_section(s));
+  for (auto& sec : body_sections(s, r, 100, 40)) out += section_text(sec);
   return out;
 }
 
 std::string render_markdown(const Summary& s, const Results& r) {
-  std::string out = "# pkb report\n\n" + notes(s, r) + "\n\n## Runs\n\n" + as_markdown(runs_table(s)) +
-                    "\n## Over samples\n\n" + as_markdown(samples_table(s)) + "\n" + kLegend + "\n\n";
-  if (!s.turns.empty()) out += "## By turn (pkb agent)\n\n" + as_markdown(turns_table(s)) + "\n" + kTurnsLegend + "\n\n";
-  out += "## Categories\n";
-  for (auto& cat : categories_in_order(s))
-    out += "\n### " + category_title(cat) + "\n\n" + as_markdown(category_table(s, cat));
-  out += "\n## Best candidate per problem\n\n" + as_markdown(best_table(s));
+  std::string out = "# pkb report\n\n";
+  for (auto& [k, v] : header_section(s, r).fields) out += "- **" + k + "**: " + v + "\n";
+  if (!s.warnings.empty()) out += section_markdown(warnings_section(s));
+  for (auto& sec : body_sections(s, r, 300, s.failures.size())) out += section_markdown(sec);
   return out;
 }
 
-std::string render_html(const Summary& s, const Results& r) {
+std::string render_html(const Summary& s, const Results& r, const std::string& page_dir) {
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>pkb report</title>\n<style>\n";
-  out += std::string(kStyle) + "\n</style>\n</head>\n<body>\n<h1>pkb report</h1>\n<p class=\"meta\">" +
-         escape(notes(s, r)) + "</p>\n";
+  out += style() + "\n</style>\n</head>\n<body>\n";
+  out += section_html(header_section(s, r), page_dir);
+  if (!s.warnings.empty()) out += section_html(warnings_section(s), page_dir);
   out += "<h2>Best correct candidate per problem: speedup over the reference</h2>\n" + speedup_chart(s);
   out += "<h2>Verdicts per category</h2>\n" + correctness_chart(s);
-  out += "<h2>Runs</h2>\n" + as_html(runs_table(s)) + "<h2>Over samples</h2>\n" + as_html(samples_table(s)) +
-         "<p class=\"legend\">" + escape(kLegend) + "</p>\n";
-  if (!s.turns.empty())
-    out += "<h2>By turn (pkb agent)</h2>\n" + as_html(turns_table(s)) + "<p class=\"legend\">" + escape(kTurnsLegend) +
-           "</p>\n";
-  out += "<h2>Categories</h2>\n";
-  for (auto& cat : categories_in_order(s))
-    out += "<h3>" + escape(category_title(cat)) + "</h3>\n" + as_html(category_table(s, cat));
-  out += "<h2>Best candidate per problem</h2>\n" + as_html(best_table(s)) + "</body>\n</html>\n";
-  return out;
+  for (auto& sec : body_sections(s, r, 300, s.failures.size())) out += section_html(sec, page_dir);
+  return out + "</body>\n</html>\n";
 }
 
 json render_json(const Summary& s, const Results& r) {
@@ -359,13 +630,40 @@ json render_json(const Summary& s, const Results& r) {
                 {"compiled", frac(x.compiled)},
                 {"correct", frac(x.correct)},
                 {"fast", fast},
-                {"counts", {{"compiled", x.compiled}, {"correct", x.correct}, {"fast", fast_n}, {"timed", x.timed}}},
+                {"counts",
+                 {{"compiled", x.compiled},
+                  {"correct", x.correct},
+                  {"fast", fast_n},
+                  {"timed", x.timed},
+                  {"not_meaningful", x.not_meaningful}}},
                 {"geomean_speedup", opt(x.geomean_speedup)},
                 {"mean_roofline_fraction", opt(x.mean_roofline_fraction)}};
   };
+  auto evaluation = [&](const Evaluation& e) {
+    return json{{"run", e.run},
+                {"sample", e.sample},
+                {"path", e.path},
+                {"shown_path", e.shown_path},
+                {"verdict", e.verdict},
+                {"speedup", opt(e.speedup)},
+                {"speedup_low", opt(e.speedup_low)},
+                {"speedup_high", opt(e.speedup_high)},
+                {"timing_counts", e.timing_counts},
+                {"timing_note", e.timing_note},
+                {"candidate_us", opt(e.candidate_us)},
+                {"reference_us", opt(e.reference_us)},
+                {"roofline_fraction", opt(e.roofline_fraction)}};
+  };
+  const Header& h = s.header;
   json j = {{"schema", "pkb.report/1"}, {"files", r.files},           {"evaluations", s.evaluations},
             {"duplicates", r.duplicates}, {"skipped_lines", r.bad_lines}, {"k", s.ks},
             {"speedup_thresholds", kSpeedupThresholds}};
+  j["header"] = {{"versions", h.versions}, {"devices", h.devices}, {"hardware_profiles", h.profiles},
+                 {"worlds", h.worlds},     {"sizes", h.sizes},     {"dtypes", h.dtypes},
+                 {"seeds", h.seeds},       {"settings", h.settings},
+                 {"first_time", h.first_time.empty() ? json() : json(h.first_time)},
+                 {"last_time", h.last_time.empty() ? json() : json(h.last_time)}};
+  j["warnings"] = s.warnings;
   j["runs"] = json::array();
   for (auto& run : s.runs) {
     json x = rates(run.rates);
@@ -400,18 +698,48 @@ json render_json(const Summary& s, const Results& r) {
   for (auto& b : s.best) {
     json x = {{"problem", b.problem}, {"problem_id", b.problem_id}, {"category", b.category}, {"world", b.world},
               {"size", b.size},       {"evaluated", b.evaluated},   {"correct", b.correct}};
-    if (b.best)
-      x["best"] = {{"run", b.best->run},
-                   {"sample", b.best->sample},
-                   {"path", b.best->path},
-                   {"speedup", opt(b.best->speedup)},
-                   {"candidate_us", opt(b.best->candidate_us)},
-                   {"reference_us", opt(b.best->reference_us)},
-                   {"roofline_fraction", opt(b.best->roofline_fraction)}};
-    else
-      x["best"] = nullptr;
+    x["best"] = b.best ? evaluation(*b.best) : json();
+    if (b.best) {
+      x["best"]["repeats"] = b.repeats;
+      x["best"]["repeat_low"] = opt(b.repeat_low);
+      x["best"]["repeat_high"] = opt(b.repeat_high);
+    }
+    x["correct_uncounted"] = b.correct_uncounted ? evaluation(*b.correct_uncounted) : json();
     j["best"].push_back(x);
   }
+  j["matrix"] = json::array();
+  for (auto& row : s.matrix) {
+    json cells = json::object();
+    for (auto& [run, c] : row.cells)
+      cells[run] = {{"evaluated", c.evaluated},
+                    {"correct", c.correct},
+                    {"fastest", c.fastest ? evaluation(*c.fastest) : json()},
+                    {"notes", c.notes}};
+    j["matrix"].push_back(
+        {{"problem", row.problem}, {"problem_id", row.problem_id}, {"world", row.world}, {"size", row.size}, {"runs", cells}});
+  }
+  j["failures"] = json::array();
+  for (auto& e : s.failures) {
+    json x = evaluation(e);
+    x["problem"] = e.problem;
+    x["world"] = e.world;
+    x["size"] = e.size;
+    x["message"] = e.message;
+    j["failures"].push_back(x);
+  }
+  j["generation"] = json::array();
+  for (auto& [run, g] : r.generation)
+    j["generation"].push_back({{"run", run},
+                               {"manifest", g.manifest},
+                               {"requests", g.requests},
+                               {"ok", g.ok},
+                               {"no_code", g.no_code},
+                               {"failed", g.failed},
+                               {"tokens_in", g.tokens_in},
+                               {"tokens_out", g.tokens_out},
+                               {"latency_s", g.latency_s},
+                               {"cost_usd", opt(g.cost_usd)},
+                               {"priced", g.priced}});
   return j;
 }
 

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -17,19 +18,28 @@ using json = nlohmann::json;
 
 namespace {
 
-std::optional<double> number_at(const json& j, std::initializer_list<const char*> path) {
+const json* at_path(const json& j, std::initializer_list<const char*> path) {
   const json* at = &j;
   for (const char* key : path) {
-    if (!at->is_object() || !at->contains(key)) return std::nullopt;
+    if (!at->is_object() || !at->contains(key)) return nullptr;
     at = &(*at)[key];
   }
-  return at->is_number() ? std::optional<double>(at->get<double>()) : std::nullopt;
+  return at;
 }
 
-std::string string_at(const json& j, const char* object, const char* key, const std::string& fallback) {
-  if (!j.contains(object) || !j[object].is_object()) return fallback;
-  const json& v = j[object].value(key, json());
-  return v.is_string() ? v.get<std::string>() : fallback;
+std::optional<double> number_at(const json& j, std::initializer_list<const char*> path) {
+  const json* at = at_path(j, path);
+  return at && at->is_number() ? std::optional<double>(at->get<double>()) : std::nullopt;
+}
+
+std::optional<int> int_at(const json& j, std::initializer_list<const char*> path) {
+  auto v = number_at(j, path);
+  return v ? std::optional<int>(static_cast<int>(*v)) : std::nullopt;
+}
+
+std::string string_at(const json& j, std::initializer_list<const char*> path, const std::string& fallback = "") {
+  const json* at = at_path(j, path);
+  return at && at->is_string() ? at->get<std::string>() : fallback;
 }
 
 // Lines outside a sweep (pkb eval --json files gathered by hand) belong to the folder
@@ -39,6 +49,129 @@ std::string run_of_path(const std::string& path) {
   std::string parent = p.parent_path().filename().string();
   if (p.stem().string().rfind("sample_", 0) == 0) parent = p.parent_path().parent_path().filename().string();
   return parent.empty() ? "(unnamed)" : parent;
+}
+
+// A quartile of one side's timed calls; older results carry only the median and the IQR.
+std::optional<double> quartile(const json& j, const char* side, bool upper) {
+  if (auto q = number_at(j, {"timing", side, upper ? "p75_us" : "p25_us"})) return q;
+  auto median = number_at(j, {"timing", side, "median_us"});
+  auto iqr = number_at(j, {"timing", side, "iqr_us"});
+  if (!median || !iqr) return std::nullopt;
+  return *median + (upper ? 0.5 : -0.5) * *iqr;
+}
+
+// Why a correct evaluation's timing says nothing about speed, "" when it does.
+std::string timing_note(const json& j) {
+  if (!j.value("speedup", json()).is_number()) return "untimed";
+  const json& run = j.value("run", json::object());
+  if (run.value("device", "") != "cuda") return "CPU device";
+  const json& flags = j.value("flags", json::array());
+  auto has = [&](const char* f) { return std::find(flags.begin(), flags.end(), f) != flags.end(); };
+  if (run.value("ranks_per_gpu", 1) != 1 || has("shared_gpu")) return "shared GPU";
+  if (has("throttled")) return "throttled clocks";
+  if (has("left_processes")) return "processes left behind";
+  if (eval::timing_in_doubt(flags)) return "timing violation";
+  return "";
+}
+
+// Where the candidate is, absolutely: as recorded (pkb eval writes candidate.abs_path),
+// else its path if that is absolute or found from here or from the results file's folder.
+std::string locate(const json& j, const std::string& path, const fs::path& results_dir) {
+  std::string recorded = string_at(j, {"candidate", "abs_path"});
+  if (!recorded.empty()) return recorded;
+  if (path.empty()) return "";
+  fs::path p(path);
+  std::error_code ec;
+  if (p.is_absolute()) return p.lexically_normal().string();
+  if (fs::exists(p, ec)) return fs::absolute(p).lexically_normal().string();
+  if (fs::exists(results_dir / p, ec)) return (results_dir / p).lexically_normal().string();
+  return "";
+}
+
+std::string relative_to(const std::string& abs, const fs::path& dir) {
+  std::error_code ec;
+  fs::path rel = fs::path(abs).lexically_relative(fs::absolute(dir, ec).lexically_normal());
+  return rel.empty() ? abs : rel.string();
+}
+
+Evaluation evaluation_of(const json& j, const std::string& file) {
+  Evaluation e;
+  fs::path dir = fs::path(file).parent_path();
+  e.file = file;
+  e.problem = j["problem"];
+  e.verdict = j["verdict"];
+  e.message = string_at(j, {"message"});
+  e.category = string_at(j, {"category"});
+  e.problem_id = j.value("problem_id", json()).is_number_integer() ? j["problem_id"].get<int>() : 0;
+  e.world = int_at(j, {"run", "world"}).value_or(0);
+  e.size = string_at(j, {"run", "size"}, "default");
+  e.device = string_at(j, {"run", "device"}, "?");
+  e.gpu = string_at(j, {"run", "gpu"});
+  e.dtype = string_at(j, {"run", "dtype"});
+  e.seed = string_at(j, {"run", "seed"});
+  e.hardware_profile = string_at(j, {"run", "hardware_profile"});
+  e.ranks_per_gpu = int_at(j, {"run", "ranks_per_gpu"}).value_or(1);
+  e.trials = int_at(j, {"run", "trials"});
+  e.warmup = int_at(j, {"run", "warmup"});
+  e.iters = int_at(j, {"run", "iters"});
+  e.pkb_version = string_at(j, {"versions", "pkb"});
+  e.commit = string_at(j, {"versions", "commit"});
+  e.time = string_at(j, {"time"});
+  e.path = string_at(j, {"candidate", "path"});
+  e.sha256 = string_at(j, {"candidate", "sha256"});
+  e.abs_path = locate(j, e.path, dir);
+  e.shown_path = e.abs_path.empty() ? e.path : relative_to(e.abs_path, dir.empty() ? fs::path(".") : dir);
+  e.run = string_at(j, {"sweep", "run"}, run_of_path(e.path));
+  e.sample = int_at(j, {"sweep", "sample"}).value_or(0);
+  e.key = string_at(j, {"sweep", "task"});
+  e.turn = int_at(j, {"agent", "turn"}).value_or(0);
+  e.speedup = number_at(j, {"speedup"});
+  e.timing_in_doubt = eval::timing_in_doubt(j.value("flags", json::array()));
+  e.timing_counts = eval::timing_counts(j);
+  if (e.correct()) e.timing_note = timing_note(j);
+  e.roofline_fraction = number_at(j, {"roofline", "fraction"});
+  e.candidate_us = number_at(j, {"timing", "candidate", "median_us"});
+  e.reference_us = number_at(j, {"timing", "reference", "median_us"});
+  auto ref_lo = quartile(j, "reference", false), ref_hi = quartile(j, "reference", true);
+  auto cand_lo = quartile(j, "candidate", false), cand_hi = quartile(j, "candidate", true);
+  if (e.speedup && ref_lo && cand_hi && *cand_hi > 0) e.speedup_low = *ref_lo / *cand_hi;
+  if (e.speedup && ref_hi && cand_lo && *cand_lo > 0) e.speedup_high = *ref_hi / *cand_lo;
+  return e;
+}
+
+// The manifest.jsonl of generation runs whose samples were evaluated
+// (<run dir>/<problem>/sample_<k>.<ext>), totalled per run.
+void read_manifests(Results& r) {
+  std::set<std::string> seen;
+  fs::path first_dir = r.files.empty() ? fs::path(".") : fs::path(r.files.front()).parent_path();
+  if (first_dir.empty()) first_dir = ".";
+  for (auto& e : r.evaluations) {
+    if (e.abs_path.empty() || fs::path(e.abs_path).stem().string().rfind("sample_", 0) != 0) continue;
+    fs::path manifest = fs::path(e.abs_path).parent_path().parent_path() / "manifest.jsonl";
+    if (!seen.insert(manifest.string()).second) continue;
+    std::ifstream in(manifest);
+    if (!in) continue;
+    GenerationTotals t;
+    t.run = e.run;
+    t.manifest = relative_to(manifest.string(), first_dir);
+    for (std::string line; std::getline(in, line);) {
+      json m = json::parse(line, nullptr, false);
+      if (!m.is_object() || !m.contains("status")) continue;
+      ++t.requests;
+      std::string status = m.value("status", "");
+      t.ok += status == "ok";
+      t.no_code += status == "no_code";
+      t.failed += status != "ok" && status != "no_code";
+      t.tokens_in += number_at(m, {"tokens_in"}).value_or(0);
+      t.tokens_out += number_at(m, {"tokens_out"}).value_or(0);
+      t.latency_s += number_at(m, {"latency_s"}).value_or(0);
+      if (auto c = number_at(m, {"cost_usd"})) {
+        t.cost_usd = t.cost_usd.value_or(0) + *c;
+        ++t.priced;
+      }
+    }
+    if (t.requests) r.generation[t.run] = t;
+  }
 }
 
 }  // namespace
@@ -70,23 +203,7 @@ Results load_results(const std::vector<std::string>& paths) {
         ++r.bad_lines;
         continue;
       }
-      Evaluation e;
-      e.problem = j["problem"];
-      e.verdict = j["verdict"];
-      e.category = j.value("category", json()).is_string() ? j["category"].get<std::string>() : "";
-      e.problem_id = j.value("problem_id", json()).is_number_integer() ? j["problem_id"].get<int>() : 0;
-      e.world = static_cast<int>(number_at(j, {"run", "world"}).value_or(0));
-      e.size = string_at(j, "run", "size", "default");
-      e.path = string_at(j, "candidate", "path", "");
-      e.run = string_at(j, "sweep", "run", run_of_path(e.path));
-      e.sample = static_cast<int>(number_at(j, {"sweep", "sample"}).value_or(0));
-      e.key = string_at(j, "sweep", "task", "");
-      e.turn = static_cast<int>(number_at(j, {"agent", "turn"}).value_or(0));
-      e.speedup = number_at(j, {"speedup"});
-      e.timing_in_doubt = eval::timing_in_doubt(j.value("flags", json::array()));
-      e.roofline_fraction = number_at(j, {"roofline", "fraction"});
-      e.candidate_us = number_at(j, {"timing", "candidate", "median_us"});
-      e.reference_us = number_at(j, {"timing", "reference", "median_us"});
+      Evaluation e = evaluation_of(j, file);
       if (!e.key.empty()) {
         // The same evaluation twice (a sweep re-run on a copy of its file): keep the later.
         auto [it, fresh] = by_task.emplace(e.key, r.evaluations.size());
@@ -99,6 +216,7 @@ Results load_results(const std::vector<std::string>& paths) {
       r.evaluations.push_back(std::move(e));
     }
   }
+  read_manifests(r);
   return r;
 }
 

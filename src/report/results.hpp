@@ -1,8 +1,10 @@
 // Reading evaluation results (pkb.eval/1, one JSON object per line) from the files and
 // folders a user names: a sweep's results file, a Slurm job's folder of task files, or
-// several of them to merge.
+// several of them to merge. Also the generation manifests (pkb generate) of the runs the
+// results name, for their token, latency and cost totals.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,13 +13,36 @@ namespace pkb::report {
 
 // The fields of one result line that the report reads.
 struct Evaluation {
-  std::string problem, category, size = "default", verdict, run, path, key;
-  int problem_id = 0, world = 0, sample = 0;
+  std::string problem, category, size = "default", verdict, message, run, path, key;
+  std::string shown_path;  // the candidate relative to the results file's folder (else as recorded)
+  std::string abs_path;    // the candidate's absolute path, "" when it cannot be told
+  std::string file;        // the results file the line came from
+  std::string sha256, device, gpu, dtype, seed, hardware_profile, pkb_version, commit, time;
+  int problem_id = 0, world = 0, sample = 0, ranks_per_gpu = 1;
+  std::optional<int> trials, warmup, iters;
   int turn = 0;  // pkb agent's turn (from 1) that made this candidate; 0 for any other line
   std::optional<double> speedup, roofline_fraction, candidate_us, reference_us;
+  // The speedup if both sides sat at opposite quartiles of their timed calls:
+  // [reference Q1 / candidate Q3, reference Q3 / candidate Q1].
+  std::optional<double> speedup_low, speedup_high;
   bool timing_in_doubt = false;  // flags that put the timing in doubt (eval/verdict.hpp)
+  // Whether the timing says anything about speed (eval::timing_counts: correct, the CUDA
+  // device with a GPU per rank, nothing in doubt). Only such timings are fast, best or
+  // averaged.
+  bool timing_counts = false;
+  std::string timing_note;  // a correct one's timing that does not count: why ("CPU device", ...)
   bool correct() const { return verdict == "correct"; }
   bool compiled() const { return verdict != "compile_error"; }
+};
+
+// A generation run's totals, from its manifest.jsonl (every request it ever made).
+struct GenerationTotals {
+  std::string run, manifest;  // manifest: as shown (relative to the first results file's folder)
+  int requests = 0, ok = 0, no_code = 0, failed = 0;
+  long long tokens_in = 0, tokens_out = 0;
+  double latency_s = 0;  // summed over requests
+  std::optional<double> cost_usd;  // summed over priced requests; none when no request had a price
+  int priced = 0;                  // requests with a cost
 };
 
 struct Results {
@@ -25,6 +50,7 @@ struct Results {
   std::vector<Evaluation> evaluations;
   size_t bad_lines = 0;   // not JSON, or not pkb.eval/1 (a torn last line, another schema)
   size_t duplicates = 0;  // the same sweep task recorded again: the later line wins
+  std::map<std::string, GenerationTotals> generation;  // by run, for runs whose manifest was found
 };
 
 // Reads .jsonl files, and the *.jsonl files directly in folders. Throws std::runtime_error

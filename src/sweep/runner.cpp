@@ -144,7 +144,11 @@ json record_for(const Task& t, const Settings& s, const launch::ProcessResult& c
             {"problem", c.problem},
             {"problem_id", c.problem_id},
             {"category", c.category},
-            {"candidate", {{"path", c.path}, {"sha256", c.sha256}, {"backend", c.backend}}},
+            {"candidate",
+             {{"path", c.path},
+              {"abs_path", fs::absolute(c.path).lexically_normal().string()},  // pkb eval runs here too
+              {"sha256", c.sha256},
+              {"backend", c.backend}}},
             {"run",
              {{"world", t.world},
               {"device", c.device},

@@ -1,6 +1,8 @@
-// Sweeps beyond one node: a Slurm array job whose task i runs `pkb sweep --shard i/N` on
-// one node's GPUs and writes task_<i>.jsonl into a shared results folder (`pkb report
-// FOLDER` merges them). Re-submitting resumes: each task skips what its file already has.
+// Work beyond this machine, on Slurm. A sweep is an array job whose task i runs `pkb sweep
+// --shard i/N` on one node's GPUs and writes task_<i>.jsonl into a shared results folder
+// (`pkb report FOLDER` merges them); re-submitting resumes, as each task skips what its
+// file already has. An evaluation (`pkb eval --launcher slurm`) is one task running `pkb
+// eval` on a GPU node, writing its result into a shared folder for the submitting side.
 #pragma once
 
 #include <string>
@@ -9,19 +11,31 @@
 namespace pkb::sweep {
 
 struct SlurmJob {
-  std::string results_dir;                  // shared by every node
-  std::string workdir;                      // where each task starts (paths in sweep_argv are relative to it)
+  std::string name = "pkb-sweep";           // --job-name
+  std::string results_dir;                  // shared by every node; the logs go there too
+  std::string workdir;                      // where each task starts (paths in argv are relative to it)
+  bool array = true;                        // an array of `nodes` sweep shards; false: one task running argv
   int nodes = 1;                            // array tasks, one node each
   int gpus_per_node = 0;                    // asks for --gres=gpu:N when > 0
-  std::vector<std::string> sweep_argv;      // `pkb ... sweep ...` without --shard and --out
+  std::vector<std::string> argv;            // `pkb ... sweep ...` without --shard and --out; or the whole command
   std::vector<std::string> sbatch_options;  // more #SBATCH lines: "--partition=gpu", "--time=4:00:00"
 };
 
 // The batch script.
 std::string slurm_script(const SlurmJob& job);
 
-// Submits a script with sbatch (waiting for the job to end when `wait`); returns the job id.
-// Throws std::runtime_error with sbatch's own message.
+struct Submission {
+  std::string id;     // the job id ("" when sbatch refused the script)
+  bool ok = false;    // submitted (with `wait`: every task ended with exit code 0)
+  std::string error;  // sbatch's own words when not ok
+};
+
+// Submits a script with sbatch, waiting for the job to end when `wait`. Throws
+// std::runtime_error only when sbatch is not on PATH.
+Submission sbatch(const std::string& script_path, bool wait);
+
+// sbatch() for a sweep: returns the job id; throws std::runtime_error with sbatch's own
+// message when it refused the script or (with `wait`) a task failed.
 std::string submit(const std::string& script_path, bool wait);
 
 // 'text' for sh, with embedded quotes escaped.

@@ -20,7 +20,8 @@ A behaviour is one of
   {"malformed": true}                200 with cut-off JSON
 Every request appends one JSON line to L.jsonl: time, path, protocol, model, behaviour, auth,
 turn (user messages in the request; a conversation of pkb agent has several), last_user (the
-text of the last user message) and system.
+text of the last user message), system, and the sampling fields the body carried
+(temperature, top_p, seed, the output limit).
 Requests that break the protocol (missing fields or headers) get a 400 in the provider's
 shape, so a test sees the mistake.
 """
@@ -191,6 +192,22 @@ def system_of(protocol, body):
     return "".join(p.get("text", "") for p in body.get("systemInstruction", {}).get("parts", []))
 
 
+def sampling_of(body):
+    """The sampling fields a request body carries, under one set of names."""
+    if not isinstance(body, dict):
+        return {}
+    config = body.get("generationConfig", {}) if isinstance(body.get("generationConfig"), dict) else {}
+    names = {"temperature": ["temperature"], "top_p": ["top_p", "topP"], "seed": ["seed"],
+             "max_tokens": ["max_tokens", "max_completion_tokens", "max_output_tokens", "maxOutputTokens"]}
+    out = {}
+    for name, keys in names.items():
+        for where in (body, config):
+            for k in keys:
+                if k in where:
+                    out[name] = where[k]
+    return out
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -234,7 +251,7 @@ class Handler(BaseHTTPRequestHandler):
             server.log(dict(entry, problem="unknown path"))
             return self.send_json(404, {"error": {"message": "no such endpoint " + url.path}})
         problem, given, prompt, model = check_request(protocol, self.headers, parse_qs(url.query), body, server.script.key)
-        entry.update(model=model, auth="ok" if given == server.script.key else "bad")
+        entry.update(model=model, auth="ok" if given == server.script.key else "bad", sampling=sampling_of(body))
         if problem:
             server.log(dict(entry, problem=problem))
             return self.send_json(400, error_body(protocol, 400, "fake server: " + problem))

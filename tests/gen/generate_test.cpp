@@ -7,6 +7,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "../runtime/support.hpp"
@@ -226,4 +227,121 @@ TEST(GenCommand, InterruptKeepsWhatFinishedAndTheSameCommandResumes) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(healthy.requests().size(), 4u);
   EXPECT_TRUE(contains(r.out, "4 ok, 0 without code, 0 failed, 2 already there")) << r.out;
+}
+
+// --dry-run prints the prompts, their token estimates and the requests it would send, and
+// sends nothing (the loopback server sees no request), writes nothing and needs no key.
+TEST(GenCommand, DryRunPrintsPromptsAndSendsNothing) {
+  FakeServer server(kKey);
+  std::string out = temp_dir("gen-dry");
+  PkbRun r = run_pkb(generate_args(out, {"--dry-run"}), 120,
+                     {{"PKB_OPENAI_BASE_URL", server.url("/v1")}, {"OPENAI_API_KEY", ""}});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(server.requests().size(), 0u) << "a dry run sends no request";
+  EXPECT_FALSE(fs::exists(out + "/solutions_cuda")) << "a dry run writes nothing";
+  for (const char* slug : {"coll_allreduce", "coll_allgather", "coll_broadcast"})
+    EXPECT_TRUE(contains(r.out, "===== " + std::string(slug) + ": prompt ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "===== user =====\nWrite a CUDA C++ candidate")) << r.out;
+  EXPECT_TRUE(contains(r.out, "dry run: no request sent. 3 prompts, ~")) << r.out;
+  EXPECT_TRUE(contains(r.out, "openai:fake-model: 6 requests (6 samples, 0 already there) to " + server.url("/v1")))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "\nrequests: 6\n")) << r.out;
+
+  // After a real run of sample 0, a dry run counts only what is missing.
+  ASSERT_EQ(run_pkb(generate_args(out, {}, "coll_allreduce,coll_allgather,3", "1"), 120, env_for(server)).code, 0);
+  size_t asked = server.requests().size();
+  r = run_pkb(generate_args(out, {"--dry-run"}), 120, env_for(server));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(server.requests().size(), asked);
+  EXPECT_TRUE(contains(r.out, "openai:fake-model: 3 requests (6 samples, 3 already there)")) << r.out;
+}
+
+// --temperature, --top-p, --seed and --max-tokens reach every request (sample k with seed
+// + k); the manifest records them with each request's cost from the models table's prices,
+// and the run prints its totals.
+TEST(GenCommand, SamplingControlsReachEveryRequestAndCostsAreTotalled) {
+  FakeServer server(kKey);
+  std::string out = temp_dir("gen-sampling");
+  std::string models = out + "/models.toml";
+  std::ofstream(models) << "[providers.fake]\nprotocol = \"openai-chat\"\nbase_url = \"" << server.url("/v1")
+                        << "\"\napi_key_env = \"OPENAI_API_KEY\"\n\n[models.\"priced\"]\nprovider = \"fake\"\n"
+                           "model = \"fake-model\"\ninput_usd_per_mtok = 2.0\noutput_usd_per_mtok = 10.0\n";
+  PkbRun r = run_pkb({"generate", "--model", "priced", "--models", models, "--problem", "coll_allreduce", "--samples",
+                      "2", "--backend", "cuda", "--shots", "zero_shot", "--hardware", "h100_8", "--output-dir", out,
+                      "--jobs", "1", "--temperature", "0.2", "--top-p", "0.9", "--seed", "7", "--max-tokens", "1000"},
+                     120, {{"OPENAI_API_KEY", kKey}});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  std::set<int> seeds;
+  for (auto& q : requests) {
+    EXPECT_DOUBLE_EQ(q["sampling"]["temperature"].get<double>(), 0.2) << q;
+    EXPECT_DOUBLE_EQ(q["sampling"]["top_p"].get<double>(), 0.9) << q;
+    EXPECT_EQ(q["sampling"]["max_tokens"], 1000) << q;
+    seeds.insert(q["sampling"]["seed"].get<int>());
+  }
+  EXPECT_EQ(seeds, (std::set<int>{7, 8})) << "sample k gets seed + k";
+  double total = 0;
+  for (auto& l : manifest(out + "/solutions_cuda/priced_cuda_dt_h100_8_zero_shot")) {
+    EXPECT_EQ(l["sampling"]["seed"].get<int>(), 7 + l["sample"].get<int>()) << l;
+    EXPECT_DOUBLE_EQ(l["sampling"]["temperature"].get<double>(), 0.2);
+    double cost = (l["tokens_in"].get<double>() * 2.0 + l["tokens_out"].get<double>() * 10.0) / 1e6;
+    EXPECT_NEAR(l["cost_usd"].get<double>(), cost, 1e-12) << l;
+    total += cost;
+  }
+  char want[64];
+  snprintf(want, sizeof want, "cost $%.2f", total);
+  EXPECT_TRUE(contains(r.out, "  2 requests: ")) << r.out;
+  EXPECT_TRUE(contains(r.out, want)) << r.out;
+
+  // Without prices the cost is unknown, never made up.
+  PkbRun unpriced = run_pkb(generate_args(out, {"--jobs", "1"}, "coll_allreduce", "1"), 120, env_for(server));
+  ASSERT_EQ(unpriced.code, 0) << unpriced.err;
+  EXPECT_TRUE(contains(unpriced.out, "cost unknown (no prices in the models table)")) << unpriced.out;
+  EXPECT_TRUE(manifest(out + "/solutions_cuda/" + kRun)[0]["cost_usd"].is_null());
+}
+
+TEST(GenCommand, AConnectionFailureNamesTheUrl) {
+  std::string out = temp_dir("gen-refused");
+  PkbRun r = run_pkb(generate_args(out, {"--retries", "0", "--jobs", "1"}, "coll_allreduce", "1"), 120,
+                     {{"PKB_OPENAI_BASE_URL", "http://127.0.0.1:1/v1"}, {"OPENAI_API_KEY", kKey}});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "cannot reach http://127.0.0.1:1/v1/chat/completions: ")) << r.err;
+  EXPECT_TRUE(contains(manifest(out + "/solutions_cuda/" + kRun)[0]["error"], "http://127.0.0.1:1/v1/chat/completions"));
+}
+
+TEST(GenCommand, AMissingModelsFileSaysNotFound) {
+  std::string out = temp_dir("gen-nomodels");
+  PkbRun r = run_pkb({"generate", "--model", "local", "--models", out + "/none.toml", "--output-dir", out});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "pkb: error: " + out + "/none.toml: not found\n")) << r.err;
+  r = run_pkb({"generate", "--model", "local", "--models", out, "--output-dir", out});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "pkb: error: " + out + ": is a folder, not a TOML file\n")) << r.err;
+}
+
+// The CPU backend describes the CPU device: its own profile and W = 4, no GPU words.
+TEST(GenCommand, CpuBackendDescribesTheCpuDevice) {
+  for (std::vector<std::string> hw : {std::vector<std::string>{}, {"--hardware", "auto"}, {"--hardware", "cpu"}}) {
+    std::vector<std::string> args = {"prompt", "--problem", "coll_allreduce", "--backend", "cpu", "--shots",
+                                     "zero_shot"};
+    args.insert(args.end(), hw.begin(), hw.end());
+    PkbRun r = run_pkb(args);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_TRUE(contains(r.out, "===== user =====\nWrite a C++17 candidate for the pkb problem `coll_allreduce`, to run "
+                                "on pkb's CPU device."))
+        << r.out;
+    EXPECT_TRUE(contains(r.out, "Timing runs on pkb's CPU device")) << r.out;
+    EXPECT_TRUE(contains(r.out, "the values below are for W = 4")) << "shapes at W = 4: " << r.out;
+    EXPECT_TRUE(contains(r.out, "Least traffic and work per rank at these sizes: to and from peers ")) << r.out;
+    EXPECT_TRUE(contains(r.out, "pkb::host::bf16_to_float")) << "the CPU's bf16 note";
+    for (const char* gpu : {"H100", "__nv_bfloat16", "NVLink", "HBM"})
+      EXPECT_FALSE(contains(r.out, gpu)) << "the CPU prompt mentions " << gpu;
+  }
+  // Its runs are named for the CPU device.
+  std::string out = temp_dir("gen-cpu-run");
+  PkbRun r = run_pkb({"generate", "--model", "local", "--problem", "coll_allreduce", "--backend", "cpu", "--shots",
+                      "zero_shot", "--output-dir", out, "--dry-run"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "/solutions_cpu/local_cpu_dt_cpu_zero_shot\n")) << r.out;
 }

@@ -5,7 +5,11 @@ expected colours, top to bottom, with lengths in the expected proportions.
   check_screenshot.py SHOT.png EXPECT.json
 
 EXPECT.json: {"colours": {name: "#rrggbb"},
+              "header": true,                                  the header block ("header" colour) is there,
+                                                               with text in it, above the charts
               "speedup": [[colour name, speedup], ...],        bars of the speedup chart
+              "spread": [[low, high], ...],                    each bar's quartile range, a "spread"
+                                                               line under it, in speedup units
               "stack": [colour names of the verdict chart],
               "verdicts": [[colour name, fraction], ...]}      that colour's share of each stacked bar
 Exits 0 when every check holds, 1 (saying which failed) otherwise. Standard library only.
@@ -121,6 +125,40 @@ def main():
         for (_, name, length), (_, value) in zip(found, want):
             if abs(length / longest - value / top) > 0.02:
                 failures.append(f"{name} bar of {length} px: {length / longest:.3f} of the longest, expected {value / top:.3f}")
+
+    # The header: a block of its background colour across the page (text crosses its rows,
+    # so count pixels, not runs), above the first bar, tall enough for its lines, with dark
+    # text pixels inside it.
+    if expect.get("header"):
+        blocks = bands(labels, lambda r: sum(1 for n in r if n == "header"), 500)
+        if not blocks:
+            failures.append("no header block")
+        else:
+            first, last = blocks[0]
+            ink = sum(1 for y in range(first, last + 1) for p in rows[y] if sum(p) < 300)
+            if found and last >= found[0][0]:
+                failures.append(f"the header (rows {first}-{last}) is not above the charts (first bar at {found[0][0]})")
+            if last - first < 100:
+                failures.append(f"the header is {last - first + 1} px tall: its fields are not all there")
+            if ink < 500:
+                failures.append(f"the header holds {ink} dark pixels: no text rendered in it")
+
+    # The spread: under each speedup bar, a line from its low to its high speedup.
+    if "spread" in expect and len(found) == len(want):
+        longest = max(l for _, _, l in found)
+        scale = longest / max(v for _, v in want)  # pixels per 1x
+        for (first, name, _), (low, high) in zip(found, expect["spread"]):
+            bar_last = next(y for y in range(first, len(labels)) if longest_run(labels[y], name) < 30) - 1
+            x0 = labels[(first + bar_last) // 2].index(name)
+            below = [labels[y] for y in range(bar_last + 1, min(bar_last + 10, len(labels)))]
+            line = max(below, key=lambda r: sum(1 for n in r if n == "spread"), default=[])
+            xs = [x for x, n in enumerate(line) if n == "spread"]
+            if not xs:
+                failures.append(f"no spread line under the bar at row {first}")
+                continue
+            got = ((xs[0] - x0) / scale, (xs[-1] + 1 - x0) / scale)
+            if abs(got[0] - low) > 0.03 or abs(got[1] - high) > 0.03:
+                failures.append(f"spread under the bar at row {first}: {got[0]:.3f}-{got[1]:.3f}, expected {low}-{high}")
 
     # The verdict chart: each stacked bar's share of the given colour.
     stack = set(expect["stack"])

@@ -31,6 +31,9 @@ Evaluation eval(const std::string& run, const std::string& problem, int world, c
   e.verdict = verdict;
   e.speedup = speedup;
   e.roofline_fraction = roofline;
+  // A CUDA result with a GPU per rank unless a test says otherwise: its timing counts.
+  e.device = "cuda";
+  e.timing_counts = verdict == "correct" && speedup.has_value();
   return e;
 }
 
@@ -85,18 +88,28 @@ TEST(Summary, CategoriesFollowProblemIdsThenRuns) {
   EXPECT_EQ(s.categories[2].category + "/" + s.categories[2].run, "dp/b");
 }
 
-// A correct run whose timing is in doubt (throttled, shared GPU, processes left behind)
-// counts as correct, never as fast, and is never the best candidate.
-TEST(Summary, TimingInDoubtIsNeverFast) {
+// A correct run whose timing says nothing about speed (in doubt, the CPU device, ranks
+// sharing a GPU) counts as correct, never as fast, and is never the best candidate.
+TEST(Summary, TimingThatDoesNotCountIsNeverFast) {
   Evaluation doubtful = eval("m", "coll_allreduce", 4, "correct", 50.0);
   doubtful.timing_in_doubt = true;
-  std::vector<Evaluation> evals = {doubtful, eval("m", "coll_allreduce", 4, "correct", 1.2)};
-  Summary s = summarize(evals, {1});
+  doubtful.timing_counts = false;
+  Evaluation cpu = eval("m", "coll_allreduce", 4, "correct", 9.0, 0.9);
+  cpu.device = "cpu";
+  cpu.timing_counts = false;
+  std::vector<Evaluation> evals = {doubtful, cpu, eval("m", "coll_allreduce", 4, "correct", 1.2, 0.2)};
+  Summary s = summarize(evals, {1, 3});
   const Rates& r = s.runs[0].rates;
-  EXPECT_EQ(r.correct, 2);
+  EXPECT_EQ(r.correct, 3);
   EXPECT_EQ(r.timed, 1);
+  EXPECT_EQ(r.not_meaningful, 2);
   EXPECT_EQ(r.fast[0], 1);  // only the 1.2x one
   EXPECT_EQ(r.fast[1], 0);
+  EXPECT_DOUBLE_EQ(*r.geomean_speedup, 1.2);
+  EXPECT_DOUBLE_EQ(*r.mean_roofline_fraction, 0.2) << "the CPU one's roofline does not count either";
+  // fast_1@k over n = 3 samples with c = 1: @1 = 1/3, @3 = 1.
+  EXPECT_DOUBLE_EQ(*s.runs[0].fast_at_k.at(1)[0], 1.0 / 3);
+  EXPECT_DOUBLE_EQ(*s.runs[0].fast_at_k.at(1)[2], 0.0) << "nothing counted is more than 2x";
   ASSERT_EQ(s.best.size(), 1u);
   EXPECT_DOUBLE_EQ(*s.best[0].best->speedup, 1.2);
 }
@@ -107,6 +120,7 @@ Evaluation turn(int sample, int t, const std::string& verdict, std::optional<dou
   Evaluation e = eval("agent", "coll_allreduce", 2, verdict, speedup);
   e.sample = sample;
   e.turn = t;
+  e.sha256 = "sample" + std::to_string(sample) + "turn" + std::to_string(t);  // every turn a file of its own
   return e;
 }
 
@@ -150,4 +164,54 @@ TEST(Summary, AgentTurnsCountOncePerSampleAndConvergeByTurn) {
 
   Summary plain = summarize({eval("m", "coll_allreduce", 4, "correct", 2.0)}, {1});
   EXPECT_TRUE(plain.turns.empty()) << "no by-turn rows without pkb agent lines";
+}
+
+// The same file evaluated several times is ranked by the median of its speedups: a lucky
+// run of one file does not beat a steadier file.
+TEST(Summary, RepeatsRankByTheirMedianNotTheLuckiestRun) {
+  auto with_sha = [](Evaluation e, const std::string& sha) {
+    e.sha256 = sha;
+    return e;
+  };
+  std::vector<Evaluation> evals = {
+      with_sha(eval("a", "coll_allreduce", 4, "correct", 0.5), "lucky"),
+      with_sha(eval("a", "coll_allreduce", 4, "correct", 2.6), "lucky"),
+      with_sha(eval("a", "coll_allreduce", 4, "correct", 0.6), "lucky"),
+      with_sha(eval("b", "coll_allreduce", 4, "correct", 1.3), "steady"),
+      with_sha(eval("b", "coll_allreduce", 4, "correct", 1.1), "steady"),
+  };
+  Summary s = summarize(evals, {1});
+  ASSERT_EQ(s.best.size(), 1u);
+  const BestCandidate& b = s.best[0];
+  ASSERT_TRUE(b.best.has_value());
+  EXPECT_EQ(b.best->sha256, "steady");
+  EXPECT_DOUBLE_EQ(*b.best->speedup, 1.1) << "the lower median of an even count";
+  EXPECT_EQ(b.repeats, 2);
+  EXPECT_DOUBLE_EQ(*b.repeat_low, 1.1);
+  EXPECT_DOUBLE_EQ(*b.repeat_high, 1.3);
+  // The problem x run table still shows each run's fastest evaluation.
+  ASSERT_EQ(s.matrix.size(), 1u);
+  EXPECT_DOUBLE_EQ(*s.matrix[0].cells.at("a").fastest->speedup, 2.6);
+  EXPECT_EQ(s.matrix[0].cells.at("a").correct, 3);
+}
+
+TEST(Summary, WarnsWhenResultsMixSeedsDevicesOrSizes) {
+  Evaluation a = eval("a", "coll_allreduce", 4, "correct", 1.5), b = a, c = a;
+  a.seed = "1";
+  b.seed = "2";
+  b.run = "b";
+  c.seed = "1";
+  c.device = "cpu";
+  c.timing_counts = false;
+  c.timing_note = "CPU device";
+  c.size = "large";
+  std::vector<std::string> w = summarize({a, b, c}, {1}).warnings;
+  std::string all;
+  for (auto& x : w) all += x + "\n";
+  EXPECT_NE(all.find("the results mix 2 seeds (1, 2)"), std::string::npos) << all;
+  EXPECT_NE(all.find("the results mix devices (cpu, cuda)"), std::string::npos) << all;
+  EXPECT_NE(all.find("the results mix sizes (default, large)"), std::string::npos) << all;
+  EXPECT_NE(all.find("1 correct evaluation with timings that say nothing about speed (CPU device)"), std::string::npos)
+      << all;
+  EXPECT_TRUE(summarize({a, a}, {1}).warnings.empty()) << "one seed, device and size: nothing to warn about";
 }

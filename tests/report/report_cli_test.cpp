@@ -27,22 +27,33 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-// The fixtures, by hand (W=4, default size everywhere):
+// The fixtures, by hand (CUDA results on 4 H100s, W=4, default size, seed 12345 everywhere):
 //   alpha  coll_allreduce  s0 correct 2.5x (roofline 0.5), s1 correct 1.2x (0.3), s2 wrong
 //          coll_allgather  s0 correct 0.8x (0.2), s1 compile_error, s2 crash
 //          dp_layernorm..  s0 timeout, s1 correct 1.6x (0.4), s2 correct 1.0x (0.25)
 //   beta   coll_allreduce  s0 correct 3.0x (0.9), s1 crash then again integrity_violation (the later counts)
 //          coll_allgather  s0 wrong, s1 wrong
-//   and a torn last line in task_1.jsonl.
+//   and a torn last line in task_1.jsonl. Quartiles (p25/p75 us, reference then candidate)
+//   of the best three: beta allreduce s0 95/110, 30/40; alpha allgather s0 90/105,
+//   120/140; alpha layernorm s1 100/100, 50/80; every other timing has none (IQR 0).
+// tests/report/fixtures/cpu/gamma.jsonl (seed 777), run gamma: coll_allreduce s0 correct
+//   5.0x on the CPU device, s1 correct 4.0x on CUDA with ranks sharing a GPU; coll_allgather
+//   s0 wrong on the CPU device.
+const std::string kCpuFixtures = std::string(PKB_SOURCE_DIR) + "/tests/report/fixtures/cpu";
+
 struct Report {
   json j;
   std::string out, md, html;
 };
 
-Report run_report(const std::string& dir) {
+Report run_report(const std::string& dir, std::vector<std::string> inputs = {kFixtures}) {
   Report r;
-  PkbRun p = run_pkb({"report", kFixtures, "--k", "1,2,3", "--json", dir + "/r.json", "--md", dir + "/r.md", "--html",
-                      dir + "/r.html"});
+  std::vector<std::string> args = {"report"};
+  args.insert(args.end(), inputs.begin(), inputs.end());
+  for (std::string a : std::vector<std::string>{"--k", "1,2,3", "--json", dir + "/r.json", "--md", dir + "/r.md",
+                                                 "--html", dir + "/r.html"})
+    args.push_back(a);
+  PkbRun p = run_pkb(args);
   EXPECT_EQ(p.code, 0) << p.err;
   r.out = p.out;
   r.j = json::parse(slurp(dir + "/r.json"));
@@ -121,14 +132,14 @@ TEST(Report, CategoriesAndBestCandidates) {
   EXPECT_EQ(allreduce["correct"], 3);
   EXPECT_EQ(allreduce["best"]["run"], "beta");
   EXPECT_DOUBLE_EQ(allreduce["best"]["speedup"].get<double>(), 3.0);
-  EXPECT_EQ(rep["best"][1]["best"]["path"], "solutions_cpu/alpha/coll_allgather/sample_0.cpp");
+  EXPECT_EQ(rep["best"][1]["best"]["path"], "solutions_cuda/alpha/coll_allgather/sample_0.cu");
   EXPECT_EQ(rep["best"][2]["best"]["sample"], 1);  // 1.6x beats sample 2's 1.0x
 }
 
 TEST(Report, MarkdownAndTerminalTables) {
   std::string dir = temp_dir("report-md");
   Report r = run_report(dir);
-  EXPECT_TRUE(contains(r.md, "| beta | 2 | 4 | 100.0% | 25.0% | 25.0% | 25.0% | 25.0% | 3.00x | 90.0% |")) << r.md;
+  EXPECT_TRUE(contains(r.md, "| beta | 2 | 4 | 100.0% | 25.0% | 25.0% | 25.0% | 25.0% | 3.00x | 90.0% | 1 |")) << r.md;
   EXPECT_TRUE(contains(r.md, "| alpha | 3 | 55.6% | 88.9% | 100.0% |")) << r.md;
   EXPECT_TRUE(contains(r.md, "### dp: Data Parallel")) << r.md;
   EXPECT_TRUE(contains(r.out, "alpha         3            9     88.9%    55.6%   33.3%     22.2%   11.1%")) << r.out;
@@ -138,8 +149,158 @@ TEST(Report, HtmlNeedsNothingFromTheNetwork) {
   std::string dir = temp_dir("report-html");
   std::string html = run_report(dir).html;
   EXPECT_TRUE(contains(html, "<svg")) << html;
-  for (const char* outside : {"<script", "src=", "href=", "url(", "@import", "https:"})
+  for (const char* outside : {"<script", "src=", "url(", "@import", "href=\"http", "href=\"//"})
     EXPECT_FALSE(contains(html, outside)) << "the page refers outside itself: " << outside;
+}
+
+// The header says what the results were run with; results that agree raise no warning.
+TEST(Report, HeaderSaysWhatTheResultsWereRunWith) {
+  std::string dir = temp_dir("report-header");
+  Report r = run_report(dir);
+  for (const char* line : {"  pkb: 0.1.0 (commit 0123456789ab)\n", "  device: cuda (NVIDIA H100 80GB HBM3)\n",
+                           "  hardware profile: h100_4\n", "  W: 4\n", "  size: default\n", "  dtype: bf16\n",
+                           "  seed: 12345\n", "  trials, warmup, iters: trials 5, warmup 10, iters 10\n",
+                           "  evaluated: 2026-11-30T10:00:00Z to 2026-11-30T10:13:00Z\n", "  report made: "})
+    EXPECT_TRUE(contains(r.out, line)) << "missing '" << line << "' in\n" << r.out;
+  EXPECT_TRUE(contains(r.md, "- **seed**: 12345\n")) << r.md;
+  EXPECT_TRUE(contains(r.html, "<section class=\"header\">\n<h1>pkb report</h1>\n<dl>")) << r.html;
+  EXPECT_TRUE(contains(r.html, "<dt>seed</dt><dd>12345</dd>")) << r.html;
+  EXPECT_FALSE(contains(r.out, "Warnings")) << r.out;
+  EXPECT_TRUE(r.j["warnings"].empty()) << r.j["warnings"];
+  EXPECT_EQ(r.j["header"]["seeds"], json::array({"12345"}));
+}
+
+// Every speedup shows its spread: [reference Q1 / candidate Q3, reference Q3 / candidate Q1].
+TEST(Report, SpreadBesideEverySpeedup) {
+  std::string dir = temp_dir("report-spread");
+  Report r = run_report(dir);
+  const json& best = r.j["best"][0]["best"];  // beta's coll_allreduce s0: 3.0x
+  EXPECT_NEAR(best["speedup_low"].get<double>(), 95.0 / 40, 1e-9);
+  EXPECT_NEAR(best["speedup_high"].get<double>(), 110.0 / 30, 1e-9);
+  EXPECT_TRUE(contains(r.md, "| 3.00x | [2.38-3.67] |")) << r.md;
+  EXPECT_TRUE(contains(r.md, "| 0.80x | [0.64-0.88] |")) << r.md;
+  EXPECT_TRUE(contains(r.md, "| 1.60x | [1.25-2.00] |")) << r.md;
+  EXPECT_TRUE(contains(r.html, "3.00x [2.38-3.67]</text>")) << "the chart's label";
+}
+
+// Problems down, runs across; then every failure with its verdict, message and sample.
+TEST(Report, ProblemByRunTableAndFailures) {
+  std::string dir = temp_dir("report-matrix");
+  Report r = run_report(dir);
+  EXPECT_TRUE(contains(r.md, "| problem | W | size | alpha | beta |\n")) << r.md;
+  EXPECT_TRUE(contains(r.md, "| coll_allreduce | 4 | default | 2/3 2.50x [2.50-2.50] | 1/2 3.00x [2.38-3.67] |"))
+      << r.md;
+  EXPECT_TRUE(contains(r.md, "| coll_allgather | 4 | default | 1/3 0.80x [0.64-0.88] | 0/2 |")) << r.md;
+  EXPECT_TRUE(contains(r.md, "| dp_layernorm_bwd_allreduce | 4 | default | 2/3 1.60x [1.25-2.00] | - |")) << r.md;
+  ASSERT_EQ(r.j["failures"].size(), 7u);
+  EXPECT_EQ(r.j["failures"][0]["verdict"], "wrong");  // alpha's coll_allreduce s2 comes first
+  EXPECT_EQ(r.j["failures"][0]["path"], "solutions_cuda/alpha/coll_allreduce/sample_2.cu");
+  EXPECT_TRUE(contains(r.md, "| coll_allreduce | 4 | default | beta | 1 | integrity_violation | integrity_violation "
+                             "(fixture) | solutions_cuda/beta/coll_allreduce/sample_1.cu |"))
+      << r.md;
+  EXPECT_TRUE(contains(r.out, "\nFailures\n")) << r.out;
+}
+
+// The terminal shows a large sweep's first 40 failures; the files list every one.
+TEST(Report, TheTerminalShowsSomeFailuresTheFilesAll) {
+  std::string dir = temp_dir("report-many");
+  std::string text = slurp(kCpuFixtures + "/gamma.jsonl");
+  json wrong = json::parse(text.substr(text.rfind('\n', text.size() - 2) + 1));  // coll_allgather, wrong
+  wrong.erase("sweep");  // no sweep key: none is a repeat of another
+  {
+    std::ofstream f(dir + "/many.jsonl");
+    for (int i = 0; i < 45; ++i) f << wrong.dump() << "\n";
+  }
+  PkbRun p = run_pkb({"report", dir + "/many.jsonl", "--md", dir + "/r.md"});
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_TRUE(contains(p.out, "  ! 5 more failures: pkb report --md or --html lists them all\n")) << p.out;
+  std::string md = slurp(dir + "/r.md");
+  size_t rows = 0;
+  for (size_t at = 0; (at = md.find("| wrong | wrong (fixture) |", at)) != std::string::npos; ++at) ++rows;
+  EXPECT_EQ(rows, 45u);
+}
+
+// CPU-device timings and ranks sharing a GPU say nothing about speed: such candidates are
+// correct, never fast, never best; results that mix seeds and devices say so.
+TEST(Report, CpuDeviceAndSharedGpuTimingsNeverCount) {
+  std::string dir = temp_dir("report-cpu");
+  Report r = run_report(dir, {kFixtures, kCpuFixtures});
+  const json& g = run_named(r.j, "gamma");
+  EXPECT_EQ(g["evaluations"], 3);
+  EXPECT_EQ(g["counts"]["correct"], 2);
+  EXPECT_EQ(g["counts"]["timed"], 0);
+  EXPECT_EQ(g["counts"]["not_meaningful"], 2);
+  EXPECT_EQ(g["counts"]["fast"]["1"], 0) << "5.0x on the CPU device is not fast";
+  EXPECT_TRUE(g["geomean_speedup"].is_null());
+  EXPECT_TRUE(g["mean_roofline_fraction"].is_null());
+  EXPECT_NEAR(g["fast_at_k"]["1"]["1"].get<double>(), 0.0, 1e-12);
+  EXPECT_NEAR(g["pass_at_k"]["1"].get<double>(), (1.0 + 0.0) / 2, 1e-12);
+  // The CUDA runs' numbers are unchanged, and the best allreduce is still beta's 3.0x.
+  EXPECT_NEAR(run_named(r.j, "alpha")["fast"]["1"].get<double>(), 3.0 / 9, 1e-12);
+  EXPECT_EQ(r.j["best"][0]["best"]["run"], "beta");
+  EXPECT_DOUBLE_EQ(r.j["best"][0]["best"]["speedup"].get<double>(), 3.0);
+  EXPECT_TRUE(contains(r.md, "| coll_allreduce | 4 | default | 2/3 2.50x [2.50-2.50] | 1/2 3.00x [2.38-3.67] | 2/2 "
+                             "(CPU device, shared GPU) |"))
+      << r.md;
+  std::string warnings = r.j["warnings"].dump();
+  EXPECT_TRUE(contains(warnings, "the results mix 2 seeds (12345, 777)")) << warnings;
+  EXPECT_TRUE(contains(warnings, "the results mix devices (cpu, cuda)")) << warnings;
+  EXPECT_TRUE(contains(warnings, "1 correct evaluation with timings that say nothing about speed (CPU device)"))
+      << warnings;
+  EXPECT_TRUE(contains(warnings, "(shared GPU)")) << warnings;
+  EXPECT_TRUE(contains(r.out, "\nWarnings\n  ! the results mix 2 seeds")) << r.out;
+  EXPECT_TRUE(contains(r.html, "<section class=\"warnings\">")) << r.html;
+}
+
+// Paths are shown relative to the results file's folder and linked from the page; the
+// runs' generation manifests are totalled (tokens, latency, cost, answers without code).
+TEST(Report, PathsRelativeToTheResultsFileAndGenerationTotals) {
+  namespace fs = std::filesystem;
+  std::string dir = temp_dir("report-paths");
+  std::string run_dir = dir + "/solutions_cpu/r1";
+  fs::create_directories(run_dir + "/coll_allreduce");
+  fs::create_directories(dir + "/results");
+  fs::create_directories(dir + "/pages");
+  for (int k : {0, 1}) std::ofstream(run_dir + "/coll_allreduce/sample_" + std::to_string(k) + ".cpp") << "// x\n";
+  auto line = [&](int k, const std::string& verdict) {
+    json j = json::parse(slurp(kCpuFixtures + "/gamma.jsonl").substr(0, slurp(kCpuFixtures + "/gamma.jsonl").find('\n')));
+    std::string path = run_dir + "/coll_allreduce/sample_" + std::to_string(k) + ".cpp";
+    j["candidate"]["path"] = "solutions_cpu/r1/coll_allreduce/sample_" + std::to_string(k) + ".cpp";
+    j["candidate"]["abs_path"] = path;
+    j["candidate"]["sha256"] = "s" + std::to_string(k);
+    j["verdict"] = verdict;
+    j["message"] = verdict + " here";
+    j["sweep"] = {{"run", "r1"}, {"sample", k}, {"task", path}};
+    return j.dump() + "\n";
+  };
+  std::ofstream(dir + "/results/results.jsonl") << line(0, "correct") << line(1, "wrong");
+  std::ofstream(run_dir + "/manifest.jsonl")
+      << R"({"run":"r1","status":"ok","tokens_in":100,"tokens_out":50,"latency_s":2.0,"cost_usd":0.01})" << "\n"
+      << R"({"run":"r1","status":"no_code","tokens_in":80,"tokens_out":40,"latency_s":1.0,"cost_usd":0.02})" << "\n"
+      << R"({"run":"r1","status":"failed","tokens_in":0,"tokens_out":0,"latency_s":0.5,"cost_usd":null})" << "\n";
+  PkbRun p = run_pkb({"report", dir + "/results/results.jsonl", "--json", dir + "/r.json", "--md", dir + "/r.md",
+                      "--html", dir + "/pages/r.html"});
+  ASSERT_EQ(p.code, 0) << p.err;
+  json j = json::parse(slurp(dir + "/r.json"));
+  ASSERT_EQ(j["failures"].size(), 1u);
+  EXPECT_EQ(j["failures"][0]["shown_path"], "../solutions_cpu/r1/coll_allreduce/sample_1.cpp");
+  EXPECT_EQ(j["best"][0]["correct_uncounted"]["shown_path"], "../solutions_cpu/r1/coll_allreduce/sample_0.cpp");
+  std::string html = slurp(dir + "/pages/r.html");
+  EXPECT_TRUE(contains(html, "<a href=\"../solutions_cpu/r1/coll_allreduce/sample_1.cpp\">")) << html;
+  ASSERT_EQ(j["generation"].size(), 1u);
+  const json& g = j["generation"][0];
+  EXPECT_EQ(g["run"], "r1");
+  EXPECT_EQ(g["requests"], 3);
+  EXPECT_EQ(g["ok"], 1);
+  EXPECT_EQ(g["no_code"], 1);
+  EXPECT_EQ(g["failed"], 1);
+  EXPECT_EQ(g["tokens_in"], 180);
+  EXPECT_EQ(g["tokens_out"], 90);
+  EXPECT_NEAR(g["latency_s"].get<double>(), 3.5, 1e-9);
+  EXPECT_NEAR(g["cost_usd"].get<double>(), 0.03, 1e-9);
+  EXPECT_EQ(g["manifest"], "../solutions_cpu/r1/manifest.jsonl");
+  EXPECT_TRUE(contains(slurp(dir + "/r.md"), "| r1 | 3 | 1 | 1 | 1 | 180 | 90 | 1.2 | 0.03 (2 priced) |"))
+      << slurp(dir + "/r.md");
 }
 
 TEST(Report, BadInputGetsOneErrorLine) {
@@ -157,8 +318,10 @@ TEST(Report, BadInputGetsOneErrorLine) {
 }
 
 // The page as a person sees it: Chromium renders it, and the screenshot must show the
-// speedup bars (blue when faster, amber when slower) at lengths proportional to 3.0, 0.8 and
-// 1.6, and each stacked verdict bar with its correct share (3/6, 1/4, 2/3) in green.
+// header (its background, with text in it, above the charts), the speedup bars (blue when
+// faster, amber when slower) at lengths proportional to 3.0, 0.8 and 1.6, each with its
+// quartile range under it spanning the expected speedups, and each stacked verdict bar with
+// its correct share (3/6, 1/4, 2/3) in green.
 TEST(Report, HtmlChartsRenderInHeadlessChromium) {
   std::string chromium = pkb::launch::which("chromium");
   if (chromium.empty()) chromium = pkb::launch::which("chromium-browser");
@@ -176,8 +339,11 @@ TEST(Report, HtmlChartsRenderInHeadlessChromium) {
   ASSERT_TRUE(std::filesystem::exists(shot)) << "chromium wrote no screenshot: " << c.err;
   std::ofstream(dir + "/expect.json") << R"({
     "colours": {"faster": "#2563eb", "slower": "#f59e0b", "correct": "#16a34a", "wrong": "#dc2626",
-                "integrity": "#7c3aed", "compile_error": "#9ca3af", "crash": "#92400e", "timeout": "#db2777"},
+                "integrity": "#7c3aed", "compile_error": "#9ca3af", "crash": "#92400e", "timeout": "#db2777",
+                "spread": "#0f766e", "header": "#eef2ff"},
+    "header": true,
     "speedup": [["faster", 3.0], ["slower", 0.8], ["faster", 1.6]],
+    "spread": [[2.375, 3.6667], [0.6429, 0.875], [1.25, 2.0]],
     "stack": ["correct", "wrong", "integrity", "compile_error", "crash", "timeout"],
     "verdicts": [["correct", 0.5], ["correct", 0.25], ["correct", 0.6667]]})";
   auto check = pkb::launch::run_process(

@@ -1,6 +1,7 @@
 // Bad input gets one clear error line and a non-zero exit; the registry commands work.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -36,6 +37,25 @@ TEST(Cli, BadOptionValues) {
   r = run_pkb({"dryrun", "-p", "1", "--device", "cpu", "--size", "huge"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(contains(r.err, "no size 'huge'")) << r.err;
+}
+
+// A mistyped flag or command gets one line naming the nearest one.
+TEST(Cli, UnknownFlagsAndCommandsGetASuggestion) {
+  PkbRun r = run_pkb({"eval", "-p", "coll_allreduce", "-s", "x.cpp", "--trial", "3"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "pkb: error: unknown flag --trial for pkb eval; did you mean --trials?\n");
+  r = run_pkb({"sweep", "--solutions", "s", "--out", "o.jsonl", "--world-sizes=4"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "unknown flag --world-sizes for pkb sweep; did you mean --world-size?")) << r.err;
+  r = run_pkb({"eval", "-p", "1", "-s", "x.cpp", "--frobnicate"});
+  EXPECT_TRUE(contains(r.err, "unknown flag --frobnicate for pkb eval; pkb eval --help lists them")) << r.err;
+  r = run_pkb({"--root", PKB_SOURCE_DIR, "evl", "-p", "1"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "pkb: error: unknown command 'evl' (did you mean eval?); the commands are list, show"))
+      << r.err;
+  r = run_pkb({"report", "--md"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
 }
 
 TEST(Cli, ListAndShow) {

@@ -151,10 +151,29 @@ TEST(Eval, BadInputGetsOneClearLine) {
   PkbRun r = run_pkb({"eval", "-p", "coll_allreduce", "-s", "/nonexistent.cu", "--device", "cpu"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(contains(r.err, "pkb: error: no such candidate file: /nonexistent.cu")) << r.err;
+  // A .cu file on the CPU device is the command line's mistake, not the candidate's.
   r = run_pkb({"eval", "-p", "coll_allreduce", "-s", kSrc + "/solutions_cuda/coll_allreduce.cu", "--device", "cpu",
                "-w", "2"});
-  EXPECT_EQ(r.code, 3);
-  EXPECT_TRUE(contains(r.out, "a .cu candidate runs on the CUDA device")) << r.out;
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "coll_allreduce.cu is a CUDA candidate (.cu), but this run uses the CPU device (--device "
+                              "cpu); CPU-device candidates are .cpp files"))
+      << r.err;
+  EXPECT_FALSE(contains(r.out, "verdict")) << "nothing was built or judged: " << r.out;
+}
+
+// --launcher slurm checks its command line here, before anything is submitted.
+TEST(Eval, SlurmLauncherChecksItsCommandLineFirst) {
+  PkbRun r = run_pkb({"eval", "--launcher", "slurm", "-p", "coll_allreduce", "-s",
+                      kSrc + "/solutions_cuda/coll_allreduce.cu", "--device", "cuda"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "--launcher slurm on the CUDA device needs -w/--world-size")) << r.err;
+  r = run_pkb({"eval", "--launcher", "slurm", "-p", "coll_allreduce", "-s", kSrc + "/solutions_cuda/coll_allreduce.cu",
+               "--device", "cpu"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "is a CUDA candidate (.cu), but this run uses the CPU device")) << r.err;
+  r = run_pkb({"eval", "-p", "coll_allreduce", "-s", kSrc + "/solutions_cpu/coll_allreduce.cpp", "--sbatch=--time=5"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "--sbatch and --slurm-dir are for --launcher slurm")) << r.err;
 }
 
 TEST(Validate, EveryProblemRejectsZerosPassthroughAndNoCommunication) {

@@ -2,8 +2,9 @@
 # pkb sweep --launcher slurm --submit on a real one-node Slurm cluster: brings up munged,
 # slurmctld and slurmd (Debian's packages) with a generated slurm.conf for this machine
 # (its hostname and CPUs, from `slurmd -C`), submits the array job, waits for it, merges
-# the task files with pkb report and checks every evaluation is there once. Tears it all
-# down. Needs root; skips (exit 77) without it or the packages, except under CI, where
+# the task files with pkb report and checks every evaluation is there once. Then pkb eval
+# --launcher slurm: one evaluation as a job, its verdict and result back here (a correct
+# candidate, exit 0; a wrong one, exit 1). Tears it all down. Needs root; skips (exit 77) without it or the packages, except under CI, where
 # scripts/test.sh installs them and a skip would hide a broken test.
 #   slurm_test.sh PKB_BIN
 set -euo pipefail
@@ -28,7 +29,7 @@ cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   if [ $rc != 0 ]; then
-    for log in "$work"/*.log "$work"/results/slurm-*.log; do
+    for log in "$work"/*.log "$work"/results/slurm-*.log "$work"/eval-*/slurm-*.log "$work"/eval-*.out; do
       [ -f "$log" ] && { echo "--- $log"; tail -n 30 "$log"; }
     done
   fi
@@ -124,4 +125,32 @@ if report["evaluations"] != 5 or len(report["files"]) != 2 or report["duplicates
 for p in problems: print("FAIL:", p)
 sys.exit(1 if problems else 0)
 EOF
-echo "1 passed, 0 failed: a 2-task Slurm array job evaluated 5 candidates, merged by pkb report"
+
+# pkb eval --launcher slurm, on the same path: the job's folder is seen by both sides (here
+# they are one machine), and the verdict comes back as the exit code.
+evaluate() {  # evaluate NAME CANDIDATE: runs in the job folder eval-NAME, prints its exit code
+  local rc=0
+  "$pkb" eval --launcher slurm -p coll_allreduce -s "$2" --device cpu -w 2 --trials 2 --warmup 1 --iters 3 \
+    --timeout 60 --sbatch=--time=5 --slurm-dir "eval-$1" --json "eval-$1.json" >"eval-$1.out" 2>&1 || rc=$?
+  echo $rc
+}
+rc=$(evaluate ok "$sol/coll_allreduce/sample_0.cpp")
+[ "$rc" = 0 ] || { echo "FAIL: pkb eval --launcher slurm of a correct candidate exited $rc"; cat eval-ok.out; exit 1; }
+rc=$(evaluate wrong "$sol/coll_allreduce/sample_1.cpp")
+[ "$rc" = 1 ] || { echo "FAIL: pkb eval --launcher slurm of a wrong candidate exited $rc"; cat eval-wrong.out; exit 1; }
+grep -q "^verdict: correct" eval-ok.out || { echo "FAIL: no verdict printed"; cat eval-ok.out; exit 1; }
+python3 - "$work" <<'EOF'
+import json, os, sys
+work = sys.argv[1]
+problems = []
+for name, verdict in (("ok", "correct"), ("wrong", "wrong")):
+    r = json.load(open(f"{work}/eval-{name}.json"))
+    if r["verdict"] != verdict: problems.append(f"{name}: verdict {r['verdict']}, expected {verdict}")
+    if r["run"]["world"] != 2 or r["run"]["device"] != "cpu": problems.append(f"{name}: run {r['run']}")
+    if not r.get("slurm", {}).get("job"): problems.append(f"{name}: no Slurm job id in the result")
+    if not os.path.exists(f"{work}/eval-{name}/eval.sbatch"): problems.append(f"{name}: no eval.sbatch")
+for p in problems: print("FAIL:", p)
+sys.exit(1 if problems else 0)
+EOF
+echo "1 passed, 0 failed: a 2-task Slurm array job evaluated 5 candidates, merged by pkb report;" \
+  "pkb eval --launcher slurm brought a correct and a wrong verdict back"

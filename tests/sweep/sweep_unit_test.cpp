@@ -262,7 +262,7 @@ TEST(Slurm, ScriptRunsOneShareOfTheGridPerArrayTask) {
   job.workdir = "/home/u/it's here";
   job.nodes = 3;
   job.gpus_per_node = 8;
-  job.sweep_argv = {"/opt/pkb", "sweep", "--solutions", "solutions_cuda", "--seed", "7"};
+  job.argv = {"/opt/pkb", "sweep", "--solutions", "solutions_cuda", "--seed", "7"};
   job.sbatch_options = {"--partition=gpu"};
   std::string s = slurm_script(job);
   for (const char* want :
@@ -271,5 +271,23 @@ TEST(Slurm, ScriptRunsOneShareOfTheGridPerArrayTask) {
         "cd '/home/u/it'\\''s here'\n",
         "exec '/opt/pkb' 'sweep' '--solutions' 'solutions_cuda' '--seed' '7' \\\n  --shard \"$SLURM_ARRAY_TASK_ID/3\" "
         "--out '/shared/results'/task_\"$SLURM_ARRAY_TASK_ID\".jsonl\n"})
+    EXPECT_NE(s.find(want), std::string::npos) << "missing: " << want << "\nin:\n" << s;
+}
+
+// pkb eval --launcher slurm: one task, no array, the command as it is, its log by job id.
+TEST(Slurm, ScriptForOneEvaluationIsOneTask) {
+  SlurmJob job;
+  job.name = "pkb-eval";
+  job.array = false;
+  job.results_dir = "/shared/job";
+  job.workdir = "/home/u";
+  job.gpus_per_node = 4;
+  job.argv = {"/opt/pkb", "eval", "-p", "coll_allreduce", "--json", "/shared/job/result.json"};
+  std::string s = slurm_script(job);
+  EXPECT_EQ(s.find("--array"), std::string::npos) << s;
+  EXPECT_EQ(s.find("--shard"), std::string::npos) << s;
+  for (const char* want : {"#SBATCH --job-name=pkb-eval\n", "#SBATCH --gres=gpu:4\n", "#SBATCH --exclusive\n",
+                           "#SBATCH --output=/shared/job/slurm-%j.log\n",
+                           "exec '/opt/pkb' 'eval' '-p' 'coll_allreduce' '--json' '/shared/job/result.json'\n"})
     EXPECT_NE(s.find(want), std::string::npos) << "missing: " << want << "\nin:\n" << s;
 }
