@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "eval/verdict.hpp"
+#include "io/text.hpp"
 
 namespace pkb::agent {
 
@@ -26,11 +27,7 @@ std::string join(const std::vector<std::string>& lines, size_t from, size_t to) 
   return out;
 }
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+using io::format;
 
 double number(const json& j, const char* key) {
   return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
@@ -162,7 +159,7 @@ std::string failure_details(const json& f) {
     line("first bad index", "[" + idx + "]");
   }
   if (f.contains("max_abs_err") && f["max_abs_err"].is_number() && number(f, "max_abs_err") > 0)
-    line("largest error", fmt("%g", number(f, "max_abs_err")) + " absolute, " + fmt("%g", number(f, "max_rel_err")) +
+    line("largest error", format("%g", number(f, "max_abs_err")) + " absolute, " + format("%g", number(f, "max_rel_err")) +
                               " relative");
   return out;
 }
@@ -174,17 +171,17 @@ std::string timing_text(const json& r) {
   const json& ref = t.value("reference", json());
   const json& run = r.value("run", json::object());
   std::string out = "- median time per call (" + std::to_string(static_cast<int>(number(c, "samples"))) +
-                    " timed calls, slowest rank): yours " + fmt("%.1f us", number(c, "median_us")) +
-                    ", the reference's " + fmt("%.1f us", number(ref, "median_us")) + "\n";
+                    " timed calls, slowest rank): yours " + format("%.1f us", number(c, "median_us")) +
+                    ", the reference's " + format("%.1f us", number(ref, "median_us")) + "\n";
   out += "- speedup: " + speedup_text(r.value("speedup", json())) + "\n";
   const json& bw = r.value("busbw_gbps", json());
   if (bw.is_object())
-    out += "- bus bandwidth: yours " + fmt("%.1f GB/s", number(bw, "candidate")) + ", the reference's " +
-           fmt("%.1f GB/s", number(bw, "reference")) + "\n";
+    out += "- bus bandwidth: yours " + format("%.1f GB/s", number(bw, "candidate")) + ", the reference's " +
+           format("%.1f GB/s", number(bw, "reference")) + "\n";
   const json& roof = r.value("roofline", json());
   if (roof.is_object())
-    out += "- roofline: " + fmt("%.0f%%", 100 * number(roof, "fraction")) + " of the " +
-           text(run, "hardware_profile") + " bound (" + fmt("%.1f us", number(roof, "bound_us")) + ", limited by " +
+    out += "- roofline: " + format("%.0f%%", 100 * number(roof, "fraction")) + " of the " +
+           text(run, "hardware_profile") + " bound (" + format("%.1f us", number(roof, "bound_us")) + ", limited by " +
            text(roof, "limiter") + ")\n";
   const json& flags = r.value("flags", json::array());
   if (!flags.empty()) {
@@ -236,6 +233,6 @@ gen::Context result_values(const json& r, const std::string& eval_stderr, const 
   return v;
 }
 
-std::string speedup_text(const json& s) { return s.is_number() ? fmt("%.2fx", s.get<double>()) : "-"; }
+std::string speedup_text(const json& s) { return s.is_number() ? format("%.2fx", s.get<double>()) : "-"; }
 
 }  // namespace pkb::agent

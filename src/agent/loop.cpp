@@ -21,6 +21,7 @@
 #include "launch/signals.hpp"
 #include "sweep/results_file.hpp"
 #include "sweep/runner.hpp"
+#include "io/text.hpp"
 
 namespace pkb::agent {
 
@@ -40,11 +41,7 @@ json read_json(const fs::path& p) {
 
 void write_json(const fs::path& p, const json& j) { io::write_file_atomically(p.string(), j.dump(2) + "\n"); }
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+using io::format;
 
 // A speedup that counts: none when the timing is in doubt (as reports rank them).
 double trusted_speedup(const json& line) {
@@ -230,14 +227,14 @@ class Agent {
     const Budget& b = s_.budget;
     if (st.done) return "the model said DONE";
     if (st.best_turn && b.until_speedup && st.best_speedup >= *b.until_speedup)
-      return *b.until_speedup > 0 ? "a correct candidate reached the target speedup " + fmt("%.2fx", *b.until_speedup)
+      return *b.until_speedup > 0 ? "a correct candidate reached the target speedup " + format("%.2fx", *b.until_speedup)
                                   : "a correct candidate (--until-speedup 0)";
     if (turn > b.turns) return "all " + std::to_string(b.turns) + " turns used";
     if (b.tokens > 0 && st.tokens_in + st.tokens_out >= b.tokens)
       return "the token budget (" + std::to_string(b.tokens) + ") is spent";
-    if (b.wall_s > 0 && st.wall_s >= b.wall_s) return "the wall-time budget (" + fmt("%g s", b.wall_s) + ") is spent";
+    if (b.wall_s > 0 && st.wall_s >= b.wall_s) return "the wall-time budget (" + format("%g s", b.wall_s) + ") is spent";
     if (b.device_s > 0 && st.device_s >= b.device_s)
-      return "the device-time budget (" + fmt("%g s", b.device_s) + ") is spent";
+      return "the device-time budget (" + format("%g s", b.device_s) + ") is spent";
     return "";
   }
 
@@ -284,7 +281,7 @@ class Agent {
           target.model, target.key, st.conv, s_.policy, launch::Interrupts::flag(),
           [&](int attempt, const std::string& why, double wait) {
             say(label(j) + " turn " + std::to_string(t) + ": attempt " + std::to_string(attempt) + " failed (" + why +
-                "); retrying in " + fmt("%.1f s", wait));
+                "); retrying in " + format("%.1f s", wait));
           });
       if (r.outcome != gen::Outcome::ok) {
         std::lock_guard<std::mutex> lock(mu_);
@@ -399,7 +396,7 @@ class Agent {
     if (ask.code.found && line.value("verdict", "") == "correct") said += " " + speedup_text(line.value("speedup", json()));
     else if (ask.code.found) said += ": " + line.value("message", std::string()).substr(0, 140);
     say(label(j) + " turn " + std::to_string(t) + "/" + std::to_string(s_.budget.turns) + ": " + said + " (" +
-        fmt("%.1f s", wall) + ", " + std::to_string(tokens_in) + "+" + std::to_string(tokens_out) + " tokens)");
+        format("%.1f s", wall) + ", " + std::to_string(tokens_in) + "+" + std::to_string(tokens_out) + " tokens)");
     return true;
   }
 

@@ -102,15 +102,9 @@ int run(Globals& g, AgentOptions& o) {
     printf("%s: %d sample%s finished (%d with a correct candidate), %d stopped by a failed request, %d not asked -> %s\n",
            targets[i].model.name.c_str(), m.finished, m.finished == 1 ? "" : "s", m.correct, m.failed, m.not_asked,
            targets[i].run_dir.c_str());
-    if (!m.stop_reason.empty()) {
-      fprintf(stderr, "pkb: error: %s stopped: %s\n", targets[i].model.name.c_str(), m.stop_reason.c_str());
-      code = eval::kUsage;
-    } else if (m.failed && code == eval::kOk) {
-      code = eval::kWrong;
-    }
+    code = model_outcome(targets[i].model.name, m.stop_reason, m.failed, code);
   }
-  printf("tokens: %lld in, %lld out\n", static_cast<long long>(sum.tokens_in), static_cast<long long>(sum.tokens_out));
-  if (!sum.fatal.empty()) throw std::runtime_error(sum.fatal);
+  finish_models(sum.tokens_in, sum.tokens_out, sum.fatal);
   if (code == eval::kWrong) fprintf(stderr, "pkb: some requests failed; run the same command again to resume\n");
   return code;
 }

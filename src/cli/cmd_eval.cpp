@@ -22,6 +22,7 @@
 #include "spec/dtype.hpp"
 #include "spec/hardware.hpp"
 #include "sweep/slurm.hpp"
+#include "io/text.hpp"
 
 namespace pkb::cli {
 
@@ -43,11 +44,7 @@ struct EvalOptions {
   RunOptions run;
 };
 
-std::string fmt_us(double us) {
-  char b[32];
-  snprintf(b, sizeof b, "%.1f", us);
-  return b;
-}
+std::string fmt_us(double us) { return io::format("%.1f", us); }
 
 std::string utc_now(const char* format) {
   std::time_t t = std::time(nullptr);

@@ -90,6 +90,19 @@ gen::Prompt prompt_for(Globals& g, const PromptSetup& p, const PromptOptions& o,
   return gen::assemble_prompt(p.book, g.registry(), req);
 }
 
+int model_outcome(const std::string& model, const std::string& stop_reason, int failed, int code) {
+  if (!stop_reason.empty()) {
+    fprintf(stderr, "pkb: error: %s stopped: %s\n", model.c_str(), stop_reason.c_str());
+    return eval::kUsage;
+  }
+  return failed && code == eval::kOk ? eval::kWrong : code;
+}
+
+void finish_models(int64_t tokens_in, int64_t tokens_out, const std::string& fatal) {
+  printf("tokens: %lld in, %lld out\n", static_cast<long long>(tokens_in), static_cast<long long>(tokens_out));
+  if (!fatal.empty()) throw std::runtime_error(fatal);
+}
+
 std::vector<const spec::ProblemSpec*> select_problems(Globals& g, const std::vector<std::string>& keys) {
   std::vector<const spec::ProblemSpec*> out;
   std::set<std::string> seen;
@@ -210,15 +223,9 @@ int generate(Globals& g, GenerateOptions& o) {
       printf("  %d request%s: %lld tokens in, %lld out, %.1f s mean latency, cost %s\n", m.requests,
              m.requests == 1 ? "" : "s", static_cast<long long>(m.tokens_in), static_cast<long long>(m.tokens_out),
              m.latency_s / m.requests, m.cost_usd ? money(*m.cost_usd).c_str() : "unknown (no prices in the models table)");
-    if (!m.stop_reason.empty()) {
-      fprintf(stderr, "pkb: error: %s stopped: %s\n", targets[i].model.name.c_str(), m.stop_reason.c_str());
-      code = eval::kUsage;
-    } else if (m.failed && code == eval::kOk) {
-      code = eval::kWrong;
-    }
+    code = model_outcome(targets[i].model.name, m.stop_reason, m.failed, code);
   }
-  printf("tokens: %lld in, %lld out\n", static_cast<long long>(sum.tokens_in), static_cast<long long>(sum.tokens_out));
-  if (!sum.fatal.empty()) throw std::runtime_error(sum.fatal);
+  finish_models(sum.tokens_in, sum.tokens_out, sum.fatal);
   if (sum.interrupted) {
     fprintf(stderr, "pkb: interrupted; finished samples are kept, and the same command resumes\n");
     return eval::kInterrupted;

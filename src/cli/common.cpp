@@ -11,6 +11,7 @@
 
 #include "eval/verdict.hpp"
 #include "gen/models.hpp"
+#include "io/text.hpp"
 #include "io/toml_reader.hpp"
 #include "launch/phases.hpp"
 #include "launch/subprocess.hpp"

@@ -47,6 +47,13 @@ PromptSetup setup_prompts(Globals& g, const PromptOptions& o);
 // The prompt for one problem, at the nearest W it runs with (warning when -w was given).
 gen::Prompt prompt_for(Globals& g, const PromptSetup& p, const PromptOptions& o, const spec::ProblemSpec& s);
 
+// A model's end in the exit code of pkb generate or pkb agent: refused (its stop reason is
+// said on stderr; exit 2) beats some failed requests (exit 1), which beats `code`.
+int model_outcome(const std::string& model, const std::string& stop_reason, int failed, int code);
+
+// The tokens line that ends pkb generate and pkb agent; throws `fatal` when set.
+void finish_models(int64_t tokens_in, int64_t tokens_out, const std::string& fatal);
+
 // "all" (the benchmark's problems), category keys, slugs, ids or stems, each once.
 std::vector<const spec::ProblemSpec*> select_problems(Globals& g, const std::vector<std::string>& keys);
 

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "eval/stats.hpp"
+#include "io/text.hpp"
 
 namespace pkb::eval {
 
@@ -18,11 +19,7 @@ const std::pair<const char*, int> kExitOfVerdict[] = {
     {"crash", kCrash},  {"timeout", kTimeout}, {"integrity_violation", kIntegrity},
 };
 
-std::string fmt_us(double us) {
-  char b[32];
-  snprintf(b, sizeof b, "%.1f", us);
-  return b;
-}
+std::string fmt_us(double us) { return io::format("%.1f", us); }
 
 void set_verdict(json& res, const std::string& verdict, const std::string& message) {
   res["verdict"] = verdict;

@@ -1,4 +1,5 @@
 #include "gen/hardware.hpp"
+#include "io/text.hpp"
 
 #include <cstdio>
 
@@ -6,11 +7,7 @@ namespace pkb::gen {
 
 namespace {
 
-std::string number(double v) {
-  char buf[64];
-  snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
+std::string number(double v) { return io::format("%g", v); }
 
 }  // namespace
 

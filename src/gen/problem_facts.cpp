@@ -7,16 +7,13 @@
 
 #include "gen/error.hpp"
 #include "spec/dtype.hpp"
+#include "io/text.hpp"
 
 namespace pkb::gen {
 
 namespace {
 
-std::string number(double v) {
-  char buf[64];
-  snprintf(buf, sizeof buf, "%.10g", v);
-  return buf;
-}
+std::string number(double v) { return io::format("%.10g", v); }
 
 std::string resolve_dtype(const std::string& name, const std::string& dt) { return name == "dt" ? dt : name; }
 

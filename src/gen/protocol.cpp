@@ -1,4 +1,5 @@
 #include "gen/protocol.hpp"
+#include "io/text.hpp"
 
 #include <cctype>
 #include <cstdio>
@@ -8,20 +9,6 @@ namespace pkb::gen {
 using json = nlohmann::json;
 
 namespace {
-
-std::string url_escape_path(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
-      out += static_cast<char>(c);
-    } else {
-      char buf[4];
-      snprintf(buf, sizeof buf, "%%%02X", c);
-      out += buf;
-    }
-  }
-  return out;
-}
 
 // The turns as the protocol's list of messages; `assistant` is the name of the model's role.
 json turns(const Conversation& c, const char* assistant) {
@@ -210,7 +197,7 @@ HttpRequest build_request(const Model& m, const std::string& key, const Conversa
       break;
     case Protocol::gemini:
       // The key goes in a header, never in the URL, so no log line can carry it.
-      r.url = base + "/models/" + url_escape_path(m.id) + ":generateContent";
+      r.url = base + "/models/" + io::percent_encode(m.id) + ":generateContent";
       if (!key.empty()) r.headers.push_back("x-goog-api-key: " + key);
       break;
   }

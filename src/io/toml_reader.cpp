@@ -1,23 +1,13 @@
 #include "io/toml_reader.hpp"
 
+#include "io/text.hpp"
+
 #include <algorithm>
 #include <filesystem>
 
 namespace pkb::io {
 
 namespace {
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
 
 std::string joined(const std::set<std::string>& items) {
   std::string list;
@@ -26,14 +16,6 @@ std::string joined(const std::set<std::string>& items) {
 }
 
 }  // namespace
-
-std::string nearest(const std::string& word, const std::vector<std::string>& candidates) {
-  std::string best;
-  size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;  // a typo or two, not another word
-  for (auto& c : candidates)
-    if (size_t d = edit_distance(word, c); d < best_d) best_d = d, best = c;
-  return best;
-}
 
 TomlReader::TomlReader(std::string path) : path_(std::move(path)) {
   if (!std::filesystem::exists(path_)) throw InputError(path_ + ": not found");

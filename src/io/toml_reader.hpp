@@ -14,10 +14,6 @@
 
 namespace pkb::io {
 
-// Of `candidates`, the one closest to `word` by edit distance, or "" when none is near
-// (for "did you mean" hints).
-std::string nearest(const std::string& word, const std::vector<std::string>& candidates);
-
 class TomlReader {
  public:
   // Parses `path`. Throws InputError: "path: not found" or "path:line: malformed TOML: ...".

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "spec/spec.hpp"
+#include "io/text.hpp"
 
 namespace pkb::report {
 
@@ -42,17 +43,13 @@ struct Section {
 
 const char* const kNone = "-";
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+using io::format;
 
-std::string percent(std::optional<double> fraction) { return fraction ? fmt("%.1f%%", 100 * *fraction) : kNone; }
+std::string percent(std::optional<double> fraction) { return fraction ? format("%.1f%%", 100 * *fraction) : kNone; }
 std::string percent(int part, int whole) { return whole ? percent(double(part) / whole) : kNone; }
-std::string times(std::optional<double> x) { return x ? fmt("%.2fx", *x) : kNone; }
-std::string threshold(double p) { return fmt("%g", p); }
-std::string us(std::optional<double> v) { return v ? fmt("%.1f", *v) : std::string(kNone); }
+std::string times(std::optional<double> x) { return x ? format("%.2fx", *x) : kNone; }
+std::string threshold(double p) { return format("%g", p); }
+std::string us(std::optional<double> v) { return v ? format("%.1f", *v) : std::string(kNone); }
 
 std::string joined(const std::set<std::string>& values) {
   std::string out;
@@ -69,7 +66,7 @@ std::string shortened(std::string text, size_t most) {
 // The quartile range of a speedup: "[2.38-3.67]".
 std::string spread(const Evaluation& e) {
   if (!e.speedup_low || !e.speedup_high) return kNone;
-  return "[" + fmt("%.2f", *e.speedup_low) + "-" + fmt("%.2f", *e.speedup_high) + "]";
+  return "[" + format("%.2f", *e.speedup_low) + "-" + format("%.2f", *e.speedup_high) + "]";
 }
 
 // A speedup as the report shows it: with its spread when the timing counts, in parentheses
@@ -141,17 +138,7 @@ std::string href_for(const std::string& abs, const std::string& page_dir) {
     fs::path r = fs::path(abs).lexically_relative(fs::absolute(page_dir).lexically_normal());
     if (!r.empty()) rel = r.string();
   }
-  std::string out;
-  for (unsigned char c : rel) {
-    if (std::isalnum(c) || std::string("/._-~").find(static_cast<char>(c)) != std::string::npos) {
-      out += static_cast<char>(c);
-    } else {
-      char buf[4];
-      snprintf(buf, sizeof buf, "%%%02X", c);
-      out += buf;
-    }
-  }
-  return out;
+  return io::percent_encode(rel);
 }
 
 std::string as_html(const Table& t, const std::string& page_dir) {
@@ -406,7 +393,7 @@ Section best_section(const Summary& s) {
     }
     std::string repeats = kNone;
     if (b.best && b.repeats > 1)
-      repeats = std::to_string(b.repeats) + " evals, " + fmt("%.2f", *b.repeat_low) + "-" + fmt("%.2f", *b.repeat_high) + "x";
+      repeats = std::to_string(b.repeats) + " evals, " + format("%.2f", *b.repeat_low) + "-" + format("%.2f", *b.repeat_high) + "x";
     std::string timing = !e ? kNone : e->timing_counts ? "counts" : e->timing_note + ": not meaningful";
     for (auto& c : std::vector<std::string>{
              std::to_string(b.world), b.size, std::to_string(b.correct) + "/" + std::to_string(b.evaluated),
@@ -454,12 +441,12 @@ Section generation_section(const Results& r) {
   for (auto& [run, g] : r.generation) {
     std::string cost = kNone;
     if (g.cost_usd) {
-      cost = fmt("%.2f", *g.cost_usd);
+      cost = format("%.2f", *g.cost_usd);
       if (g.priced < g.requests) cost += " (" + std::to_string(g.priced) + " priced)";
     }
     t.rows.push_back({run, std::to_string(g.requests), std::to_string(g.ok), std::to_string(g.no_code),
                       std::to_string(g.failed), std::to_string(g.tokens_in), std::to_string(g.tokens_out),
-                      g.requests ? fmt("%.1f", g.latency_s / g.requests) : kNone, cost, g.manifest});
+                      g.requests ? format("%.1f", g.latency_s / g.requests) : kNone, cost, g.manifest});
   }
   sec.table = t;
   sec.note =
@@ -519,7 +506,7 @@ std::string speedup_chart(const Summary& s) {
       << "<rect x=\"" << kLabelWidth << "\" y=\"" << y << "\" width=\"" << len << "\" height=\"" << kBar
       << "\" fill=\"" << (x >= 1 ? colour::kFaster : colour::kSlower) << "\"><title>" << escape(e.run) << " sample "
       << e.sample << "</title></rect>\n";
-    std::string label = fmt("%.2fx", x);
+    std::string label = format("%.2fx", x);
     if (e.speedup_low && e.speedup_high) {
       double x0 = kLabelWidth + kBarArea * *e.speedup_low / top, x1 = kLabelWidth + kBarArea * *e.speedup_high / top;
       o << "<rect x=\"" << x0 << "\" y=\"" << y + kBar + 2 << "\" width=\"" << x1 - x0 << "\" height=\"" << kWhisker
