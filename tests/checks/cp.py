@@ -1,0 +1,142 @@
+"""The Context Parallel problems recomputed in fp64 from every rank's saved inputs (see
+check_problem.py). Written from each problem's math (full-sequence attention, naive
+token-by-token recurrences, direct convolutions), not from the references' parallel forms."""
+import math
+
+import torch
+import torch.nn.functional as F
+
+f64 = torch.float64
+
+
+def zigzag(t, w, r, dim=1):
+    """Rank r's rows of a full sequence under zig-zag sharding: chunks r and 2W-1-r of 2W."""
+    c = t.shape[dim] // (2 * w)
+    return torch.cat([t.narrow(dim, r * c, c), t.narrow(dim, (2 * w - 1 - r) * c, c)], dim=dim)
+
+
+def unzigzag(parts, dim=1):
+    """The full sequence from every rank's zig-zag shard."""
+    w = len(parts)
+    c = parts[0].shape[dim] // 2
+    chunks = [None] * (2 * w)
+    for r, p in enumerate(parts):
+        chunks[r] = p.narrow(dim, 0, c)
+        chunks[2 * w - 1 - r] = p.narrow(dim, c, c)
+    return torch.cat(chunks, dim=dim)
+
+
+def attention(q, k, v, causal, scale=None):
+    """softmax(q k^T / sqrt(D)) v over (B, T, H, D) tensors, in fp64."""
+    scale = scale or q.shape[-1] ** -0.5
+    s = torch.einsum("bqhd,bkhd->bhqk", q, k) * scale
+    if causal:
+        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), -math.inf)
+    return torch.einsum("bhqk,bkhd->bqhd", s.softmax(-1), v)
+
+
+# ---- the problems ------------------------------------------------------------------------
+
+def rope(xs, w, spec):
+    def one(x, c, s):
+        h = x.shape[-1] // 2
+        rot = torch.cat([-x[..., h:], x[..., :h]], -1)
+        return x * c.unsqueeze(2) + rot * s.unsqueeze(2)
+    q = torch.cat([one(r["q_local"].to(f64), r["cos_local"].to(f64), r["sin_local"].to(f64)) for r in xs], 1)
+    k = torch.cat([one(r["k_local"].to(f64), r["cos_local"].to(f64), r["sin_local"].to(f64)) for r in xs], 1)
+    # the tables must be the rotary ones of consecutive positions
+    d = xs[0]["cos_local"].shape[-1]
+    cos = torch.cat([r["cos_local"].to(f64) for r in xs], 1)
+    pos0 = torch.atan2(torch.cat([r["sin_local"].to(f64) for r in xs], 1)[..., 0], cos[..., 0])
+    step = torch.remainder(pos0[:, 1:] - pos0[:, :-1] - 1 + math.pi, 2 * math.pi) - math.pi
+    assert step.abs().max() < 0.05, "cos/sin are not rotary tables of consecutive positions"
+    assert d % 2 == 0
+    return [[q, k] for _ in xs]
+
+
+def ulysses_attention(xs, w, spec):
+    h = torch.cat([r["hidden_states"].to(f64) for r in xs], 1)  # (B, T, Hd), rank order
+    wq = xs[0]["w_qkv"].to(f64)  # (3, NH, D, Hd)
+    qkv = torch.einsum("bte,cnde->btcnd", h, wq)
+    ctx = attention(qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], causal=False)
+    out = ctx.flatten(2) @ xs[0]["w_o"].to(f64).T
+    return [[part] for part in out.chunk(w, dim=1)]
+
+
+def ring_attention(xs, w, spec):
+    q, k, v = (unzigzag([r[n].to(f64) for r in xs]) for n in ("q", "k", "v"))
+    out = attention(q, k, v, causal=True)
+    return [[zigzag(out, w, r)] for r in range(w)]
+
+
+def attention_block(x, w_qkv, w_o):
+    """x (B, T, Hd), w_qkv (3, NH, D, Hd), w_o (Hd, NH*D): causal attention, both projections."""
+    qkv = torch.einsum("bte,cnde->btcnd", x, w_qkv)
+    return attention(qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], causal=True).flatten(2) @ w_o.T
+
+
+def ring_attention_tp(xs, w, spec):
+    tp = min(2, w)
+    cp = w // tp
+    # hidden: one TP rank of each CP shard; weights: one CP rank of each TP shard
+    h = unzigzag([xs[c * tp]["hidden_states"].to(f64) for c in range(cp)])
+    w_qkv = torch.cat([xs[t]["w_qkv"].to(f64) for t in range(tp)], dim=1)
+    w_o = torch.cat([xs[t]["w_o"].to(f64) for t in range(tp)], dim=1)
+    out = attention_block(h, w_qkv, w_o)
+    return [[zigzag(out, cp, r // tp)] for r in range(w)]
+
+
+def ring_attention_pp(xs, w, spec):
+    pp = min(2, w)
+    cp = w // pp
+    x = unzigzag([xs[c]["hidden_states"].to(f64) for c in range(cp)])
+    outs = []
+    for p in range(pp):
+        x = attention_block(x, xs[p * cp]["w_qkv"].to(f64), xs[p * cp]["w_o"].to(f64))
+        outs.append(x)
+    return [[zigzag(outs[r // cp], cp, r % cp)] for r in range(w)]
+
+
+def ring_attention_bwd_dp(xs, w, spec):
+    dp = min(2, w)
+    cp = w // dp
+    grads = []
+    for d in range(dp):
+        blk = xs[d * cp:(d + 1) * cp]
+        q, k, v, do, o = (torch.cat([r[n].to(f64) for r in blk], 1) for n in ("q", "k", "v", "dout", "out"))
+        lse = torch.cat([r["softmax_lse"].to(f64) for r in blk], 2)  # (B, H, T)
+        scale = q.shape[-1] ** -0.5
+        s = torch.einsum("bqhd,bkhd->bhqk", q, k) * scale
+        # the given forward must be the true one over the whole sequence
+        assert (lse - s.logsumexp(-1)).abs().max() < 1e-3, "softmax_lse is not the forward's"
+        assert (o - torch.einsum("bhqk,bkhd->bqhd", s.softmax(-1), v)).abs().max() < 0.05, "out is not the forward's"
+        p = (s - lse.unsqueeze(-1)).exp()
+        delta = (do * o).sum(-1).transpose(1, 2).unsqueeze(-1)  # (B, H, T, 1)
+        ds = p * (torch.einsum("bqhd,bkhd->bhqk", do, v) - delta)
+        dq = torch.einsum("bhqk,bkhd->bqhd", ds, k) * scale
+        dk = torch.einsum("bhqk,bqhd->bkhd", ds, q) * scale
+        dv = torch.einsum("bhqk,bqhd->bkhd", p, do)
+        grads.append([g.chunk(cp, dim=1) for g in (dq, dk, dv)])
+    return [[sum(grads[d][i][r % cp] for d in range(dp)) / dp for i in range(3)] for r in range(w)]
+
+
+PROBLEMS = {
+    "cp_rope_allgather": rope,
+    "cp_ulysses_attention": ulysses_attention,
+    "cp_ring_attention": ring_attention,
+    "cp_ring_attention_tp": ring_attention_tp,
+    "cp_ring_attention_bwd_dp": ring_attention_bwd_dp,
+}
+
+
+def tp_cp_groups(w, spec):
+    tp = min(2, w)
+    # hidden replicated in a TP group (same CP index), weights in a CP group (same TP index)
+    return {"hidden_states": [r // tp for r in range(w)], "w_qkv": [r % tp for r in range(w)],
+            "w_o": [r % tp for r in range(w)]}
+
+
+# Inputs replicated within sub-groups of ranks: {problem: fn(w, spec) -> {input: group per rank}}.
+REPLICATED = {
+    "cp_ring_attention_tp": tp_cp_groups,
+}
