@@ -120,8 +120,50 @@ def ring_attention_bwd_dp(xs, w, spec):
     return [[sum(grads[d][i][r % cp] for d in range(dp)) / dp for i in range(3)] for r in range(w)]
 
 
+def hyena_conv1d(xs, w, spec):
+    x = unzigzag([r["x"].to(f64) for r in xs], dim=2)  # (B, C, 2*W*L)
+    wt = xs[0]["weight"].to(f64)  # (C, 1, K)
+    k = wt.shape[-1]
+    # causal depthwise convolution, written as a sum of shifted copies
+    xp = F.pad(x, (k - 1, 0))
+    y = sum(wt[:, 0, j].view(1, -1, 1) * xp[..., j:j + x.shape[-1]] for j in range(k))
+    return [[zigzag(y, w, r, dim=2)] for r in range(w)]
+
+
+def hyena_fftconv(xs, w, spec):
+    x1, x2, v = (unzigzag([r[n].to(f64) for r in xs], dim=2) for n in ("x1", "x2", "v"))  # (B, C, Ls)
+    h, bias = xs[0]["h"].to(f64), xs[0]["conv_bias"].to(f64)
+    u = x2 * v
+    ls = u.shape[-1]
+    n = 2 * ls
+    # the circular convolution of length n (u zero-padded to n, taps s < min(n, Lh)):
+    # y[t] = sum_s h[s] u[(t - s) mod n], as a direct grouped convolution over u extended
+    # periodically to the left
+    taps = min(n, h.shape[1])
+    un = F.pad(u, (0, n - ls))
+    ext = un[..., (torch.arange(ls + taps - 1) - (taps - 1)) % n]
+    y = F.conv1d(ext, h[:, :taps].flip(-1).unsqueeze(1), groups=h.shape[0])  # (B, C, ls)
+    z = x1 * (y + u * bias.view(1, -1, 1))
+    return [[zigzag(z, w, r, dim=2).transpose(1, 2)] for r in range(w)]
+
+
+def conv2d_halo(xs, w, spec):
+    groups = 2 if w >= 4 and w % 2 == 0 else 1
+    g = w // groups
+    wt, b = xs[0]["weight"].to(f64), xs[0]["bias"].to(f64)
+    out = []
+    for c in range(groups):
+        img = torch.cat([xs[c * g + i]["x"].to(f64) for i in range(g)], dim=2)
+        y = F.conv2d(img, wt, b, padding=1)
+        out += [[part] for part in y.chunk(g, dim=2)]
+    return out
+
+
 PROBLEMS = {
     "cp_rope_allgather": rope,
+    "cp_hyena_conv1d_halo": hyena_conv1d,
+    "cp_hyena_fftconv_all2all": hyena_fftconv,
+    "cp_conv2d_halo_exchange": conv2d_halo,
     "cp_ulysses_attention": ulysses_attention,
     "cp_ring_attention": ring_attention,
     "cp_ring_attention_tp": ring_attention_tp,
