@@ -159,8 +159,67 @@ def conv2d_halo(xs, w, spec):
     return out
 
 
+def delta_rule(q, k, v, a, beta):
+    """The token-by-token recurrence, fp64: rows n, q k (N, T, DK), v (N, T, DV), decay a
+    (N, T, DK) or (N, T, 1), beta (N, T)."""
+    n, t, dk = q.shape
+    state = torch.zeros(n, dk, v.shape[-1], dtype=f64)
+    out = []
+    for i in range(t):
+        state = a[:, i].unsqueeze(-1) * state
+        u = (v[:, i] - torch.einsum("nk,nkv->nv", k[:, i], state)) * beta[:, i].unsqueeze(-1)
+        state = state + k[:, i].unsqueeze(-1) * u.unsqueeze(1)
+        out.append(torch.einsum("nk,nkv->nv", q[:, i], state))
+    return torch.stack(out, 1)
+
+
+def rows(x):
+    """(B, T, H, D) -> (B*H, T, D)"""
+    return x.transpose(1, 2).reshape(-1, x.shape[1], x.shape[3])
+
+
+def kda(xs, w, spec):
+    tp = 2 if w >= 4 and w % 2 == 0 else 1
+    cp = w // tp
+    lb = spec["args"]["lower_bound"]
+    o = []  # per TP shard: (1, T, NH, DV) outputs of its heads
+    for t in range(tp):
+        grp = [xs[c * tp + t] for c in range(cp)]
+        q, k, v, g, beta = (torch.cat([r[n].to(f64) for r in grp], 1) for n in ("q", "k", "v", "g", "beta"))
+        nh, dk = q.shape[2], q.shape[3]
+        a_log, dt_bias = grp[0]["a_log"].to(f64), grp[0]["dt_bias"].to(f64).view(nh, dk)
+        decay = torch.exp(lb * torch.sigmoid(a_log.exp().view(1, 1, nh, 1) * (g + dt_bias)))
+        qn = F.normalize(q, dim=-1) * dk ** -0.5
+        kn = F.normalize(k, dim=-1)
+        out = delta_rule(rows(qn), rows(kn), rows(v), rows(decay), beta.sigmoid().transpose(1, 2).reshape(nh, -1))
+        o.append(out.view(1, nh, -1, v.shape[-1]).transpose(1, 2))
+    s = xs[0]["q"].shape[1]
+    res = []
+    for r in range(w):
+        c = r // tp
+        y = sum(o[t][:, c * s:(c + 1) * s].flatten(2) @ xs[c * tp + t]["w_o"].to(f64) for t in range(tp))
+        res.append([y])
+    return res
+
+
+def gated_deltanet(xs, w, spec):
+    q, k, v, gate, beta = (torch.cat([r[n].to(f64) for r in xs], 1) for n in ("q", "k", "v", "gate", "beta"))
+    hh, dk = q.shape[2], q.shape[3]
+    a_log = torch.cat([r["a_log"].to(f64) for r in xs])  # per head, rank order
+    dt_bias = torch.cat([r["dt_bias"].to(f64) for r in xs])
+    decay = torch.exp(-a_log.exp() * F.softplus(gate + dt_bias))  # (1, T, Hh)
+    qn = F.normalize(q, dim=-1, eps=1e-6) * dk ** -0.5
+    kn = F.normalize(k, dim=-1, eps=1e-6)
+    out = delta_rule(rows(qn), rows(kn), rows(v), decay.transpose(1, 2).reshape(hh, -1, 1),
+                     beta.transpose(1, 2).reshape(hh, -1))
+    o = out.view(1, hh, -1, v.shape[-1]).transpose(1, 2)  # (1, T, Hh, DV)
+    return [[part] for part in o.chunk(w, dim=1)]
+
+
 PROBLEMS = {
     "cp_rope_allgather": rope,
+    "cp_kda_attention_cp_tp": kda,
+    "cp_gated_deltanet_all2all": gated_deltanet,
     "cp_hyena_conv1d_halo": hyena_conv1d,
     "cp_hyena_fftconv_all2all": hyena_fftconv,
     "cp_conv2d_halo_exchange": conv2d_halo,
@@ -179,6 +238,13 @@ def tp_cp_groups(w, spec):
 
 
 # Inputs replicated within sub-groups of ranks: {problem: fn(w, spec) -> {input: group per rank}}.
+def kda_groups(w, spec):
+    tp = 2 if w >= 4 and w % 2 == 0 else 1
+    # per-head parameters and w_o rows belong to a TP shard, replicated over its CP group
+    return {n: [r % tp for r in range(w)] for n in ("a_log", "dt_bias", "w_o")}
+
+
 REPLICATED = {
     "cp_ring_attention_tp": tp_cp_groups,
+    "cp_kda_attention_cp_tp": kda_groups,
 }
