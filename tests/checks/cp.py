@@ -216,8 +216,30 @@ def gated_deltanet(xs, w, spec):
     return [[part] for part in o.chunk(w, dim=1)]
 
 
+def magi_cso(xs, w, spec):
+    rr = xs[0]["k_ranges"].shape[0]
+    spb = xs[0]["query"].shape[0] // rr
+    hq, d = xs[0]["query"].shape[1:]
+    hkv = xs[0]["key_value"].shape[1]
+    # the last range's window always ends at the end of the sequence, R * chunk
+    chunk = int(xs[0]["k_ranges"][rr - 1][1]) // rr
+    assert -(-chunk // w) == spb, "k_ranges does not end at R * chunk"
+    q = torch.stack([x["query"].to(f64).view(rr, spb, hq, d) for x in xs], 1).reshape(rr, w * spb, hq, d)
+    kv = torch.stack([x["key_value"].to(f64).view(rr, spb, hkv, 2 * d) for x in xs], 1).reshape(rr, w * spb, hkv, 2 * d)
+    keys = kv[:, :chunk].reshape(rr * chunk, hkv, 2 * d)
+    out = torch.empty_like(q)
+    for i in range(rr):
+        s, e = (int(v) for v in xs[0]["k_ranges"][i])
+        k = keys[s:e, :, :d].repeat_interleave(hq // hkv, 1)
+        v = keys[s:e, :, d:].repeat_interleave(hq // hkv, 1)
+        out[i] = attention(q[i].unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), causal=False)[0]
+    out = out.view(rr, w, spb, hq, d)
+    return [[out[:, r].reshape(rr * spb, hq, d)] for r in range(w)]
+
+
 PROBLEMS = {
     "cp_rope_allgather": rope,
+    "cp_magi_cso_attention": magi_cso,
     "cp_kda_attention_cp_tp": kda,
     "cp_gated_deltanet_all2all": gated_deltanet,
     "cp_hyena_conv1d_halo": hyena_conv1d,
