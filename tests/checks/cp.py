@@ -237,8 +237,42 @@ def magi_cso(xs, w, spec):
     return [[out[:, r].reshape(rr * spb, hq, d)] for r in range(w)]
 
 
+def magi_vae(xs, w, spec):
+    """The original's algorithm on one rank (no parallelism): tiles, decode (rounded to the
+    video's dt), blends position by position, crops, assembly. The tile geometry is the
+    default preset's (tests replace only T, H, Wd, which z's shape gives)."""
+    z = xs[0]["z"]
+    sz = spec["sizes"]["default"]
+    lt, th, tw, stt, sth, stw, tu, su = (sz[k] for k in ("Lt", "Th", "Tw", "stt", "sth", "stw", "tu", "su"))
+    _, _, t_, h_, w_ = z.shape
+    nt, nh, nw = -(-t_ // stt), -(-h_ // sth), -(-w_ // stw)
+    dec = {}
+    for a in range(nt):
+        for b in range(nh):
+            for c in range(nw):
+                tile = z[:, :3, a * stt:a * stt + lt, b * sth:b * sth + th, c * stw:c * stw + tw].to(f64)
+                up = F.interpolate(tile, scale_factor=(tu, su, su), mode="trilinear", align_corners=False)
+                dec[a, b, c] = up.to(z.dtype).to(f64)
+    bt, bh, bw = (lt - stt) * tu, (th - sth) * su, (tw - stw) * su
+    video = torch.zeros(1, 3, t_ * tu, h_ * su, w_ * su, dtype=f64)
+    for (a, b, c), d in dec.items():
+        cur = d.clone()
+        for dim, prev, ext in ((2, dec.get((a - 1, b, c)), bt), (3, dec.get((a, b - 1, c)), bh),
+                               (4, dec.get((a, b, c - 1)), bw)):
+            if prev is None:
+                continue
+            e = min(prev.shape[dim], cur.shape[dim], ext)
+            for j in range(e):
+                cur.select(dim, j).copy_(prev.select(dim, prev.shape[dim] - e + j) * (1 - j / e) + cur.select(dim, j) * (j / e))
+        cur = cur[:, :, :stt * tu, :sth * su, :stw * su]
+        video[:, :, a * stt * tu:a * stt * tu + cur.shape[2], b * sth * su:b * sth * su + cur.shape[3],
+              c * stw * su:c * stw * su + cur.shape[4]] = cur
+    return [[video] for _ in xs]
+
+
 PROBLEMS = {
     "cp_rope_allgather": rope,
+    "cp_magi_tile_vae_decode": magi_vae,
     "cp_magi_cso_attention": magi_cso,
     "cp_kda_attention_cp_tp": kda,
     "cp_gated_deltanet_all2all": gated_deltanet,
