@@ -1,0 +1,132 @@
+// The context-, pipeline- and sequence-parallel problems (cp_*, pp_*, sp_*), each recomputed
+// independently (tests/checks/cp.py, pp.py, sp.py) from what its reference saved on the CPU
+// device (see expect_reference_recomputed), and the two CPU candidates through pkb eval.
+//
+// CI time is the limit (the family's cases must run in about 4 minutes with ctest -j2), so
+// not every problem runs at every W: every problem runs at W = 4; W = 2 and W = 8 where the
+// layout changes with W (the TP/PP/DP x CP grids: tp = pp = dp = 2 with cp = 1 at W = 2,
+// cp = 4 at W = 8; the CFG chains of the conv halo problem; the W > 4 sizes of the MAGI
+// attention; the ring's zig-zag at 2W = 16 chunks; the uneven all-gather and the padded
+// heads all-to-all), and W = 1 for the ring (its local-only path). Default sizes where the
+// CPU manages them; smaller replaced sizes (the --size syntax) where the defaults are
+// TFLOP-sized or slow to recompute in fp64, as each case says.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "support.hpp"
+
+using namespace pkbtest;
+
+namespace {
+
+struct Case {
+  std::string problem;
+  int world;
+  std::string size;  // "" = default sizes
+};
+
+// The source tree, from where `pkb show` finds the problem's spec (this test binary is not
+// told where the sources are).
+std::string source_dir(const std::string& problem) {
+  PkbRun r = run_pkb({"show", problem});
+  std::string marker = "/problems/" + problem + ".toml";
+  size_t end = r.out.find(marker), begin = r.out.rfind("# ", end);
+  if (end == std::string::npos || begin == std::string::npos) return "";
+  return r.out.substr(begin + 2, end - begin - 2);
+}
+
+std::string name_of(const Case& c) {
+  return c.problem + "_W" + std::to_string(c.world) + (c.size.empty() ? "" : "_small");
+}
+
+// Smaller sizes, where the defaults are too heavy for the CPU device or for the fp64 check.
+const char* kFftConv = "C=64,L=256,Lh=512";  // default: 1024 channels x 2W*2048 positions
+const char* kMagiAttn = "C4=150,C8=200";     // default: 12150-token ranges, ~2 TFLOP a rank
+const char* kConv2d = "C=64,Hlat=64,Wd=32";  // default: 1280 channels, ~0.25 TFLOP a rank
+const char* kHyena = "C=256,L=256";          // default: 1024 channels x 2048 positions
+const char* kVae4 = "T=6,H=40,Wd=30";        // default: a 720 x 720 x 24 video on every rank
+const char* kVae8 = "T=6,H=60,Wd=50";
+
+std::vector<Case> sequence_parallel() {
+  return {{"sp_ulysses_all2all", 4, ""},
+          {"sp_ulysses_all2all", 8, ""},
+          {"sp_ulysses_allgather", 4, ""},
+          {"sp_ulysses_allgather_variable", 4, ""},
+          {"sp_ulysses_allgather_variable", 8, ""},
+          {"sp_gather_seq_scatter_heads", 4, ""},
+          {"sp_gather_heads_scatter_seq", 4, "T=13"},  // T = 13 pads (T = 16 never does)
+          {"sp_gather_heads_scatter_seq", 8, "T=13"},
+          {"sp_gather_seq_scatter_heads_qkv", 4, ""}};
+}
+
+std::vector<Case> context_parallel() {
+  return {{"cp_rope_allgather", 4, ""},
+          {"cp_ulysses_attention", 4, ""},
+          {"cp_ring_attention", 1, ""},
+          {"cp_ring_attention", 4, ""},
+          {"cp_ring_attention", 8, ""},
+          {"cp_ring_attention_tp", 2, ""},
+          {"cp_ring_attention_tp", 4, ""},
+          {"cp_ring_attention_tp", 8, ""},
+          {"cp_ring_attention_bwd_dp", 2, ""},
+          {"cp_ring_attention_bwd_dp", 8, ""},
+          {"cp_hyena_conv1d_halo", 4, kHyena},
+          {"cp_hyena_fftconv_all2all", 4, kFftConv},
+          {"cp_kda_attention_cp_tp", 2, ""},
+          {"cp_kda_attention_cp_tp", 8, ""},
+          {"cp_gated_deltanet_all2all", 4, ""},
+          {"cp_magi_cso_attention", 4, kMagiAttn},
+          {"cp_magi_cso_attention", 8, kMagiAttn},
+          {"cp_magi_tile_vae_decode", 4, kVae4},
+          {"cp_magi_tile_vae_decode", 8, kVae8},
+          {"cp_conv2d_halo_exchange", 2, kConv2d},
+          {"cp_conv2d_halo_exchange", 8, kConv2d}};
+}
+
+std::vector<Case> pipeline_parallel() {
+  return {{"pp_ring_attention_pp", 2, ""}, {"pp_ring_attention_pp", 4, ""}, {"pp_ring_attention_pp", 8, ""}};
+}
+
+}  // namespace
+
+class CpPpSpDryrun : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CpPpSpDryrun, ReferenceMatchesAnIndependentRecomputation) {
+  expect_reference_recomputed(GetParam().problem, GetParam().world, GetParam().size);
+}
+
+auto case_name = [](const auto& info) { return name_of(info.param); };
+
+INSTANTIATE_TEST_SUITE_P(SequenceParallel, CpPpSpDryrun, ::testing::ValuesIn(sequence_parallel()), case_name);
+INSTANTIATE_TEST_SUITE_P(ContextParallel, CpPpSpDryrun, ::testing::ValuesIn(context_parallel()), case_name);
+INSTANTIATE_TEST_SUITE_P(PipelineParallel, CpPpSpDryrun, ::testing::ValuesIn(pipeline_parallel()), case_name);
+
+// The CPU twins of the CUDA candidates (solutions_cuda/<slug>.cu): same algorithm and
+// peer-pointer indexing over the host heap, so this checks the CUDA versions' indexing.
+class CpPpSpCandidate : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CpPpSpCandidate, CpuTwinIsCorrect) {
+  const Case& c = GetParam();
+  std::string out = temp_dir("cand-" + c.problem) + "/r.json";
+  std::string root = source_dir(c.problem);
+  ASSERT_FALSE(root.empty()) << "pkb show " << c.problem << " names no spec path";
+  std::vector<std::string> args = {"eval", "-p", c.problem, "-s", root + "/solutions_cpu/" + c.problem + ".cpp",
+                                   "--device", "cpu", "-w", std::to_string(c.world), "--trials", "5", "--warmup",
+                                   "2", "--iters", "3", "--json", out};
+  if (!c.size.empty()) args.insert(args.end(), {"--size", c.size});
+  PkbRun r = run_pkb(args);
+  std::ifstream f(out);
+  ASSERT_TRUE(f.good()) << r.out << r.err;
+  auto j = nlohmann::json::parse(f);
+  EXPECT_EQ(j["verdict"], "correct") << r.out << r.err;
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(survivors(r.tag).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(ContextParallel, CpPpSpCandidate, ::testing::Values(Case{"cp_ring_attention", 4, ""}),
+                         case_name);
+INSTANTIATE_TEST_SUITE_P(SequenceParallel, CpPpSpCandidate,
+                         ::testing::Values(Case{"sp_gather_seq_scatter_heads", 4, ""}), case_name);
