@@ -28,6 +28,10 @@ struct Case {
   std::string size;  // "" = default sizes
 };
 
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.problem << " W=" << c.world << (c.size.empty() ? "" : " " + c.size);
+}
+
 // The source tree, from where `pkb show` finds the problem's spec (this test binary is not
 // told where the sources are).
 std::string source_dir(const std::string& problem) {
@@ -48,14 +52,17 @@ const char* kMagiAttn = "C4=150,C8=200";     // default: 12150-token ranges, ~2 
 const char* kConv2d = "C=64,Hlat=64,Wd=32";  // default: 1280 channels, ~0.25 TFLOP a rank
 const char* kHyena = "C=256,L=256";          // default: 1024 channels x 2048 positions
 const char* kVae4 = "T=6,H=40,Wd=30";        // default: a 720 x 720 x 24 video on every rank
-const char* kVae8 = "T=6,H=60,Wd=50";
+const char* kVae8 = "T=3,H=60,Wd=50";        // 9 tiles over 8 ranks
+const char* kKda = "S=32,NH=4,Dm=512";       // default: 16 heads, a 2304-wide projection
+const char* kGdn = "S=32,DK=64,DV=128";      // default: 256 x 512 states (slow in the fp64 check)
+const char* kVariable = "M=512,N=256";
 
 std::vector<Case> sequence_parallel() {
   return {{"sp_ulysses_all2all", 4, ""},
           {"sp_ulysses_all2all", 8, ""},
           {"sp_ulysses_allgather", 4, ""},
           {"sp_ulysses_allgather_variable", 4, ""},
-          {"sp_ulysses_allgather_variable", 8, ""},
+          {"sp_ulysses_allgather_variable", 8, kVariable},
           {"sp_gather_seq_scatter_heads", 4, ""},
           {"sp_gather_heads_scatter_seq", 4, "T=13"},  // T = 13 pads (T = 16 never does)
           {"sp_gather_heads_scatter_seq", 8, "T=13"},
@@ -75,9 +82,9 @@ std::vector<Case> context_parallel() {
           {"cp_ring_attention_bwd_dp", 8, ""},
           {"cp_hyena_conv1d_halo", 4, kHyena},
           {"cp_hyena_fftconv_all2all", 4, kFftConv},
-          {"cp_kda_attention_cp_tp", 2, ""},
-          {"cp_kda_attention_cp_tp", 8, ""},
-          {"cp_gated_deltanet_all2all", 4, ""},
+          {"cp_kda_attention_cp_tp", 2, kKda},
+          {"cp_kda_attention_cp_tp", 8, kKda},
+          {"cp_gated_deltanet_all2all", 4, kGdn},
           {"cp_magi_cso_attention", 4, kMagiAttn},
           {"cp_magi_cso_attention", 8, kMagiAttn},
           {"cp_magi_tile_vae_decode", 4, kVae4},
