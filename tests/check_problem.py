@@ -9,8 +9,10 @@ lists for the problem in its PROBLEMS table, and asserts that
     integer outputs within the whole tolerance;
   * an all-zero answer and the inputs passed through (as pkb validate picks them) fail;
   * with --nocomm DIR2 (a `dryrun --no-comm` run with the same --seed), that answer fails;
-  * per-rank inputs differ between ranks (those the category module's REPLICATED table
-    names, replicated within sub-groups, between some ranks) and shared ones are equal.
+  * per-rank inputs differ between ranks and shared ones are equal; an input a category lists
+    in its REPLICATED table ({problem: fn(w, spec) -> {input: group id per rank}}), such as
+    activations replicated within a TP group or weights within a CP group, is equal exactly
+    between the ranks of one group.
 
 A recomputation takes (xs, w, spec): every rank's inputs (dicts of tensors), W and the spec
 (its [args] and [vars] always present) and returns a list (per rank) of lists (per output)
@@ -92,12 +94,11 @@ def recomputation(problem, spec):
     return module.PROBLEMS[problem]
 
 
-def replicated_inputs(problem, spec):
-    """Inputs a problem replicates within sub-groups (a TP group's activations): the
-    category module's REPLICATED table names them; they must differ somewhere, not on
-    ranks 0 and 1."""
+def replicated(problem, spec, w):
+    """{input: group id per rank} for inputs replicated within sub-groups of ranks."""
     module = importlib.import_module("checks." + spec["category"])
-    return getattr(module, "REPLICATED", {}).get(problem, set())
+    fn = getattr(module, "REPLICATED", {}).get(problem)
+    return fn(w, spec) if fn else {}
 
 
 def main():
@@ -154,16 +155,22 @@ def main():
                 errors.append("the --no-comm run got other inputs (use the same --seed)")
             elif not rejected(lonely):
                 errors.append("the answer without communication passes")
-        replicated = replicated_inputs(a.problem, spec)
+        groups = replicated(a.problem, spec, w)
+        for name, g in groups.items():
+            for r in range(w):
+                for q in range(r + 1, w):
+                    same = torch.equal(inputs[r][name], inputs[q][name])
+                    if same != (g[r] == g[q]) and inputs[r][name].numel() > 1:
+                        errors.append(f"input {name} is {'equal' if same else 'different'} on ranks {r} and {q}, "
+                                      f"groups {g[r]} and {g[q]}")
         for spec_in in spec.get("inputs", []):
             name = spec_in["name"]
+            if name in groups:
+                continue
             same = all(torch.equal(inputs[0][name], inputs[r][name]) for r in range(1, w))
             if spec_in.get("shared", False) and not same:
                 errors.append(f"shared input {name} differs between ranks")
-            if name in replicated:
-                if same and inputs[0][name].numel() > 1:
-                    errors.append(f"input {name}, replicated within sub-groups, is equal on every rank")
-            elif not spec_in.get("shared", False) and inputs[0][name].numel() > 1 and torch.equal(inputs[0][name], inputs[1][name]):
+            if not spec_in.get("shared", False) and inputs[0][name].numel() > 1 and torch.equal(inputs[0][name], inputs[1][name]):
                 errors.append(f"per-rank input {name} is equal on ranks 0 and 1")
 
     if errors:

@@ -181,4 +181,6 @@ PROBLEMS = {
 }
 
 # Inputs that real systems replicate within a sub-group (equal on some ranks, not all).
-REPLICATED = {"fsdp_tp_2d_mlp": {"x"}}
+# Inputs replicated within sub-groups of ranks: {problem: fn(w, spec) -> {input: group per rank}}.
+# fsdp_tp_2d_mlp's x is the same within a TP group (ranks j n_tp + i of one j).
+REPLICATED = {"fsdp_tp_2d_mlp": lambda w, spec: {"x": [r // n_tp_of(w) for r in range(w)]}}

@@ -1,0 +1,291 @@
+// Shared by the context-, sequence- and pipeline-parallel references (cp_*, sp_*, pp_*):
+// blockwise softmax attention with its log-sum-exp and the LSE merge, a ring of K/V blocks
+// over a CP group with load-balanced (zig-zag) causal sharding, the ring backward, the
+// Ulysses all-to-alls, the chunked (gated) delta rule, and inputs drawn from the shared
+// stream and sliced per rank (activations replicated in a TP group, weights in a CP group).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "pkb/reference.hpp"
+
+namespace pkb_cp {
+
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// ---- attention blocks -----------------------------------------------------------------
+// Layout (B, S, H, D) as the originals use. Everything is fp32; callers round once.
+
+struct Block {
+  at::Tensor out;  // (B, Sq, H, D) fp32
+  at::Tensor lse;  // (B, Sq, H) fp32
+};
+
+// softmax(q k^T * scale) v over one K/V block, with the log-sum-exp of each query row.
+// q (B, Sq, H, D), k and v (B, Sk, H, D), any floating dtype. `allowed` (Sq, Sk) bool, or
+// undefined for no mask; every query row must see at least one key. Queries are processed
+// in chunks so the score tensor stays below ~2^27 elements.
+inline Block attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
+                    const at::Tensor& allowed = {}) {
+  at::Tensor qh = q.transpose(1, 2).to(at::kFloat);  // (B, H, Sq, D)
+  at::Tensor kt = k.transpose(1, 2).to(at::kFloat).transpose(-2, -1);  // (B, H, D, Sk)
+  at::Tensor vh = v.transpose(1, 2).to(at::kFloat);  // (B, H, Sk, D)
+  int64_t b = q.size(0), sq = q.size(1), h = q.size(2), d = q.size(3), sk = k.size(1);
+  at::Tensor out = at::empty({b, h, sq, d}, qh.options());
+  at::Tensor lse = at::empty({b, h, sq}, qh.options());
+  int64_t rows = std::max<int64_t>(1, (int64_t{1} << 27) / std::max<int64_t>(1, b * h * sk));
+  for (int64_t s0 = 0; s0 < sq; s0 += rows) {
+    int64_t n = std::min(rows, sq - s0);
+    at::Tensor scores = at::matmul(qh.narrow(2, s0, n), kt).mul_(scale);  // (B, H, n, Sk)
+    if (allowed.defined()) scores.masked_fill_(allowed.narrow(0, s0, n).logical_not(), -kInf);
+    at::Tensor m = scores.logsumexp(-1, /*keepdim=*/true);
+    lse.narrow(2, s0, n).copy_(m.squeeze(-1));
+    out.narrow(2, s0, n).copy_(at::matmul(scores.sub_(m).exp_(), vh));
+  }
+  return {out.transpose(1, 2), lse.transpose(1, 2)};
+}
+
+// Folds a block into a running (out, lse): the softmax over the union of both key sets.
+inline void merge(Block& acc, const Block& blk) {
+  if (!acc.out.defined()) {
+    acc = {blk.out.contiguous(), blk.lse.contiguous()};
+    return;
+  }
+  at::Tensor lse = at::logaddexp(acc.lse, blk.lse);
+  acc.out = acc.out * (acc.lse - lse).exp().unsqueeze(-1) + blk.out * (blk.lse - lse).exp().unsqueeze(-1);
+  acc.lse = lse;
+}
+
+// Merges a block that covers only the rows [row0, row0 + n) of the accumulator.
+inline void merge_rows(Block& acc, const Block& blk, int64_t row0) {
+  int64_t n = blk.out.size(1);
+  Block part{acc.out.narrow(1, row0, n), acc.lse.narrow(1, row0, n)};
+  merge(part, blk);
+  acc.out.narrow(1, row0, n).copy_(part.out);
+  acc.lse.narrow(1, row0, n).copy_(part.lse);
+}
+
+// ---- zig-zag sharding -------------------------------------------------------------------
+// The global sequence (length T) is cut into 2W chunks of T/(2W); rank r holds chunks r and
+// 2W-1-r, in that order. Every rank then does the same causal work.
+
+// Global positions (int64, S = T/W) of rank r's tokens.
+inline at::Tensor zigzag_positions(int64_t t, int w, int r, const at::TensorOptions& o) {
+  int64_t c = t / (2 * w);
+  return at::cat({at::arange(r * c, (r + 1) * c, o.dtype(at::kLong)),
+                  at::arange((2 * w - 1 - r) * c, (2 * w - r) * c, o.dtype(at::kLong))});
+}
+
+// Rows of a full-sequence tensor (dim `dim`) that rank r holds under zig-zag sharding.
+inline at::Tensor zigzag_slice(const at::Tensor& full, int64_t dim, int w, int r) {
+  int64_t c = full.size(dim) / (2 * w);
+  return at::cat({full.narrow(dim, r * c, c), full.narrow(dim, (2 * w - 1 - r) * c, c)}, dim);
+}
+
+// Causal ring attention over `comm` with zig-zag sharded q, k, v (B, S, H, D) in dt: K/V
+// blocks (in dt) travel to rank+1 (batch_p2p), W-1 hops; at step s rank r holds rank
+// (r-s)'s block. Step 0 is the local block under the causal mask (by global position);
+// a block from an earlier rank is seen by all my queries, but only its first chunk; a
+// block from a later rank is seen whole, but only by my second chunk. Each step is one
+// unmasked attention of half the block pairs, so every rank does the same work, and the
+// blocks merge by their log-sum-exp. Returns (B, S, H, D) fp32.
+inline at::Tensor ring_attention_zigzag(pkb::Comm& comm, const at::Tensor& q, const at::Tensor& k,
+                                        const at::Tensor& v, double scale) {
+  int w = comm.size(), r = comm.rank();
+  int64_t s = q.size(1), half = s / 2;
+  at::Tensor pos = zigzag_positions(s * w, w, r, q.options());
+  Block acc;
+  merge(acc, attend(q, k, v, scale, pos.unsqueeze(0) <= pos.unsqueeze(1)));
+  at::Tensor cur_k = k.contiguous(), cur_v = v.contiguous();
+  for (int step = 1; step < w; ++step) {
+    at::Tensor next_k = at::empty_like(cur_k), next_v = at::empty_like(cur_v);
+    std::vector<pkb::P2POp> ops{{pkb::P2POp::Send, cur_k, (r + 1) % w},
+                                {pkb::P2POp::Send, cur_v, (r + 1) % w},
+                                {pkb::P2POp::Recv, next_k, (r + w - 1) % w},
+                                {pkb::P2POp::Recv, next_v, (r + w - 1) % w}};
+    comm.batch_p2p(ops);
+    cur_k = next_k;
+    cur_v = next_v;
+    int src = (r - step + w) % w;
+    if (src < r) {
+      // src's first chunk precedes both of mine, its second follows both: all my queries
+      // see its first half.
+      merge(acc, attend(q, cur_k.narrow(1, 0, half), cur_v.narrow(1, 0, half), scale));
+    } else {
+      // Both of src's chunks lie between my two: only my second chunk sees them, whole.
+      merge_rows(acc, attend(q.narrow(1, half, half), cur_k, cur_v, scale), half);
+    }
+  }
+  return acc.out;
+}
+
+// ---- ring backward (non-causal) -----------------------------------------------------------
+
+struct Grads {
+  at::Tensor dq, dk, dv;  // fp32, (B, S, H, D)
+};
+
+// Gradients of softmax(q k^T * scale) v for one K/V block given the global forward's out and
+// lse (flash-attention backward): P = exp(s - lse), dV = P^T dO, dS = P (dO V^T - rowsum(dO
+// O)), dQ = dS K * scale, dK = dS^T Q * scale. All (B, S, H, D); lse (B, Sq, H).
+inline Grads attend_backward(const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                             const at::Tensor& out, const at::Tensor& lse, double scale) {
+  auto heads = [](const at::Tensor& x) { return x.transpose(1, 2).to(at::kFloat); };  // (B, H, S, D)
+  at::Tensor qh = heads(q), kh = heads(k), vh = heads(v), doh = heads(dout), oh = heads(out);
+  at::Tensor l = lse.to(at::kFloat).transpose(1, 2).unsqueeze(-1);  // (B, H, Sq, 1)
+  at::Tensor p = at::matmul(qh, kh.transpose(-2, -1)).mul_(scale).sub_(l).exp_();
+  at::Tensor row = (doh * oh).sum(-1, /*keepdim=*/true);
+  at::Tensor ds = p * (at::matmul(doh, vh.transpose(-2, -1)) - row);
+  at::Tensor dq = at::matmul(ds, kh).mul_(scale), dk = at::matmul(ds.transpose(-2, -1), qh).mul_(scale);
+  at::Tensor dv = at::matmul(p.transpose(-2, -1), doh);
+  return {dq.transpose(1, 2), dk.transpose(1, 2), dv.transpose(1, 2)};
+}
+
+// Non-causal ring backward over `comm`: K/V blocks travel to rank+1 together with the
+// fp32 dK/dV accumulated for them so far; after W steps (and one last hop of the
+// accumulators) every block's gradient is back on its owner. Returns fp32 grads.
+inline Grads ring_attention_backward(pkb::Comm& comm, const at::Tensor& dout, const at::Tensor& q,
+                                     const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
+                                     const at::Tensor& lse, double scale) {
+  int w = comm.size(), r = comm.rank();
+  at::Tensor cur_k = k.contiguous(), cur_v = v.contiguous();
+  at::Tensor dq, dk, dv;
+  for (int step = 0; step < w; ++step) {
+    Grads g = attend_backward(dout, q, cur_k, cur_v, out, lse, scale);
+    dq = dq.defined() ? dq + g.dq : g.dq;
+    if (step == 0) {
+      dk = g.dk.contiguous();
+      dv = g.dv.contiguous();
+    } else {
+      dk.add_(g.dk);
+      dv.add_(g.dv);
+    }
+    // Pass the block (unless this was the last step) and its accumulated grads on.
+    std::vector<pkb::P2POp> ops;
+    at::Tensor next_k, next_v;
+    if (step + 1 < w) {
+      next_k = at::empty_like(cur_k);
+      next_v = at::empty_like(cur_v);
+      ops.push_back({pkb::P2POp::Send, cur_k, (r + 1) % w});
+      ops.push_back({pkb::P2POp::Send, cur_v, (r + 1) % w});
+      ops.push_back({pkb::P2POp::Recv, next_k, (r + w - 1) % w});
+      ops.push_back({pkb::P2POp::Recv, next_v, (r + w - 1) % w});
+    }
+    at::Tensor next_dk = at::empty_like(dk), next_dv = at::empty_like(dv);
+    if (w > 1) {
+      ops.push_back({pkb::P2POp::Send, dk, (r + 1) % w});
+      ops.push_back({pkb::P2POp::Send, dv, (r + 1) % w});
+      ops.push_back({pkb::P2POp::Recv, next_dk, (r + w - 1) % w});
+      ops.push_back({pkb::P2POp::Recv, next_dv, (r + w - 1) % w});
+      comm.batch_p2p(ops);
+      dk = next_dk;
+      dv = next_dv;
+    }
+    if (step + 1 < w) {
+      cur_k = next_k;
+      cur_v = next_v;
+    }
+  }
+  return {dq, dk, dv};
+}
+
+// ---- Ulysses all-to-alls ---------------------------------------------------------------
+
+// (B, S, H, D) sequence shard, all heads -> (B, W*S, H/W, D): the whole sequence (rank
+// order) for head group `rank`. Any trailing dims after H are carried along.
+inline at::Tensor seq_to_heads(pkb::Comm& comm, const at::Tensor& x) {
+  int64_t w = comm.size();
+  std::vector<int64_t> shape = x.sizes().vec();
+  int64_t b = shape[0], s = shape[1], h = shape[2];
+  std::vector<int64_t> split = {b, s, w, h / w};
+  split.insert(split.end(), shape.begin() + 3, shape.end());
+  at::Tensor send = x.reshape(split).movedim(2, 0).contiguous();  // (W, B, S, H/W, ...)
+  at::Tensor recv = at::empty_like(send);
+  comm.all_to_all(recv, send);
+  std::vector<int64_t> out = {b, w * s, h / w};
+  out.insert(out.end(), shape.begin() + 3, shape.end());
+  return recv.movedim(0, 1).reshape(out);  // (B, W, S, H/W, ...) -> (B, W*S, H/W, ...)
+}
+
+// (B, W*S, Hl, D) whole sequence for a head group -> (B, S, W*Hl, D): this rank's sequence
+// shard with every rank's heads (rank order).
+inline at::Tensor heads_to_seq(pkb::Comm& comm, const at::Tensor& x) {
+  int64_t w = comm.size();
+  std::vector<int64_t> shape = x.sizes().vec();
+  int64_t b = shape[0], s = shape[1] / w, hl = shape[2];
+  std::vector<int64_t> split = {b, w, s};
+  split.insert(split.end(), shape.begin() + 2, shape.end());
+  at::Tensor send = x.reshape(split).movedim(1, 0).contiguous();  // (W, B, S, Hl, ...)
+  at::Tensor recv = at::empty_like(send);
+  comm.all_to_all(recv, send);
+  std::vector<int64_t> out = {b, s, w * hl};
+  out.insert(out.end(), shape.begin() + 3, shape.end());
+  return recv.movedim(0, 2).reshape(out);  // (B, S, W, Hl, ...) -> (B, S, W*Hl, ...)
+}
+
+// ---- the chunked delta rule --------------------------------------------------------------
+// The recurrence the fla references step token by token, per (batch, head) row n:
+//   S_t = diag(a_t) S_{t-1};  u_t = beta_t (v_t - S_t^T k_t);  S_t += k_t u_t^T;  o_t = S_t^T q_t
+// with a_t = exp(g_t) (g_t <= 0, one value per key dim, or one per token broadcast). Here in
+// chunks of C tokens (the WY form fla's chunk kernels use): with G the cumulative log decay
+// inside a chunk and S0 its incoming state,
+//   (I + A) U = diag(beta) (V - (K * e^G) S0),  A_sj = beta_s sum_d k_sd k_jd e^(G_sd - G_jd), j < s
+//   O = (Q * e^G) S0 + P U,  P_ts = sum_d q_td k_sd e^(G_td - G_sd), s <= t
+//   S_C = e^(G_C) * S0 + (K * e^(G_C - G))^T U
+// Every exponent is <= 0, so nothing overflows. q, k (N, T, dk), v (N, T, dv), g (N, T, dk)
+// or (N, T, 1), beta (N, T); all fp32. Returns o (N, T, dv) fp32.
+inline at::Tensor delta_rule_chunked(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                     const at::Tensor& g, const at::Tensor& beta, int64_t chunk = 64) {
+  int64_t n = q.size(0), t = q.size(1), dk = q.size(2), dv = v.size(2);
+  bool scalar = g.size(2) == 1;
+  at::Tensor state = at::zeros({n, dk, dv}, q.options());
+  at::Tensor o = at::empty({n, t, dv}, q.options());
+  for (int64_t t0 = 0; t0 < t; t0 += chunk) {
+    int64_t c = std::min(chunk, t - t0);
+    at::Tensor qc = q.narrow(1, t0, c), kc = k.narrow(1, t0, c), vc = v.narrow(1, t0, c);
+    at::Tensor bc = beta.narrow(1, t0, c).unsqueeze(-1);  // (N, C, 1)
+    at::Tensor gc = g.narrow(1, t0, c).cumsum(1);         // (N, C, dk or 1)
+    at::Tensor lower = at::ones({c, c}, q.options().dtype(at::kBool)).tril(-1);
+    at::Tensor causal = at::ones({c, c}, q.options().dtype(at::kBool)).tril();
+    at::Tensor kk, qk;  // (N, C, C): sum_d x_sd k_jd e^(G_sd - G_jd)
+    if (scalar) {
+      at::Tensor diff = gc - gc.transpose(1, 2);  // (N, C, C): G_s - G_j
+      kk = at::matmul(kc, kc.transpose(1, 2)) * diff.masked_fill(lower.logical_not(), -kInf).exp();
+      qk = at::matmul(qc, kc.transpose(1, 2)) * diff.masked_fill(causal.logical_not(), -kInf).exp();
+    } else {
+      at::Tensor diff = gc.unsqueeze(2) - gc.unsqueeze(1);  // (N, C, C, dk): G_s - G_j
+      at::Tensor dec_l = diff.masked_fill(lower.logical_not().unsqueeze(-1), -kInf).exp();
+      at::Tensor dec_c = diff.masked_fill_(causal.logical_not().unsqueeze(-1), -kInf).exp_();
+      kk = (kc.unsqueeze(2) * kc.unsqueeze(1) * dec_l).sum(-1);
+      qk = (qc.unsqueeze(2) * kc.unsqueeze(1) * dec_c).sum(-1);
+    }
+    at::Tensor eg = gc.exp();  // (N, C, dk or 1)
+    at::Tensor a = kk * bc + at::eye(c, q.options());
+    at::Tensor rhs = bc * (vc - at::matmul(kc * eg, state));
+    at::Tensor u = at::linalg_solve_triangular(a, rhs, /*upper=*/false, /*left=*/true, /*unitriangular=*/true);
+    o.narrow(1, t0, c).copy_(at::matmul(qc * eg, state) + at::matmul(qk, u));
+    at::Tensor g_last = gc.narrow(1, c - 1, 1);  // (N, 1, dk or 1)
+    at::Tensor kd = kc * (g_last - gc).exp();
+    at::Tensor carry = scalar ? state * g_last.exp() : state * g_last.transpose(1, 2).exp();
+    state = carry + at::matmul(kd.transpose(1, 2), u);
+  }
+  return o;
+}
+
+// ---- inputs replicated within sub-groups --------------------------------------------------
+
+// Draws a (shape) tensor from the shared stream (equal on every rank), in fp32 then rounded
+// to `dtype`. Every rank must make the same sequence of draws.
+inline at::Tensor shared_randn(pkb::Ctx& ctx, at::IntArrayRef shape, double std, at::ScalarType dtype) {
+  return at::randn(shape, ctx.shared_rng(), ctx.options(at::kFloat)).mul_(std).to(dtype);
+}
+
+}  // namespace pkb_cp

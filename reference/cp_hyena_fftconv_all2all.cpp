@@ -1,0 +1,70 @@
+// Hyena long convolution (Evo 2) under all-to-all context parallelism: x1, x2, v (B, C, L)
+// are zig-zag sequence shards; all-to-alls make them channel-parallel over the whole
+// sequence (natural order), z = x1 * fftconv(x2 * v, h) + bias term (fp32, FFT of size
+// 2*Ls), z rounds to dt, and an all-to-all returns the zig-zag shards; output (B, L, C).
+// Origin: ParallelKernelBench 72_hyena_forward_cp (NeMo / Savanna).
+// Deviations: random shared h and bias (the original's were constant ramps); intermediates
+// in fp32 with one rounding (the original rounded x2*v, the convolution and x1*y).
+#include <ATen/ATen.h>
+
+#include "pkb/reference.hpp"
+
+namespace {
+
+// Chunk order of the zig-zag: the concatenated shards of ranks 0..W-1 hold chunks
+// 0, 2W-1, 1, 2W-2, ...; natural[i] = position of chunk i in that order.
+std::vector<int64_t> zigzag_order(int w) {
+  std::vector<int64_t> order;
+  for (int r = 0; r < w; ++r) {
+    order.push_back(r);
+    order.push_back(2 * w - 1 - r);
+  }
+  return order;
+}
+
+// (B, C, L) zig-zag shard, all channels -> (B, C/W, W*L) this rank's channels, natural order.
+at::Tensor split_to_full(pkb::Comm& comm, const at::Tensor& x) {
+  int64_t w = comm.size(), b = x.size(0), c = x.size(1), l = x.size(2), cl = c / w;
+  at::Tensor send = x.reshape({b, w, cl, l}).permute({1, 0, 2, 3}).contiguous();  // (W, B, Cl, L)
+  at::Tensor recv = at::empty_like(send);
+  comm.all_to_all(recv, send);
+  // recv (W src, B, Cl, 2 chunks, L/2): chunk k of src s is global chunk order[2s+k]
+  at::Tensor chunks = recv.view({w, b, cl, 2, l / 2}).permute({0, 3, 1, 2, 4}).reshape({2 * w, b, cl, l / 2});
+  std::vector<int64_t> order = zigzag_order(int(w)), where(2 * w);
+  for (int64_t i = 0; i < 2 * w; ++i) where[order[i]] = i;
+  at::Tensor idx = at::tensor(where, at::TensorOptions().dtype(at::kLong)).to(x.device());
+  return chunks.index_select(0, idx).permute({1, 2, 0, 3}).reshape({b, cl, w * l});
+}
+
+// (B, C/W, Ls) natural order -> (B, C, L) this rank's zig-zag chunks, all channels.
+at::Tensor full_to_split(pkb::Comm& comm, const at::Tensor& z) {
+  int64_t w = comm.size(), b = z.size(0), cl = z.size(1), l = z.size(2) / w;
+  std::vector<int64_t> order = zigzag_order(int(w));
+  at::Tensor idx = at::tensor(order, at::TensorOptions().dtype(at::kLong)).to(z.device());
+  at::Tensor zz = z.view({b, cl, 2 * w, l / 2}).index_select(2, idx);  // chunks in shard order
+  at::Tensor send = zz.reshape({b, cl, w, l}).permute({2, 0, 1, 3}).contiguous();  // (W dst, B, Cl, L)
+  at::Tensor recv = at::empty_like(send);
+  comm.all_to_all(recv, send);
+  return recv.permute({1, 0, 2, 3}).reshape({b, w * cl, l});  // (B, C, L), channels by src rank
+}
+
+struct HyenaFftConv : pkb::Reference {
+  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+    pkb::Comm& comm = ctx.comm();
+    int64_t w = ctx.world(), c = in["x1"].size(1), cl = c / w, r = ctx.rank();
+    at::Tensor x1 = split_to_full(comm, in["x1"]).to(at::kFloat);
+    at::Tensor u = split_to_full(comm, in["x2"]).to(at::kFloat) * split_to_full(comm, in["v"]).to(at::kFloat);
+    int64_t ls = u.size(-1), n = 2 * ls;
+    at::Tensor h = in["h"].narrow(0, r * cl, cl).to(at::kFloat);
+    at::Tensor bias = in["conv_bias"].narrow(0, r * cl, cl).to(at::kFloat).view({1, cl, 1});
+    at::Tensor hf = at::fft_rfft(h, n, -1);
+    at::Tensor uf = at::fft_rfft(u, n, -1);
+    at::Tensor y = at::fft_irfft(uf * hf, n, -1).narrow(-1, 0, ls);
+    at::Tensor z = (x1 * (y + u * bias)).to(in["x1"].scalar_type());
+    return {full_to_split(comm, z).transpose(1, 2).contiguous()};
+  }
+};
+
+}  // namespace
+
+PKB_REFERENCE("cp_hyena_fftconv_all2all", HyenaFftConv);

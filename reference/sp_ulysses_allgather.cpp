@@ -1,0 +1,17 @@
+// Ulysses all_gather_into_tensor: every rank returns [x_0; ...; x_{W-1}] (W*M, N).
+// Origin: ParallelKernelBench 34_ulysses_all_gather_into_tensor_primitive (VeOmni).
+#include <ATen/ATen.h>
+
+#include "pkb/reference.hpp"
+
+namespace {
+
+struct UlyssesAllGather : pkb::Reference {
+  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+    return {ctx.comm().all_gather(in["x"].contiguous())};
+  }
+};
+
+}  // namespace
+
+PKB_REFERENCE("sp_ulysses_allgather", UlyssesAllGather);

@@ -1,0 +1,113 @@
+// The context-, pipeline- and sequence-parallel problems (cp_*, pp_*, sp_*), each recomputed
+// independently (tests/checks/cp.py, pp.py, sp.py) from what its reference saved on the CPU
+// device (see expect_reference_recomputed), and the two CPU candidates through pkb eval.
+//
+// CI time is the limit (the family's cases must run in about 4 minutes with ctest -j2), so
+// not every problem runs at every W: every problem runs at W = 4; W = 2 and W = 8 where the
+// layout changes with W (the TP/PP/DP x CP grids: tp = pp = dp = 2 with cp = 1 at W = 2,
+// cp = 4 at W = 8; the CFG chains of the conv halo problem; the W > 4 sizes of the MAGI
+// attention; the ring's zig-zag at 2W = 16 chunks; the uneven all-gather), and W = 1 for
+// the ring (its local-only path). Measured: about 300 CPU-seconds for the whole family. Default sizes where the
+// CPU manages them; smaller replaced sizes (the --size syntax) where the defaults are
+// TFLOP-sized or slow to recompute in fp64, as each case says.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "support.hpp"
+
+using namespace pkbtest;
+
+namespace {
+
+struct Case {
+  std::string problem;
+  int world;
+  std::string size;  // "" = default sizes
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.problem << " W=" << c.world << (c.size.empty() ? "" : " " + c.size);
+}
+
+std::string name_of(const Case& c) {
+  return c.problem + "_W" + std::to_string(c.world) + (c.size.empty() ? "" : "_small");
+}
+
+// Smaller sizes, where the defaults are too heavy for the CPU device or for the fp64 check.
+const char* kFftConv = "C=64,L=256,Lh=512";  // default: 1024 channels x 2W*2048 positions
+const char* kMagiAttn = "C4=150,C8=200";     // default: 12150-token ranges, ~2 TFLOP a rank
+const char* kConv2d = "C=64,Hlat=64,Wd=32";  // default: 1280 channels, ~0.25 TFLOP a rank
+const char* kHyena = "C=256,L=256";          // default: 1024 channels x 2048 positions
+const char* kVae4 = "T=6,H=40,Wd=30";        // default: a 720 x 720 x 24 video on every rank
+const char* kVae8 = "T=3,H=60,Wd=50";        // 9 tiles over 8 ranks
+const char* kKda = "S=32,NH=4,Dm=512";       // default: 16 heads, a 2304-wide projection
+const char* kGdn = "S=32,DK=64,DV=128";      // default: 256 x 512 states (slow in the fp64 check)
+const char* kVariable = "M=512,N=256";
+
+std::vector<Case> sequence_parallel() {
+  return {{"sp_ulysses_all2all", 4, ""},
+          {"sp_ulysses_allgather", 4, ""},
+          {"sp_ulysses_allgather_variable", 4, ""},
+          {"sp_ulysses_allgather_variable", 8, kVariable},
+          {"sp_gather_seq_scatter_heads", 4, ""},
+          {"sp_gather_heads_scatter_seq", 4, "T=13"},  // T = 13 pads (T = 16 never does)
+          {"sp_gather_seq_scatter_heads_qkv", 4, ""}};
+}
+
+std::vector<Case> context_parallel() {
+  return {{"cp_rope_allgather", 4, ""},
+          {"cp_ulysses_attention", 4, ""},
+          {"cp_ring_attention", 1, ""},
+          {"cp_ring_attention", 4, ""},
+          {"cp_ring_attention", 8, ""},
+          {"cp_ring_attention_tp", 2, ""},
+          {"cp_ring_attention_tp", 4, ""},
+          {"cp_ring_attention_tp", 8, ""},
+          {"cp_ring_attention_bwd_dp", 2, ""},
+          {"cp_ring_attention_bwd_dp", 8, ""},
+          {"cp_hyena_conv1d_halo", 4, kHyena},
+          {"cp_hyena_fftconv_all2all", 4, kFftConv},
+          {"cp_kda_attention_cp_tp", 2, kKda},
+          {"cp_kda_attention_cp_tp", 8, kKda},
+          {"cp_gated_deltanet_all2all", 4, kGdn},
+          {"cp_magi_cso_attention", 4, kMagiAttn},
+          {"cp_magi_cso_attention", 8, kMagiAttn},
+          {"cp_magi_tile_vae_decode", 4, kVae4},
+          {"cp_magi_tile_vae_decode", 8, kVae8},
+          {"cp_conv2d_halo_exchange", 2, kConv2d},
+          {"cp_conv2d_halo_exchange", 8, kConv2d}};
+}
+
+std::vector<Case> pipeline_parallel() {
+  return {{"pp_ring_attention_pp", 2, ""}, {"pp_ring_attention_pp", 4, ""}, {"pp_ring_attention_pp", 8, ""}};
+}
+
+}  // namespace
+
+class CpPpSpDryrun : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CpPpSpDryrun, ReferenceMatchesAnIndependentRecomputation) {
+  expect_reference_recomputed(GetParam().problem, GetParam().world, GetParam().size);
+}
+
+auto case_name = [](const auto& info) { return name_of(info.param); };
+
+INSTANTIATE_TEST_SUITE_P(SequenceParallel, CpPpSpDryrun, ::testing::ValuesIn(sequence_parallel()), case_name);
+INSTANTIATE_TEST_SUITE_P(ContextParallel, CpPpSpDryrun, ::testing::ValuesIn(context_parallel()), case_name);
+INSTANTIATE_TEST_SUITE_P(PipelineParallel, CpPpSpDryrun, ::testing::ValuesIn(pipeline_parallel()), case_name);
+
+// The CPU twins of the CUDA candidates (solutions_cuda/<slug>.cu): same algorithm and
+// peer-pointer indexing over the host heap, so this checks the CUDA versions' indexing.
+class CpPpSpCandidate : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CpPpSpCandidate, CpuTwinIsCorrect) {
+  expect_cpu_candidate_correct(GetParam().problem, GetParam().world, GetParam().size);
+}
+
+INSTANTIATE_TEST_SUITE_P(ContextParallel, CpPpSpCandidate, ::testing::Values(Case{"cp_ring_attention", 4, ""}),
+                         case_name);
+INSTANTIATE_TEST_SUITE_P(SequenceParallel, CpPpSpCandidate,
+                         ::testing::Values(Case{"sp_gather_seq_scatter_heads", 4, ""}), case_name);
