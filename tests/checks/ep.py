@@ -1,0 +1,50 @@
+"""The Expert Parallel problems recomputed in fp64 from every rank's saved inputs (see
+check_problem.py). Written from the problems' math (tensor ops in fp64), not from the C++."""
+import torch
+import torch.nn.functional as F
+
+f64 = torch.float64
+
+
+def sizes(spec, name):
+    """A size of the default preset (the checks run at default sizes or `--size` overrides
+    that keep these); vars are read from the inputs' shapes where they matter."""
+    return spec["sizes"]["default"][name]
+
+
+# ---- 24: load-balancing loss ---------------------------------------------------------------
+
+def load_balancing_loss(xs, w, spec):
+    losses = []
+    for r in xs:
+        z = r["gate_logits"].to(f64)
+        m, e = z.shape
+        k = spec_top_k(spec, e)
+        p = z.softmax(-1)
+        sel = p.topk(k, -1).indices
+        f = F.one_hot(sel, e).to(f64).mean(0)  # (K, E)
+        losses.append(e * (f * p.mean(0)).sum())
+    loss = sum(losses) / w
+    return [[loss] for _ in xs]
+
+
+def spec_top_k(spec, e):
+    """top_k of the preset whose E matches (a --size override keeps top_k)."""
+    for preset in spec["sizes"].values():
+        if preset.get("E") == e:
+            return preset["top_k"]
+    return spec["sizes"]["default"]["top_k"]
+
+
+# ---- 30: LoRA gradient all-reduce -----------------------------------------------------------
+
+def lora_grad_allreduce(xs, w, spec):
+    names = ["grad_fc1_1_lora_A", "grad_fc1_2_lora_A", "grad_fc2_lora_B"]
+    sums = [sum(r[n].to(f64) for r in xs) for n in names]
+    return [sums for _ in xs]
+
+
+PROBLEMS = {
+    "ep_moe_lora_grad_allreduce": lora_grad_allreduce,
+    "ep_load_balancing_loss": load_balancing_loss,
+}
