@@ -44,7 +44,24 @@ def lora_grad_allreduce(xs, w, spec):
     return [sums for _ in xs]
 
 
+# ---- 26: token preprocess -------------------------------------------------------------------
+
+def token_preprocess(xs, w, spec):
+    counts = torch.stack([r["expert_mask"].to(f64).sum((1, 2)) for r in xs])  # (W, E)
+    e = counts.shape[1]
+    le = e // w
+    out = []
+    for q, r in enumerate(xs):
+        # Each token's choices must be distinct experts (one-hot rows, no repeats).
+        mask = r["expert_mask"]
+        assert bool((mask.sum(0) == 1).all()) and bool((mask.sum(1) <= 1).all())
+        mine = counts[:, q * le:(q + 1) * le]
+        out.append([counts[q].view(w, le).sum(1).long(), mine.sum(1).long(), mine, mine.sum(0)])
+    return out
+
+
 PROBLEMS = {
+    "ep_moe_token_preprocess": token_preprocess,
     "ep_moe_lora_grad_allreduce": lora_grad_allreduce,
     "ep_load_balancing_loss": load_balancing_loss,
 }
