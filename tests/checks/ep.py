@@ -60,7 +60,23 @@ def token_preprocess(xs, w, spec):
     return out
 
 
+# ---- 27: uneven all-to-all -------------------------------------------------------------------
+
+def moe_all2all(xs, w, spec):
+    out = []
+    for q, r in enumerate(xs):
+        assert int(r["input_split_sizes"].sum()) == r["local_tensor"].shape[0]
+        parts = []
+        for s, src in enumerate(xs):
+            assert int(r["output_split_sizes"][s]) == int(src["input_split_sizes"][q])
+            start = int(src["input_split_sizes"][:q].sum())
+            parts.append(src["local_tensor"][start:start + int(src["input_split_sizes"][q])].to(f64))
+        out.append([torch.cat(parts)])
+    return out
+
+
 PROBLEMS = {
+    "ep_moe_all2all": moe_all2all,
     "ep_moe_token_preprocess": token_preprocess,
     "ep_moe_lora_grad_allreduce": lora_grad_allreduce,
     "ep_load_balancing_loss": load_balancing_loss,
