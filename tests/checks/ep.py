@@ -75,7 +75,48 @@ def moe_all2all(xs, w, spec):
     return out
 
 
+# ---- 28/29: dispatch and combine, from the routing ---------------------------------------------
+
+def routing_of(mask_or_map, m):
+    """Per token, its experts (sorted), from a (E, K, M) one-hot mask or an (E, M) map."""
+    rm = mask_or_map.sum(1) if mask_or_map.dim() == 3 else mask_or_map
+    return [torch.nonzero(rm[:, t]).flatten().tolist() for t in range(m)]
+
+
+def dispatch_permute(xs, w, spec):
+    e, k, m = xs[0]["expert_mask"].shape
+    le = e // w
+    # The (token, expert) pairs of every source rank.
+    pairs = []
+    for q, r in enumerate(xs):
+        mask = r["expert_mask"]
+        assert bool((mask.sum(0) == 1).all()) and bool((mask.sum(1) <= 1).all()), "not top-k one-hot"
+        rm = mask.sum(1)
+        tok = [sorted(torch.nonzero(rm[x]).flatten().tolist()) for x in range(e)]
+        pairs.append(tok)
+        # the split inputs must be the ones the routing gives
+        cnt = torch.tensor([len(t) for t in tok])
+        assert r["input_splits"].tolist() == cnt.view(w, le).sum(1).tolist()
+    out = []
+    for q, r in enumerate(xs):
+        rows = []
+        for j in range(le):
+            ex = q * le + j
+            for s, src in enumerate(xs):
+                for t in pairs[s][ex]:
+                    rows.append(src["hidden_states"][t])
+        grouped = torch.stack(rows).to(f64) if rows else torch.zeros(0, xs[0]["hidden_states"].shape[1], dtype=f64)
+        rm = r["expert_mask"].to(f64).sum(1)
+        mapping = torch.tensor([t for x in range(e) for t in pairs[q][x]], dtype=torch.long)
+        want = torch.tensor([[len(pairs[s][q * le + j]) for j in range(le)] for s in range(w)])
+        assert torch.equal(r["num_global_tokens_per_local_expert"].cpu(), want)
+        assert r["output_splits"].tolist() == want.sum(1).tolist()
+        out.append([grouped, rm, mapping])
+    return out
+
+
 PROBLEMS = {
+    "ep_moe_dispatch_permute": dispatch_permute,
     "ep_moe_all2all": moe_all2all,
     "ep_moe_token_preprocess": token_preprocess,
     "ep_moe_lora_grad_allreduce": lora_grad_allreduce,
