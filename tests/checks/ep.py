@@ -115,7 +115,40 @@ def dispatch_permute(xs, w, spec):
     return out
 
 
+def combine_unpermute(xs, w, spec):
+    m, k = xs[0]["selected_experts"].shape
+    e = xs[0]["routing_map"].shape[0]
+    le = e // w
+    sel = [r["selected_experts"] for r in xs]
+    # Where each (source, token, expert) row sits in its expert owner's buffer: by local
+    # expert j, then source s, then token ascending.
+    row_of = {}
+    for q in range(w):
+        pos = 0
+        for j in range(le):
+            ex = q * le + j
+            for s in range(w):
+                toks = torch.nonzero((sel[s] == ex).any(1)).flatten().tolist()
+                for t in toks:
+                    row_of[(s, t, ex)] = (q, pos)
+                    pos += 1
+        assert pos == int(xs[q]["num_global_tokens_per_local_expert"].sum())
+    out = []
+    for s, r in enumerate(xs):
+        assert torch.equal(r["routing_map"].cpu(), F.one_hot(sel[s], e).sum(1).T.bool())
+        wts = r["routing_weights"].to(f64)
+        y = torch.zeros(m, xs[0]["expert_outputs"].shape[1], dtype=f64)
+        ids = [(t, sel[s][t, i].item(), i) for t in range(m) for i in range(k)]
+        src_q = torch.tensor([row_of[(s, t, ex)][0] for t, ex, _ in ids])
+        src_p = torch.tensor([row_of[(s, t, ex)][1] for t, ex, _ in ids])
+        rows = torch.stack([xs[q]["expert_outputs"].to(f64) for q in range(w)])[src_q, src_p]  # (M K, N)
+        y = (rows.view(m, k, -1) * wts.unsqueeze(-1)).sum(1)
+        out.append([y])
+    return out
+
+
 PROBLEMS = {
+    "ep_moe_combine_unpermute": combine_unpermute,
     "ep_moe_dispatch_permute": dispatch_permute,
     "ep_moe_all2all": moe_all2all,
     "ep_moe_token_preprocess": token_preprocess,
