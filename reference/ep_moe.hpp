@@ -133,12 +133,6 @@ inline at::Tensor moe_forward(pkb::Comm& ep, const at::Tensor& x, const at::Tens
   return unpermute(returned, weights, selected, map, order, m);
 }
 
-// SiLU-gated MLP in dt, nn.Linear layout: down(silu(gate(x)) * up(x)), with biases.
-inline at::Tensor swiglu(const at::Tensor& x, const at::Tensor& wg, const at::Tensor& bg, const at::Tensor& wu,
-                         const at::Tensor& bu, const at::Tensor& wd, const at::Tensor& bd) {
-  return at::linear(at::silu(at::linear(x, wg, bg)) * at::linear(x, wu, bu), wd, bd);
-}
-
 // Redraws (from this rank's stream) the hidden-state rows whose router decision is fragile:
 // the k-th and (k+1)-th largest logits (exact, from the dt inputs) closer than `margin`. Then
 // the top-k set is the same whether logits are computed in fp64, fp32 in any order, or
@@ -212,6 +206,30 @@ inline Splits splits_of(const at::Tensor& counts, int rank) {
   s.per_local = counts.narrow(1, rank * l, l).contiguous();
   s.output_splits = s.per_local.sum(1).cpu();
   return s;
+}
+
+// The fused MoE problems' router margin (see redraw_fragile_tokens).
+constexpr double kRouteMargin = 0.05;
+
+// The fused MoE problems (31, 32, 49, 50, 51): inputs hidden_states, gate_weight,
+// gate_bias and per local expert (leading dim Le) gate_proj_{weight,bias},
+// up_proj_{weight,bias}, down_proj_{weight,bias}; with `lora`, lora_{gate,up,down}_{A,B}
+// as well. Expert j of this rank: (its rows x) -> down(silu(gate(x)) * up(x)) in dt, each
+// linear with its LoRA term (x A^T) B^T added when `lora`.
+inline at::Tensor fused_moe(pkb::Comm& ep, const pkb::Inputs& in, int64_t top_k, bool lora) {
+  auto expert = [&](const at::Tensor& x, int64_t j) {
+    auto lin = [&](const at::Tensor& v, const char* proj, const char* lora_name) {
+      std::string p = proj;
+      at::Tensor y = at::linear(v, in[p + "_proj_weight"][j], in[p + "_proj_bias"][j]);
+      if (lora) {
+        std::string l = std::string("lora_") + lora_name;
+        y = y + at::linear(at::linear(v, in[l + "_A"][j]), in[l + "_B"][j]);
+      }
+      return y;
+    };
+    return lin(at::silu(lin(x, "gate", "gate")) * lin(x, "up", "up"), "down", "down");
+  };
+  return moe_forward(ep, in["hidden_states"], in["gate_weight"], in["gate_bias"], top_k, expert);
 }
 
 }  // namespace pkb_ep

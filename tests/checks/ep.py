@@ -147,7 +147,56 @@ def combine_unpermute(xs, w, spec):
     return out
 
 
+# ---- 31, 32, 49, 50, 51: fused MoE forward ---------------------------------------------------
+
+MARGIN = 0.05  # the router margin the inputs guarantee
+
+
+def fused_moe(xs, w, spec, top_k, ep_size, lora=False):
+    """Every rank's MoE output. EP groups are blocks of ep_size consecutive ranks; in each,
+    rank q (group index) owns experts [q Le, (q+1) Le) with its local weights."""
+    e = xs[0]["gate_weight"].shape[0]
+    le = e // ep_size
+    gw, gb = xs[0]["gate_weight"].to(f64), xs[0]["gate_bias"].to(f64)
+
+    def linear(v, rank, proj, lora_name, j):
+        r = xs[rank]
+        y = v @ r[proj + "_proj_weight"][j].to(f64).T + r[proj + "_proj_bias"][j].to(f64)
+        if lora:
+            a, b = r["lora_" + lora_name + "_A"][j].to(f64), r["lora_" + lora_name + "_B"][j].to(f64)
+            y = y + (v @ a.T) @ b.T
+        return y
+
+    def expert(v, rank, j):
+        h = F.silu(linear(v, rank, "gate", "gate", j)) * linear(v, rank, "up", "up", j)
+        return linear(h, rank, "down", "down", j)
+
+    out = []
+    for s, r in enumerate(xs):
+        x = r["hidden_states"].to(f64)
+        logits = x @ gw.T + gb
+        if top_k < e:
+            top = logits.topk(top_k + 1, -1).values
+            gap = top[:, top_k - 1] - top[:, top_k]
+            assert float(gap.min()) >= MARGIN, f"rank {s}: a fragile router decision (gap {float(gap.min())})"
+        p = logits.softmax(-1)
+        wts, sel = p.topk(top_k, -1)
+        y = torch.zeros_like(x)
+        base = s // ep_size * ep_size
+        for ex in range(e):
+            hit = sel == ex  # (M, K)
+            rows = hit.any(1)
+            if not bool(rows.any()):
+                continue
+            owner, j = base + ex // le, ex % le
+            wt = (wts * hit).sum(1)[rows]
+            y[rows] += wt.unsqueeze(1) * expert(x[rows], owner, j)
+        out.append([y])
+    return out
+
+
 PROBLEMS = {
+    "ep_fused_moe_fwd": lambda xs, w, spec: fused_moe(xs, w, spec, spec_top_k(spec, xs[0]["gate_weight"].shape[0]), w),
     "ep_moe_combine_unpermute": combine_unpermute,
     "ep_moe_dispatch_permute": dispatch_permute,
     "ep_moe_all2all": moe_all2all,
