@@ -199,6 +199,8 @@ PROBLEMS = {
     "ep_fused_moe_fwd": lambda xs, w, spec: fused_moe(xs, w, spec, spec_top_k(spec, xs[0]["gate_weight"].shape[0]), w),
     "ep_fused_moe_fwd_lora": lambda xs, w, spec: fused_moe(xs, w, spec, spec_top_k(spec, xs[0]["gate_weight"].shape[0]), w,
                                                            lora=True),
+    "ep_moe_balanced": lambda xs, w, spec: fused_moe(xs, w, spec, 2, w),
+    "ep_moe_wide": lambda xs, w, spec: fused_moe(xs, w, spec, 2, w),
     "ep_moe_combine_unpermute": combine_unpermute,
     "ep_moe_dispatch_permute": dispatch_permute,
     "ep_moe_all2all": moe_all2all,
