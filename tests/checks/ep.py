@@ -195,12 +195,23 @@ def fused_moe(xs, w, spec, top_k, ep_size, lora=False):
     return out
 
 
+def moe_narrow(xs, w, spec):
+    e = xs[0]["gate_weight"].shape[0]
+    assert e == max([d for d in range(1, w // 2 + 1) if w % d == 0] or [1]), "E is not the narrow EP size"
+    # The replicas of an expert (ranks r and r + E) hold the same weights.
+    for r in range(e, w):
+        for name in ["gate_proj_weight", "up_proj_weight", "down_proj_bias"]:
+            assert torch.equal(xs[r][name], xs[r - e][name]), f"{name} differs between replicas"
+    return fused_moe(xs, w, spec, min(2, e), e)
+
+
 PROBLEMS = {
     "ep_fused_moe_fwd": lambda xs, w, spec: fused_moe(xs, w, spec, spec_top_k(spec, xs[0]["gate_weight"].shape[0]), w),
     "ep_fused_moe_fwd_lora": lambda xs, w, spec: fused_moe(xs, w, spec, spec_top_k(spec, xs[0]["gate_weight"].shape[0]), w,
                                                            lora=True),
     "ep_moe_balanced": lambda xs, w, spec: fused_moe(xs, w, spec, 2, w),
     "ep_moe_wide": lambda xs, w, spec: fused_moe(xs, w, spec, 2, w),
+    "ep_moe_narrow": lambda xs, w, spec: moe_narrow(xs, w, spec),
     "ep_moe_combine_unpermute": combine_unpermute,
     "ep_moe_dispatch_permute": dispatch_permute,
     "ep_moe_all2all": moe_all2all,
