@@ -153,14 +153,23 @@ inline void redraw_fragile_tokens(pkb::Ctx& ctx, at::Tensor& x, const at::Tensor
   throw std::runtime_error("redraw_fragile_tokens: router decisions stay fragile");
 }
 
-// A router for generated routing: (D, E) weight and (E,) per-expert bias (std `skew`), drawn
-// from `gen` (the shared stream, so every rank has the same router in a trial).
+// Generated routing (problems 26, 28, 29) and the fused problems' router inputs share one
+// model of a trained router: logits with std kRouterScale per token (a confident router:
+// the top-k hold ~0.8 of the softmax mass at 8 experts, top-2, ~0.5 at 256, top-8) plus a
+// per-expert bias with std kRouterSkew drawn per trial (a few hot experts: the busiest gets
+// ~2x the mean load at 8 experts, ~4x at 256).
+constexpr double kRouterScale = 2.0;
+constexpr double kRouterSkew = 1.0;
+
+// A router for generated routing: (D, E) weight (logit std `scale`) and (E,) per-expert
+// bias (std `skew`), drawn from `gen` (the shared stream: every rank has the same router).
 struct Router {
   at::Tensor weight, bias;
 };
 
-inline Router draw_router(at::Generator& gen, int64_t dim, int64_t experts, double skew, at::TensorOptions f32) {
-  return {at::randn({dim, experts}, gen, f32).mul_(1.0 / std::sqrt(double(dim))),
+inline Router draw_router(at::Generator& gen, int64_t dim, int64_t experts, at::TensorOptions f32,
+                          double scale = kRouterScale, double skew = kRouterSkew) {
+  return {at::randn({dim, experts}, gen, f32).mul_(scale / std::sqrt(double(dim))),
           at::randn({experts}, gen, f32).mul_(skew)};
 }
 
@@ -184,10 +193,9 @@ inline at::Tensor expert_mask_of(const at::Tensor& selected, int64_t experts) {
 // The routing of every rank of a W-rank EP group, drawn identically on every rank from
 // the shared stream: (W, M, K) int64 choices and (W, M, K) fp32 probabilities.
 inline std::pair<at::Tensor, at::Tensor> draw_all_routing(pkb::Ctx& ctx, int64_t world, int64_t m, int64_t experts,
-                                                          int64_t top_k, double skew) {
+                                                          int64_t top_k) {
   at::Generator& gen = ctx.shared_rng();
-  at::TensorOptions f32 = ctx.options(at::kFloat);
-  Router r = draw_router(gen, 64, experts, skew, f32);
+  Router r = draw_router(gen, 64, experts, ctx.options(at::kFloat));
   at::Tensor logits = draw_logits(gen, r, world * m).view({world, m, experts});
   auto [e, p] = top_k_route(logits, top_k);
   return {e, p};

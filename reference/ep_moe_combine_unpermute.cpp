@@ -12,7 +12,7 @@ namespace {
 struct CombineUnpermute : pkb::Reference {
   void make_inputs(pkb::Ctx& ctx, pkb::Inputs& in) override {
     int64_t w = ctx.world(), e = ctx.size("E");
-    auto [selected, probs] = pkb_ep::draw_all_routing(ctx, w, ctx.size("M"), e, ctx.size("top_k"), 0.5);
+    auto [selected, probs] = pkb_ep::draw_all_routing(ctx, w, ctx.size("M"), e, ctx.size("top_k"));
     at::Tensor counts = at::zeros({w, e}, selected.options()).scatter_add_(
         1, selected.view({w, -1}), at::ones_like(selected).view({w, -1}));
     pkb_ep::Splits s = pkb_ep::splits_of(counts, ctx.rank());

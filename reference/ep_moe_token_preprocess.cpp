@@ -11,7 +11,7 @@ namespace {
 struct TokenPreprocess : pkb::Reference {
   void make_inputs(pkb::Ctx& ctx, pkb::Inputs& in) override {
     int64_t e = ctx.size("E");
-    pkb_ep::Router router = pkb_ep::draw_router(ctx.shared_rng(), 64, e, 0.5, ctx.options(at::kFloat));
+    pkb_ep::Router router = pkb_ep::draw_router(ctx.shared_rng(), 64, e, ctx.options(at::kFloat));
     at::Tensor logits = pkb_ep::draw_logits(ctx.rng(), router, ctx.size("M"));
     at::Tensor selected = pkb_ep::top_k_route(logits, ctx.size("top_k")).first;
     in["expert_mask"] = pkb_ep::expert_mask_of(selected, e);
