@@ -1,15 +1,12 @@
-"""The Expert Parallel problems recomputed in fp64 from every rank's saved inputs (see
-check_problem.py). Written from the problems' math (tensor ops in fp64), not from the C++."""
+"""The Expert Parallel problems recomputed from every rank's saved inputs (see
+check_problem.py), in fp64 (the fused MoE layers' expert GEMMs in fp32, see fused_moe).
+Written from the problems' math, not from the C++: routing, counts and buffer layouts are
+rebuilt per expert and source rank, and the inputs' own consistency (one-hot masks, split
+lists that match the routing, the router margin, replicas' weights) is asserted."""
 import torch
 import torch.nn.functional as F
 
 f64 = torch.float64
-
-
-def sizes(spec, name):
-    """A size of the default preset (the checks run at default sizes or `--size` overrides
-    that keep these); vars are read from the inputs' shapes where they matter."""
-    return spec["sizes"]["default"][name]
 
 
 # ---- 24: load-balancing loss ---------------------------------------------------------------
