@@ -26,7 +26,9 @@ struct LoadBalancingLoss : pkb::Reference {
     int64_t e = ctx.size("E"), k = ctx.size("top_k");
     at::Tensor p = in["gate_logits"].to(at::kFloat).softmax(-1);  // (M, E)
     at::Tensor selected = std::get<1>(p.topk(k, -1));             // (M, K)
-    at::Tensor f = at::one_hot(selected, e).to(at::kFloat).mean(0);  // (K, E)
+    at::Tensor sel_t = selected.t().contiguous();                 // (K, M)
+    at::Tensor f = at::zeros({k, e}, p.options()).scatter_add_(1, sel_t, at::ones(sel_t.sizes(), p.options()));
+    f.div_(double(p.size(0)));                                     // (K, E): fraction of tokens
     at::Tensor loss = (f * p.mean(0).unsqueeze(0)).sum() * double(e);
     ctx.comm().all_reduce(loss);
     return {(loss / double(ctx.world())).to(ctx.dtype())};
