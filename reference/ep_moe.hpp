@@ -153,11 +153,12 @@ inline void redraw_fragile_tokens(pkb::Ctx& ctx, at::Tensor& x, const at::Tensor
   throw std::runtime_error("redraw_fragile_tokens: router decisions stay fragile");
 }
 
-// Generated routing (problems 26, 28, 29) and the fused problems' router inputs share one
-// model of a trained router: logits with std kRouterScale per token (a confident router:
-// the top-k hold ~0.8 of the softmax mass at 8 experts, top-2, ~0.5 at 256, top-8) plus a
-// per-expert bias with std kRouterSkew drawn per trial (a few hot experts: the busiest gets
-// ~2x the mean load at 8 experts, ~4x at 256).
+// Generated routing (problems 26, 28, 29) and the fused problems' router inputs (their
+// specs' gate_weight and gate_bias inits) share one model of a trained router: logits with
+// std kRouterScale per token (a confident router: the top-k hold ~0.8 of the softmax mass
+// at 8 experts, top-2, ~0.6 at 256, top-8) plus a per-expert bias with std kRouterSkew drawn
+// per trial (hot experts: the busiest gets ~2x the mean load at 8 experts, ~7x at 256,
+// where a rank's 32 experts even it out).
 constexpr double kRouterScale = 2.0;
 constexpr double kRouterSkew = 1.0;
 
