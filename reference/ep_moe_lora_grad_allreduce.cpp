@@ -1,0 +1,25 @@
+// Gradient sync of an expert-parallel group GEMM's LoRA factors (VeOmni, inferred): every
+// rank returns the sums over all ranks of its three LoRA gradients (all-reduce SUM in dt).
+// Origin: ParallelKernelBench 30_moe_epgroupgemm_lora_backward.
+// Deviation: the sums are new outputs; the original reduced its inputs in place.
+#include <ATen/ATen.h>
+
+#include "pkb/reference.hpp"
+
+namespace {
+
+struct LoraGradAllReduce : pkb::Reference {
+  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+    std::vector<at::Tensor> out;
+    for (const char* name : {"grad_fc1_1_lora_A", "grad_fc1_2_lora_A", "grad_fc2_lora_B"}) {
+      at::Tensor g = in[name].clone();
+      ctx.comm().all_reduce(g);
+      out.push_back(g);
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+PKB_REFERENCE("ep_moe_lora_grad_allreduce", LoraGradAllReduce);
