@@ -47,20 +47,5 @@ INSTANTIATE_TEST_SUITE_P(ExpertParallel, EpDryrun, ::testing::ValuesIn(cases()),
 
 // The CPU twin of the CUDA candidate solutions_cuda/ep_moe_dispatch_permute.cu (DeepEP-style
 // dispatch through peer pointers): correct at W = 4, which checks the CUDA version's
-// indexing without a GPU. Few trials and timed calls; the protocol in full. The source tree
-// is pkb's root, as `pkb show` prints it (this test target has no PKB_SOURCE_DIR).
-TEST(ExpertParallelCandidate, DispatchPermuteCpuTwinIsCorrect) {
-  const std::string problem = "ep_moe_dispatch_permute";
-  PkbRun show = run_pkb({"show", problem});
-  ASSERT_EQ(show.code, 0) << show.err;
-  std::string spec = "/problems/" + problem + ".toml";
-  size_t end = show.out.find(spec), start = show.out.rfind("# ", end);
-  ASSERT_TRUE(end != std::string::npos && start != std::string::npos) << show.out;
-  std::string root = show.out.substr(start + 2, end - start - 2);
-  std::string json = temp_dir("ep-dispatch-candidate") + "/r.json";
-  PkbRun r = run_pkb({"eval", "-p", problem, "-s", root + "/solutions_cpu/" + problem + ".cpp", "--device", "cpu", "-w",
-                      "4", "--trials", "5", "--warmup", "2", "--iters", "3", "--json", json});
-  ASSERT_EQ(r.code, 0) << r.out << r.err;
-  EXPECT_TRUE(contains(r.out, "verdict: correct")) << r.out;
-  EXPECT_TRUE(survivors(r.tag).empty());
-}
+// indexing without a GPU.
+TEST(ExpertParallelCandidate, DispatchPermuteCpuTwinIsCorrect) { expect_cpu_candidate_correct("ep_moe_dispatch_permute"); }
