@@ -3,6 +3,7 @@
 // watches the ranks, and has their reports judged (eval/verdict.hpp) into a verdict,
 // timing statistics, speedup, bus bandwidth and roofline fraction.
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -29,7 +30,7 @@ namespace {
 // The command's flags. Trials, timing and budgets bind straight to the rank's job
 // (rank/job.hpp), whose defaults they keep.
 struct EvalOptions {
-  std::string problem, solution, seed, json_out, save, hardware = "auto";
+  std::string problem, solution, seed, json_out, save, hardware = "auto", tk_dir;
   bool no_timing = false, no_ref_cache = false;
   double heap_mib = 256, sets_mib = 0;
   rank::Job job;
@@ -42,9 +43,11 @@ std::string fmt_us(double us) {
   return b;
 }
 
-build::Result build_for(Globals& g, const std::string& solution, const launch::Placement& p) {
+build::Result build_for(Globals& g, const std::string& solution, const launch::Placement& p,
+                        const std::string& tk_dir) {
   build::Request req;
   req.source = solution;
+  req.tk_dir = tk_dir;
   req.device = p.device;
   if (p.gpus > 0) {
     auto cc = p.probe["devices"][0]["cc"];
@@ -153,7 +156,7 @@ int evaluate(Globals& g, EvalOptions& o) {
   fflush(stdout);
 
   auto t0 = std::chrono::steady_clock::now();
-  build::Result b = build_for(g, o.solution, p);
+  build::Result b = build_for(g, o.solution, p, o.tk_dir);
   res["candidate"] = {{"path", o.solution}, {"sha256", b.source_sha256}, {"backend", b.backend}};
   res["versions"]["compiler"] = b.compiler;
   res["build_s"] = b.seconds;
@@ -190,6 +193,9 @@ int evaluate(Globals& g, EvalOptions& o) {
   job.capture_budget_bytes = static_cast<size_t>(mib * (1 << 20));
   job.candidate_heap_bytes = static_cast<size_t>(o.heap_mib * (1 << 20));
   job.library = b.library;
+  // Triton's kernel cache lives with pkb's (HOME is a scratch folder removed after the run).
+  if (b.backend == "triton" && !std::getenv("TRITON_CACHE_DIR"))
+    p.env.push_back({"TRITON_CACHE_DIR", build::default_cache_dir() + "/triton"});
   if (!o.save.empty()) job.save_dir = fs::absolute(o.save).string();
   auto t_launch = std::chrono::steady_clock::now();
   launch::GroupReport rep =
@@ -215,7 +221,10 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
   rank::Job& j = o.job;
   auto* cmd = app.add_subcommand("eval", "Check a candidate against the reference on every rank, then time both");
   cmd->add_option("-p,--problem", o.problem, "slug, original id or original stem")->required();
-  cmd->add_option("-s,--solution", o.solution, "the candidate: a .cu (CUDA) or .cpp (CPU device) file")->required();
+  cmd->add_option("-s,--solution", o.solution,
+                  "the candidate: .cu (CUDA, ThunderKittens), .py (Triton; torch on the CPU device) or .cpp (CPU device)")
+      ->required();
+  cmd->add_option("--tk-dir", o.tk_dir, "ThunderKittens checkout for candidates that include kittens.cuh (env PKB_TK_DIR)");
   cmd->add_option("-n,--trials", j.trials, "correctness trials, each with fresh random inputs")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
@@ -237,21 +246,22 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
   o.run.add_to(cmd);
   cmd->callback([&] { run = [&] { return evaluate(g, o); }; });
 
-  static std::string build_src, build_device = "auto";
+  static std::string build_src, build_device = "auto", build_tk_dir;
   auto* bcmd = app.add_subcommand("build", "Compile a candidate into the build cache and print the library's path");
   bcmd->add_option("-s,--solution", build_src, "the candidate file")->required();
   bcmd->add_option("--device", build_device, "cuda, cpu or auto (from the file's kind)")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+  bcmd->add_option("--tk-dir", build_tk_dir, "ThunderKittens checkout (env PKB_TK_DIR)");
   bcmd->callback([&] {
     run = [&] {
       launch::Placement p;
       std::string kind = build::backend_of(build_src);
       p.device = build_device != "auto" ? build_device : (kind == "cpu" ? "cpu" : "cuda");
-      if (p.device == "cuda") {
+      if (p.device == "cuda" && kind != "triton") {  // the GPU's architecture
         p.probe = launch::probe_devices();
         p.gpus = static_cast<int>(p.probe.value("devices", json::array()).size());
       }
-      build::Result b = build_for(g, build_src, p);
+      build::Result b = build_for(g, build_src, p, build_tk_dir);
       if (!b.ok) {
         fprintf(stderr, "pkb: compile error: %s\n%s", b.error.c_str(), b.log.c_str());
         return int(eval::kCompileError);

@@ -46,7 +46,6 @@ namespace {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
-using eval::Candidate;
 using eval::CandidateCtx;
 namespace phase = launch::phase;
 
@@ -169,13 +168,23 @@ class EvalJob {
     // The candidate's own NCCL communicator, apart from the reference's.
     if (r_.comm->backend() == "nccl") cand_comm_ = r_.comm->split(0, r_.rank);
     make_sets();
+    // A .py candidate's interpreter (torch, Triton) starts before the sandbox, as pkb's own
+    // work, under a deadline of its own.
+    bool python = std::filesystem::path(job_.library).extension() == ".py";
+    if (python) r_.client.phase(phase::kInterpreter);
+    eval::LoadNeeds needs = eval::prepare_candidate(job_.library, r_.device.is_cuda());
+    if (python) r_.client.phase(phase::kInit);
     if (job_.sandbox) {
       connect_communicators();
       std::string lib_dir = std::filesystem::path(job_.library).parent_path().string();
       std::string spec_dir = std::filesystem::path(job_.spec).parent_path().string();
-      sandbox_ = rank::enter_sandbox(rank::rank_paths({lib_dir, spec_dir}, {job_.save_dir}));
+      needs.read.insert(needs.read.end(), {lib_dir, spec_dir});
+      needs.write.push_back(job_.save_dir);
+      rank::SandboxPaths paths = rank::rank_paths(needs.read, needs.write);
+      if (needs.processes) rank::allow_programs(paths, needs.exec);
+      sandbox_ = rank::enter_sandbox(paths);
     }
-    cand_ = std::make_unique<Candidate>(job_.library);  // its constructors run here, confined
+    cand_ = eval::load_candidate(job_.library);  // its constructors (a module's import) run here, confined
     deny_if_violated("while being loaded");
     cctx_ = std::make_unique<CandidateCtx>(*r_.heap, r_.client, r_.device.is_cuda() ? r_.device.index() : -1, stream_,
                                            comm::nccl_handle(cand_comm_.get()), pc_.spec, pc_.ctx.vars());
@@ -189,7 +198,7 @@ class EvalJob {
     int rc = cand_->init(cctx_->get(), din, dout);
     device::synchronize(r_.device);
     deny_if_violated("in pkb_init");
-    if (rc != 0) throw std::runtime_error("pkb_init returned " + std::to_string(rc) + explain());
+    if (rc != 0) throw std::runtime_error(cand_->returned("pkb_init", rc) + explain());
     cctx_->end_init();
     // Symmetric means symmetric: every rank must have allocated the same buffers.
     auto layouts = r_.client.all_gather(r_.rank, r_.world, r_.heap->layout());
@@ -306,7 +315,7 @@ class EvalJob {
   // Runs the candidate on `set`; returns a failure or null.
   json call_candidate(Set& set, const std::string& ph, int64_t trial) {
     int rc = cand_->run(cctx_->get(), set.din, set.dout);
-    if (rc != 0) return failure("wrong", ph, trial, "", "error", "pkb_run returned " + std::to_string(rc) + explain());
+    if (rc != 0) return failure("wrong", ph, trial, "", "error", cand_->returned("pkb_run", rc) + explain());
     return nullptr;
   }
 
@@ -567,7 +576,7 @@ class EvalJob {
   rank::Rank& r_;
   const rank::Job& job_;
   ProblemContext pc_;
-  std::unique_ptr<Candidate> cand_;
+  std::unique_ptr<eval::Candidate> cand_;
   std::unique_ptr<Comm> cand_comm_;
   std::unique_ptr<CandidateCtx> cctx_;
   std::vector<Set> sets_;

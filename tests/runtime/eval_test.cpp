@@ -59,6 +59,26 @@ INSTANTIATE_TEST_SUITE_P(Collectives, CpuCandidate,
                          ::testing::Values("coll_allreduce", "coll_allgather", "coll_broadcast", "coll_reduce",
                                            "coll_scatter", "coll_gather", "coll_reducescatter", "coll_alltoall"));
 
+// The same collectives as Python candidates (solutions_triton/cpu/*.py): the embedded
+// interpreter, pkb.Ctx and the tensor views, with torch ops where Triton kernels run on CUDA.
+class PyCpuCandidate : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PyCpuCandidate, IsCorrectAndTimed) {
+  std::string problem = GetParam(), out = temp_dir("eval-py-" + problem) + "/r.json";
+  PkbRun r = eval(problem, kSrc + "/solutions_triton/cpu/" + problem + ".py", out, {"--trials", "20"});
+  if (contains(r.out, "built without embedded Python")) GTEST_SKIP() << "pkb was built without embedded Python";
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  json j = read_json(out);
+  EXPECT_EQ(j["verdict"], "correct");
+  EXPECT_EQ(j["candidate"]["backend"], "triton");
+  EXPECT_EQ(j["timing"]["candidate"]["samples"], 20);
+  EXPECT_TRUE(survivors(r.tag).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Collectives, PyCpuCandidate,
+                         ::testing::Values("coll_allreduce", "coll_allgather", "coll_broadcast", "coll_reduce",
+                                           "coll_scatter", "coll_gather", "coll_reducescatter", "coll_alltoall"));
+
 // tests/candidates/expected.tsv: file, problem, verdict.
 std::vector<std::tuple<std::string, std::string, std::string>> gallery(const std::string& kind) {
   std::vector<std::tuple<std::string, std::string, std::string>> out;
@@ -95,6 +115,27 @@ TEST_P(BadCandidate, GetsTheRightVerdict) {
 INSTANTIATE_TEST_SUITE_P(Gallery, BadCandidate, ::testing::ValuesIn(gallery("cpu")), [](const auto& info) {
   return std::filesystem::path(std::get<0>(info.param)).stem().string();
 });
+INSTANTIATE_TEST_SUITE_P(PyGallery, BadCandidate, ::testing::ValuesIn(gallery("py")), [](const auto& info) {
+  return std::filesystem::path(std::get<0>(info.param)).stem().string();
+});
+
+// A Python exception is reported with its traceback: the file, the line, the message.
+TEST(Eval, PythonExceptionCarriesItsTraceback) {
+  std::string out = temp_dir("py-traceback") + "/r.json";
+  PkbRun r = eval("coll_allreduce", kSrc + "/tests/candidates/py/exception.py", out, {"--trials", "2"});
+  if (contains(r.out, "built without embedded Python")) GTEST_SKIP() << "pkb was built without embedded Python";
+  json j = read_json(out);
+  std::string m = j["message"];
+  EXPECT_EQ(j["verdict"], "wrong") << m;
+  EXPECT_TRUE(contains(m, "pkb_run raised an exception")) << m;
+  EXPECT_TRUE(contains(m, "Traceback (most recent call last)")) << m;
+  EXPECT_TRUE(contains(m, "exception.py\", line 8, in pkb_run")) << m;
+  EXPECT_TRUE(contains(m, "ValueError: the candidate gave up on purpose")) << m;
+  // Under --no-sandbox the shell runs, and run_program.py says so with a wrong answer.
+  r = eval("coll_allreduce", kSrc + "/tests/candidates/py/run_program.py", out, {"--trials", "2", "--no-sandbox",
+                                                                                 "--no-timing"});
+  EXPECT_EQ(read_json(out)["verdict"], "wrong") << r.out << r.err;
+}
 
 TEST(Eval, FailureNamesRankOutputTrialAndSavesBothSides) {
   std::string dir = temp_dir("save"), out = dir + "/r.json";
