@@ -20,22 +20,22 @@ from pkb import triton as pkt
 BLOCK = 4096
 
 
-@triton.jit(do_not_specialize=["rank", "world", "begin", "end"])
-def allreduce_kernel(x_ptr, y_ptr, offsets, rank, world, begin, end, BLOCK: tl.constexpr):
+@triton.jit(do_not_specialize=["rank", "begin", "end"])
+def allreduce_kernel(x_ptr, y_ptr, offsets, rank, begin, end, WORLD: tl.constexpr, BLOCK: tl.constexpr):
     idx = begin + tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = idx < end
     acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for p in range(0, world):
+    for p in range(0, WORLD):
         acc += tl.load(pkt.peer(x_ptr, offsets, p) + idx, mask=mask, other=0.0).to(tl.float32)
     total = acc.to(y_ptr.dtype.element_ty)
-    for j in range(0, world):  # rank+1 first: at any time ranks write to different peers
-        p = (rank + 1 + j) % world
+    for j in range(0, WORLD):  # rank+1 first: at any time ranks write to different peers
+        p = (rank + 1 + j) % WORLD
         tl.store(pkt.peer(y_ptr, offsets, p) + idx, total, mask=mask)
 
 
 def launch(x, y, offsets, rank, world, begin, end):
     grid = (max(1, triton.cdiv(end - begin, BLOCK)),)
-    allreduce_kernel[grid](x, y, offsets, rank, world, begin, end, BLOCK=BLOCK, num_warps=8)
+    allreduce_kernel[grid](x, y, offsets, rank, begin, end, WORLD=world, BLOCK=BLOCK, num_warps=8)
 
 
 def pkb_init(ctx, inputs, outputs):
@@ -45,7 +45,6 @@ def pkb_init(ctx, inputs, outputs):
     ctx.user = ctx.peer_offsets(dtype)
     scratch = torch.zeros(BLOCK, dtype=dtype, device=ctx.device)
     launch(scratch, scratch, torch.zeros_like(ctx.user), ctx.rank, ctx.world, 0, 0)  # compiles, writes nothing
-    ctx.barrier()  # compiles the barrier (every rank joins it)
     if ctx.device.type == "cuda":
         torch.cuda.synchronize(ctx.device)
 

@@ -121,7 +121,9 @@ class Ctx:
     def peer(self, tensor, rank, shape=None):
         """`rank`'s copy of `tensor` (an input, an output or a symm_alloc buffer): a tensor
         view of that rank's memory, mapped into this process. `shape` (contiguous) for a
-        tensor whose shape depends on the rank: every rank's slot is sized for the largest."""
+        tensor whose shape depends on the rank (every rank's slot is sized for the largest);
+        a tensor empty on this rank has no address here, so reach it from a rank where it
+        is not (push rather than pull)."""
         ptr = _pkb.peer_ptr(self._h, tensor.data_ptr(), rank)
         if shape is None:
             shape, strides = tuple(tensor.shape), tuple(tensor.stride())
@@ -164,13 +166,21 @@ class Ctx:
 
     def barrier(self, channel=0):
         """A barrier of every rank on `channel` of the signal pads: after it, every rank's
-        work before it is visible to every rank. CUDA: a one-program Triton kernel on
-        ctx.stream (pkb.triton); CPU: a spin on the host."""
-        if self._dev < 0:
-            _pkb.pad_barrier(self._h, channel)
-        else:
+        work before it is visible to every rank. CUDA: pkb's one-block barrier kernel on
+        ctx.stream (what CUDA candidates' pkb::dev::barrier launches; pkb.triton has the
+        same barrier written in Triton, for use inside kernels); CPU: a spin on the host, or
+        pkb.triton's kernel under Triton's interpreter (TRITON_INTERPRET=1), which is how
+        tests run Triton code without a GPU."""
+        if self._dev < 0 and _triton_interpreted():
             from pkb import triton as pkb_triton
             pkb_triton.barrier_on_stream(self, channel)
+        else:
+            _pkb.pad_barrier(self._h, channel)
+
+
+def _triton_interpreted():
+    import os
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 def _contiguous(shape):

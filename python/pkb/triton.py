@@ -41,22 +41,24 @@ def wait(pad, world, channel, src):
 
 
 @triton.jit
-def barrier(pad, pad_offsets, rank, world, channel):
+def barrier(pad, pad_offsets, rank, WORLD: tl.constexpr, channel):
     """A barrier of every rank on `channel`, run by one program on each rank (for example
     under `if tl.program_id(0) == 0:` followed by nothing that other programs depend on,
-    or as its own one-program kernel: barrier_on_stream)."""
-    for dst in range(0, world):
-        signal(pad, pad_offsets, rank, world, channel, dst)
-    for src in range(0, world):
-        wait(pad, world, channel, src)
+    or as its own one-program kernel: barrier_on_stream). WORLD is ctx.world."""
+    for dst in range(0, WORLD):
+        signal(pad, pad_offsets, rank, WORLD, channel, dst)
+    for src in range(0, WORLD):
+        wait(pad, WORLD, channel, src)
 
 
-@triton.jit
-def _barrier_kernel(pad, pad_offsets, rank, world, channel):
-    barrier(pad, pad_offsets, rank, world, channel)
+@triton.jit(do_not_specialize=["rank", "channel"])
+def _barrier_kernel(pad, pad_offsets, rank, WORLD: tl.constexpr, channel):
+    barrier(pad, pad_offsets, rank, WORLD, channel)
 
 
 def barrier_on_stream(ctx, channel=0):
-    """ctx.barrier(channel): the barrier as a one-program kernel on ctx.stream. Work enqueued
-    after it on any rank sees every rank's work enqueued before it."""
-    _barrier_kernel[(1,)](ctx.pads[ctx.rank], ctx.pad_offsets, ctx.rank, ctx.world, channel, num_warps=1)
+    """The barrier as a one-program Triton kernel on ctx.stream (ctx.barrier() enqueues the
+    same protocol as pkb's own CUDA kernel). Work enqueued after it on any rank sees every
+    rank's work enqueued before it."""
+    _barrier_kernel[(1,)](ctx.pads[ctx.rank], ctx.pad_offsets, ctx.rank, WORLD=ctx.world, channel=channel,
+                          num_warps=1)

@@ -27,6 +27,16 @@
 #include "pkb/host.hpp"
 #include "pkb/solution.h"
 
+#ifdef PKB_CUDA
+#include <cuda_runtime.h>
+
+namespace pkb::device {
+// pkb's own one-block barrier kernel (device/kernels.cu, in the pkb binary, which exports
+// its symbols): what ctx.barrier() launches on CUDA.
+cudaError_t launch_barrier(uint32_t* const* pads, int rank, int world, int channel, cudaStream_t stream);
+}  // namespace pkb::device
+#endif
+
 namespace {
 
 // ---- helpers --------------------------------------------------------------------------
@@ -185,6 +195,8 @@ PyObject* py_host_barrier(PyObject*, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+// ctx.barrier(channel): CPU device, a spin on the host; CUDA, pkb's barrier kernel enqueued
+// on ctx->stream (the one every CUDA candidate's pkb::dev::barrier launches).
 PyObject* py_pad_barrier(PyObject*, PyObject* args) {
   PyObject* h;
   int channel;
@@ -196,8 +208,21 @@ PyObject* py_pad_barrier(PyObject*, PyObject* args) {
     PyErr_Format(PyExc_ValueError, "barrier channel %d: channels 0 to %d are yours", channel, channels - 1);
     return nullptr;
   }
-  pkb::host::barrier(c->pads, c->rank, c->world, channel);
+  if (c->device < 0) {
+    pkb::host::barrier(c->pads, c->rank, c->world, channel);
+    Py_RETURN_NONE;
+  }
+#ifdef PKB_CUDA
+  cudaError_t e = pkb::device::launch_barrier(c->pads_dev, c->rank, c->world, channel, static_cast<cudaStream_t>(c->stream));
+  if (e != cudaSuccess) {
+    PyErr_Format(PyExc_RuntimeError, "barrier launch: %s", cudaGetErrorString(e));
+    return nullptr;
+  }
   Py_RETURN_NONE;
+#else
+  PyErr_SetString(PyExc_RuntimeError, "this pkb was built without CUDA");
+  return nullptr;
+#endif
 }
 
 PyObject* py_heap_bases(PyObject*, PyObject* args) {

@@ -116,11 +116,11 @@ std::vector<std::string> rate_head() {
 
 Table runs_table(const Summary& s) {
   Table t;
-  t.head = {"run", "problems"};
-  t.left = 1;
+  t.head = {"run", "backend", "problems"};
+  t.left = 2;
   for (auto& h : rate_head()) t.head.push_back(h);
   for (auto& r : s.runs) {
-    std::vector<std::string> row = {r.run, std::to_string(r.problems)};
+    std::vector<std::string> row = {r.run, r.backend.empty() ? std::string(kNone) : r.backend, std::to_string(r.problems)};
     for (auto& c : rate_cells(r.rates)) row.push_back(c);
     t.rows.push_back(row);
   }
@@ -170,12 +170,14 @@ Table category_table(const Summary& s, const std::string& category) {
 
 Table best_table(const Summary& s) {
   Table t;
-  t.head = {"problem", "best run", "sample", "candidate", "W", "size", "correct", "speedup", "candidate us",
+  t.head = {"problem", "best run", "backend", "sample", "candidate", "W", "size", "correct", "speedup", "candidate us",
             "reference us", "roofline"};
-  t.left = 4;
+  t.left = 5;
   for (auto& b : s.best) {
-    std::vector<std::string> row = {b.problem, kNone, kNone, kNone};
-    if (b.best) row = {b.problem, b.best->run, std::to_string(b.best->sample), b.best->path};
+    std::vector<std::string> row = {b.problem, kNone, kNone, kNone, kNone};
+    if (b.best)
+      row = {b.problem, b.best->run, b.best->backend.empty() ? std::string(kNone) : b.best->backend,
+             std::to_string(b.best->sample), b.best->path};
     auto us = [](std::optional<double> v) { return v ? fmt("%.1f", *v) : std::string(kNone); };
     const Evaluation* e = b.best ? &*b.best : nullptr;
     for (auto& c : std::vector<std::string>{
@@ -343,6 +345,7 @@ json render_json(const Summary& s, const Results& r) {
   for (auto& run : s.runs) {
     json x = rates(run.rates);
     x["run"] = run.run;
+    x["backend"] = run.backend;
     x["problems"] = run.problems;
     x["min_samples"] = run.min_samples;
     json pass = json::object(), fast_at = json::object();
@@ -368,6 +371,7 @@ json render_json(const Summary& s, const Results& r) {
               {"size", b.size},       {"evaluated", b.evaluated},   {"correct", b.correct}};
     if (b.best)
       x["best"] = {{"run", b.best->run},
+                   {"backend", b.best->backend},
                    {"sample", b.best->sample},
                    {"path", b.best->path},
                    {"speedup", opt(b.best->speedup)},

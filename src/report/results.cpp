@@ -78,6 +78,7 @@ Results load_results(const std::vector<std::string>& paths) {
       e.world = static_cast<int>(number_at(j, {"run", "world"}).value_or(0));
       e.size = string_at(j, "run", "size", "default");
       e.path = string_at(j, "candidate", "path", "");
+      e.backend = string_at(j, "candidate", "backend", "");
       e.run = string_at(j, "sweep", "run", run_of_path(e.path));
       e.sample = static_cast<int>(number_at(j, {"sweep", "sample"}).value_or(0));
       e.key = string_at(j, "sweep", "task", "");

@@ -12,6 +12,7 @@ namespace pkb::report {
 // The fields of one result line that the report reads.
 struct Evaluation {
   std::string problem, category, size = "default", verdict, run, path, key;
+  std::string backend;  // cuda, cpu, triton, tk ("" in results that do not say)
   int problem_id = 0, world = 0, sample = 0;
   std::optional<double> speedup, roofline_fraction, candidate_us, reference_us;
   bool timing_in_doubt = false;  // flags that put the timing in doubt (eval/verdict.hpp)
