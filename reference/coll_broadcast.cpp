@@ -1,12 +1,14 @@
 // broadcast from the root.
+#include <ATen/ATen.h>
+
 #include "pkb/reference.hpp"
 
 namespace {
 
 struct Broadcast : pkb::Reference {
   std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
-    at::Tensor y = in["x"].clone();
-    ctx.comm().broadcast(y, static_cast<int>(ctx.size("root")));
+    at::Tensor y = at::empty_like(in["x"]);
+    ctx.comm().broadcast_into(y, in["x"], static_cast<int>(ctx.size("root")));
     return {y};
   }
 };

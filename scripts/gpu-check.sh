@@ -12,7 +12,9 @@
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], and for a machine with several GPUs (one rank each, NCCL)
-# refs[:W,...] and busbw[:W]. NVLink multicast stays off.
+# refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
+# allrefs[:W,...], pgallery[:W,...], candidates[:W], sandbox[:W], torchbw[:W].
+# NVLink multicast stays off.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -206,6 +208,96 @@ stage_refs() {
       step "  saved rank_*.pt checked" 0 python3 "$SRC/tests/$check" $p /tmp/dr $w
     done
   done
+}
+
+# batch P: the jobs on stdin (NAME<TAB>EXIT<TAB>COMMAND), P at a time (scripts/gpu-batch.py).
+batch() {
+  python3 "$SRC/scripts/gpu-batch.py" --summary "$SUM" --log "$LOG" --results "$RES" --end "$END" --parallel "$1"
+}
+
+GALLERY="--problem-dir $SRC/tests/candidates/problems --reference-lib $PWD/build-gpu/tests/libpkb_gallery_refs.so"
+
+stage_allrefs() {
+  # Every problem's reference but the collectives' (done by refs), each rank's saved
+  # outputs recomputed in Python (tests/check_problem.py). Ranks sharing a GPU (W=4 on 2
+  # GPUs) communicate through gloo and need no MPS for a dryrun.
+  local worlds=${1:-1,2,4} w p
+  local problems=$("$PKB" list | awk 'NR>1 && $2 ~ /^[a-z]+_/ && $2 !~ /^(coll|test)_/ {print $2}')
+  for w in ${worlds//,/ }; do
+    for p in $problems; do
+      printf "dryrun %s W=%s\t0\td=\$(mktemp -d) && %q dryrun -p %s -w %s --no-mps --trials 2 --save-outputs \$d && python3 %q %s \$d %s\n" \
+        $p $w "$PKB" $p $w "$SRC/tests/check_problem.py" $p $w
+    done
+  done | batch 6
+}
+
+stage_pgallery() {
+  # The CUDA gallery, old and new, with the expected verdicts (at W=1 skip_comm_one_rank
+  # has no rank to skip and is correct), two evaluations at a time.
+  local worlds=${1:-1,2} w
+  for w in ${worlds//,/ }; do
+    tail -n +2 "$SRC/tests/candidates/expected.tsv" | while read -r file problem verdict; do
+      case $file in cuda/*) ;; *) continue ;; esac
+      [ $w = 1 ] && [ $file = cuda/skip_comm_one_rank.cu ] && verdict=correct
+      case $verdict in correct) code=0 ;; wrong) code=1 ;; compile_error) code=3 ;; crash) code=4 ;;
+        timeout) code=5 ;; integrity_violation) code=6 ;; esac
+      printf "gallery %s W=%s (expect %s)\t%s\t%q %s eval --json {json} -p %s -s %q -w %s --trials 10 --warmup 20 --iters 50 --timeout 20\n" \
+        $file $w $verdict $code "$PKB" "$GALLERY" $problem "$SRC/tests/candidates/$file" $w
+    done
+  done | batch 2
+}
+
+stage_candidates() {
+  # Every example candidate over 100 trials at its default size and W (timed alone).
+  local w=${1:-2} f p
+  for f in "$SRC"/solutions_cuda/*.cu; do
+    p=$(basename $f .cu)
+    printf "example %s W=%s\t0\t%q eval --json {json} -p %s -s %q -w %s\n" $p $w "$PKB" $p "$f" $w
+  done | batch 1
+}
+
+stage_family_candidates() {
+  # The family candidates over 100 trials at both sizes, W=2 (timed alone).
+  local p
+  for p in cp_ring_attention sp_gather_seq_scatter_heads ep_moe_dispatch_permute fsdp_zero2_adam_step \
+           rec_sharded_embedding_lookup sci_distributed_rfft2; do
+    [ -f "$SRC/solutions_cuda/$p.cu" ] || continue
+    for size in default large; do
+      printf "candidate %s %s W=2\t0\t%q eval --json {json} -p %s -s %q -w 2 --size %s\n" $p $size "$PKB" $p \
+        "$SRC/solutions_cuda/$p.cu" $size
+    done
+  done | batch 1
+}
+
+stage_sandbox() {
+  # The example all-reduce with and without the sandbox (timings within noise), and the
+  # sandbox probes on CUDA ranks (NCCL, CUDA IPC and MPS unharmed).
+  local w=${1:-2}
+  for k in 1 2; do
+    eval_json "sandbox on: coll_allreduce W=$w run $k" 0 -p coll_allreduce -s "$SRC/solutions_cuda/coll_allreduce.cu" -w $w
+    eval_json "sandbox off: coll_allreduce W=$w run $k" 0 -p coll_allreduce -s "$SRC/solutions_cuda/coll_allreduce.cu" -w $w --no-sandbox
+  done
+  eval_json "sandbox on: tp_gemm_allgather W=$w (cuBLAS loaded inside)" 0 -p tp_gemm_allgather -s "$SRC/solutions_cuda/tp_gemm_allgather.cu" -w $w
+  eval_json "sandbox on, shared GPUs (MPS): coll_allreduce W=4" 0 -p coll_allreduce -s "$SRC/solutions_cuda/coll_allreduce.cu" -w 4
+  step "selftest W=4 on 2 GPUs (two ranks each, MPS)" 0 "$PKB" selftest -w 4
+}
+
+stage_torchbw() {
+  # torch.distributed's collectives beside pkb's references (bench/busbw_table.py).
+  local w=${1:-2}
+  step "torch.distributed collectives W=$w" 0 python3 -m torch.distributed.run --nproc_per_node $w \
+    "$SRC/bench/torch_collectives.py" --mib 1,16,256,1024 --out "$OUT/torch_busbw.json"
+  local p mib m
+  for p in coll_allreduce coll_allgather coll_reducescatter coll_alltoall coll_broadcast; do
+    for mib in 1 16 256 1024; do
+      m=$((mib * 512))
+      case $p in coll_allgather | coll_reducescatter | coll_alltoall) m=$((m / w)) ;; esac
+      printf "busbw %s %s MiB W=%s\t0\t%q eval --json {json} -p %s -s %q -w %s --size M=%s,N=1024 --trials 3 --warmup 50\n" \
+        $p $mib $w "$PKB" $p "$SRC/solutions_cuda/$p.cu" $w $m
+    done
+  done | batch 1
+  python3 "$SRC/bench/busbw_table.py" "$RES" "$OUT/torch_busbw.json" >"$OUT/busbw_table.md" 2>>"$LOG"
+  cat "$OUT/busbw_table.md" >>"$SUM"
 }
 
 stage_busbw() {

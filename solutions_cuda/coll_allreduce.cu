@@ -26,6 +26,7 @@ namespace {
 constexpr int kChannel = 0;    // our barrier's signal-pad channel (pkb keeps the last one)
 constexpr int kMaxWorld = 64;  // peer pointer tables travel as kernel parameters
 constexpr int kThreads = 512;
+constexpr int kGroup = 8;      // sources loaded at once
 
 using pkb::dev::from_float;
 using pkb::dev::Pack;
@@ -49,10 +50,18 @@ __global__ void reduce_kernel(Ptrs<T> p, int n_src, int n_dst, size_t begin, siz
   for (size_t v = tid; v < packs; v += stride) {
     size_t i = begin + v * kPack;
     float acc[kPack] = {};
-    for (int s = 0; s < n_src; ++s) {
-      Pack<T> in = *reinterpret_cast<const Pack<T>*>(p.src[s] + i);
+    // Loads of up to kGroup sources are issued before any is used: several NVLink loads in
+    // flight per thread, not one at a time.
+    for (int s0 = 0; s0 < n_src; s0 += kGroup) {
+      Pack<T> in[kGroup];
 #pragma unroll
-      for (int k = 0; k < kPack; ++k) acc[k] += to_float(in.v[k]);
+      for (int g = 0; g < kGroup; ++g)
+        if (s0 + g < n_src) in[g] = *reinterpret_cast<const Pack<T>*>(p.src[s0 + g] + i);
+#pragma unroll
+      for (int g = 0; g < kGroup; ++g)
+        if (s0 + g < n_src)
+#pragma unroll
+          for (int k = 0; k < kPack; ++k) acc[k] += to_float(in[g].v[k]);
     }
     Pack<T> sum;
 #pragma unroll

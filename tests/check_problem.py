@@ -9,7 +9,8 @@ lists for the problem in its PROBLEMS table, and asserts that
     integer outputs within the whole tolerance;
   * an all-zero answer and the inputs passed through (as pkb validate picks them) fail;
   * with --nocomm DIR2 (a `dryrun --no-comm` run with the same --seed), that answer fails;
-  * per-rank inputs differ between ranks and shared ones are equal.
+  * per-rank inputs differ between ranks (those the category module's REPLICATED table
+    names, replicated within sub-groups, between some ranks) and shared ones are equal.
 
 A recomputation takes (xs, w, spec): every rank's inputs (dicts of tensors), W and the spec
 (its [args] and [vars] always present) and returns a list (per rank) of lists (per output)
@@ -91,6 +92,14 @@ def recomputation(problem, spec):
     return module.PROBLEMS[problem]
 
 
+def replicated_inputs(problem, spec):
+    """Inputs a problem replicates within sub-groups (a TP group's activations): the
+    category module's REPLICATED table names them; they must differ somewhere, not on
+    ranks 0 and 1."""
+    module = importlib.import_module("checks." + spec["category"])
+    return getattr(module, "REPLICATED", {}).get(problem, set())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("problem")
@@ -145,12 +154,16 @@ def main():
                 errors.append("the --no-comm run got other inputs (use the same --seed)")
             elif not rejected(lonely):
                 errors.append("the answer without communication passes")
+        replicated = replicated_inputs(a.problem, spec)
         for spec_in in spec.get("inputs", []):
             name = spec_in["name"]
             same = all(torch.equal(inputs[0][name], inputs[r][name]) for r in range(1, w))
             if spec_in.get("shared", False) and not same:
                 errors.append(f"shared input {name} differs between ranks")
-            if not spec_in.get("shared", False) and inputs[0][name].numel() > 1 and torch.equal(inputs[0][name], inputs[1][name]):
+            if name in replicated:
+                if same and inputs[0][name].numel() > 1:
+                    errors.append(f"input {name}, replicated within sub-groups, is equal on every rank")
+            elif not spec_in.get("shared", False) and inputs[0][name].numel() > 1 and torch.equal(inputs[0][name], inputs[1][name]):
                 errors.append(f"per-rank input {name} is equal on ranks 0 and 1")
 
     if errors:

@@ -56,6 +56,14 @@ class Comm {
   // ordered by key then rank; color < 0 takes no part and gets nullptr.
   virtual std::unique_ptr<Comm> split(int color, int key) = 0;
 
+  // Out-of-place forms: `out` (contiguous, the shape of `in`) receives the result, `in` is
+  // left alone. NCCL does them natively; others copy, then run the in-place form.
+  virtual void all_reduce_into(at::Tensor& out, const at::Tensor& in, ReduceOp op = ReduceOp::Sum);
+  // Every rank's out = the root's in.
+  virtual void broadcast_into(at::Tensor& out, const at::Tensor& in, int root);
+  // The root's out = the reduction of every rank's in; elsewhere out = in.
+  virtual void reduce_into(at::Tensor& out, const at::Tensor& in, int root, ReduceOp op = ReduceOp::Sum);
+
   // Conveniences built on the above.
   void send(const at::Tensor& t, int peer);
   void recv(at::Tensor& t, int peer);

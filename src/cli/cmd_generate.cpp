@@ -7,6 +7,7 @@
 #include <set>
 
 #include "cli/commands.hpp"
+#include "cli/prompting.hpp"
 #include "eval/verdict.hpp"
 #include "gen/error.hpp"
 #include "gen/prompt.hpp"
@@ -16,37 +17,7 @@
 
 namespace pkb::cli {
 
-namespace {
-
 namespace fs = std::filesystem;
-
-struct PromptOptions {
-  std::string backend, shots, hardware, precision, size = "default", prompts_file;
-  int world = 0;
-
-  void add_to(CLI::App* app) {
-    app->add_option("--backend", backend, "cuda, cpu, triton, tk (default: prompts.toml's)");
-    app->add_option("--shots", shots, "zero_shot, one_shot, few_shot (default: the backend's)");
-    app->add_option("--hardware", hardware,
-                    "a profile of hardware/profiles.toml, 'auto' (what pkb doctor sees) or 'none'");
-    app->add_option("--precision", precision, "element type for the problems' 'dt' tensors (default: each spec's)");
-    app->add_option("-w,--world-size", world, "W the prompt evaluates shapes at (default: the profile's GPUs, else 8)")
-        ->check(CLI::Range(1, 1024));
-    app->add_option("--size", size, "size the prompt evaluates shapes at (default: default)");
-    app->add_option("--prompts", prompts_file, "prompt templates (default: <root>/prompts.toml)");
-  }
-};
-
-// Everything a prompt needs besides the problem, resolved once per command.
-struct PromptSetup {
-  std::vector<spec::HardwareProfile> profiles;
-  gen::PromptBook book;
-  const gen::Backend* backend = nullptr;
-  std::string shots;
-  const spec::HardwareProfile* hardware = nullptr;  // nullptr: none
-  std::string detected;
-  int world = 8;
-};
 
 PromptSetup setup_prompts(Globals& g, const PromptOptions& o) {
   PromptSetup p;
@@ -127,6 +98,8 @@ std::vector<const spec::ProblemSpec*> select_problems(Globals& g, const std::vec
   }
   return out;
 }
+
+namespace {
 
 struct GenerateOptions {
   std::vector<std::string> models, problems = {"all"};

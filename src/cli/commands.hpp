@@ -19,5 +19,6 @@ void add_validate_commands(CLI::App& app, Globals& g, Action& run); // validate,
 void add_sweep_command(CLI::App& app, Globals& g, Action& run);
 void add_report_command(CLI::App& app, Globals& g, Action& run);
 void add_generate_commands(CLI::App& app, Globals& g, Action& run);  // generate, prompt
+void add_agent_command(CLI::App& app, Globals& g, Action& run);
 
 }  // namespace pkb::cli

@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   add_sweep_command(app, g, run);
   add_report_command(app, g, run);
   add_generate_commands(app, g, run);
+  add_agent_command(app, g, run);
 
   try {
     app.parse(argc, argv);

@@ -7,6 +7,21 @@
 
 namespace pkb {
 
+void Comm::all_reduce_into(at::Tensor& out, const at::Tensor& in, ReduceOp op) {
+  out.copy_(in);
+  all_reduce(out, op);
+}
+
+void Comm::broadcast_into(at::Tensor& out, const at::Tensor& in, int root) {
+  out.copy_(in);
+  broadcast(out, root);
+}
+
+void Comm::reduce_into(at::Tensor& out, const at::Tensor& in, int root, ReduceOp op) {
+  out.copy_(in);
+  reduce(out, root, op);
+}
+
 void Comm::send(const at::Tensor& t, int peer) {
   std::vector<P2POp> ops{{P2POp::Send, t, peer}};
   batch_p2p(ops);

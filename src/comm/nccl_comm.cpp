@@ -97,6 +97,24 @@ class NcclComm : public Comm {
     if (rank_ == root && !c.is_same(t)) t.copy_(c);
   }
 
+  void all_reduce_into(at::Tensor& out, const at::Tensor& in, ReduceOp op) override {
+    ncclDataType_t type;
+    at::Tensor src = reducible(in.contiguous(), op, type), dst = reducible(out, op, type);
+    NCCL_CHECK(ncclAllReduce(src.data_ptr(), dst.data_ptr(), src.numel(), type, nccl_op(op), comm_, stream()), comm_);
+  }
+
+  void broadcast_into(at::Tensor& out, const at::Tensor& in, int root) override {
+    at::Tensor src = in.contiguous();
+    NCCL_CHECK(ncclBroadcast(src.data_ptr(), out.data_ptr(), nbytes(out), ncclUint8, root, comm_, stream()), comm_);
+  }
+
+  void reduce_into(at::Tensor& out, const at::Tensor& in, int root, ReduceOp op) override {
+    ncclDataType_t type;
+    at::Tensor src = reducible(in.contiguous(), op, type), dst = reducible(out, op, type);
+    NCCL_CHECK(ncclReduce(src.data_ptr(), dst.data_ptr(), src.numel(), type, nccl_op(op), root, comm_, stream()), comm_);
+    if (rank_ != root) out.copy_(in);  // NCCL writes only the root's
+  }
+
   void all_gather(at::Tensor& out, const at::Tensor& in) override {
     expect(out, nbytes(in) * size_, "all_gather");
     at::Tensor src = in.contiguous();

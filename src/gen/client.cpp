@@ -38,7 +38,12 @@ double backoff_delay(const RetryPolicy& policy, int attempt, double retry_after_
 
 Reply request_completion(const Model& m, const std::string& key, const Prompt& p, const RetryPolicy& policy,
                          const std::atomic<bool>& stop, const RetryNote& note) {
-  HttpRequest req = build_request(m, key, p);
+  return request_completion(m, key, Conversation::of(p), policy, stop, note);
+}
+
+Reply request_completion(const Model& m, const std::string& key, const Conversation& c, const RetryPolicy& policy,
+                         const std::atomic<bool>& stop, const RetryNote& note) {
+  HttpRequest req = build_request(m, key, c);
   req.timeout_s = policy.timeout_s;
   req.connect_timeout_s = policy.connect_timeout_s;
   Reply r;

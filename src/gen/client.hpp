@@ -44,6 +44,8 @@ using RetryNote = std::function<void(int attempt, const std::string& why, double
 
 Reply request_completion(const Model& m, const std::string& key, const Prompt& p, const RetryPolicy& policy,
                          const std::atomic<bool>& stop, const RetryNote& note = {});
+Reply request_completion(const Model& m, const std::string& key, const Conversation& c, const RetryPolicy& policy,
+                         const std::atomic<bool>& stop, const RetryNote& note = {});
 
 // The wait before retry `attempt` (1-based): base * 2^(attempt-1), capped, times a random
 // factor in [0.5, 1]; never shorter than the server's Retry-After (itself capped).

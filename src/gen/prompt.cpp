@@ -143,7 +143,8 @@ std::string examples_block(const PromptBook& book, const Backend& b, const spec:
 PromptBook PromptBook::load(const std::string& path, const std::vector<spec::HardwareProfile>& profiles) {
   io::TomlReader r(path);
   const toml::table& doc = r.doc();
-  r.only_keys(doc, {"defaults", "templates", "files", "hardware", "examples", "precision", "backends", "shots"},
+  r.only_keys(doc,
+              {"defaults", "templates", "files", "hardware", "examples", "precision", "backends", "shots", "agent"},
               "the top level");
   PromptBook book;
   book.path = path;
@@ -154,6 +155,7 @@ PromptBook PromptBook::load(const std::string& path, const std::vector<spec::Har
   }
   if (auto* t = r.table(doc, "templates", "")) book.templates = r.string_table(*t, "[templates]");
   if (auto* t = r.table(doc, "files", "")) book.files = r.string_table(*t, "[files]");
+  if (auto* t = r.table(doc, "agent", "")) book.agent = r.string_table(*t, "[agent]");  // checked by pkb agent
   if (auto* t = r.table(doc, "hardware", "")) {
     r.only_keys(*t, {"template"}, "[hardware]");
     book.hardware_template = r.str(*t, "template", "[hardware]", true);

@@ -46,6 +46,7 @@ struct PromptBook {
   std::string hardware_template;                         // [hardware] template: hw_* of a profile
   std::string example_one, example_many, example_entry;  // [examples]
   std::map<std::string, std::string> precision_notes;    // [precision.<dtype>] note
+  std::map<std::string, std::string> agent;              // [agent]: pkb agent's templates (agent/book.hpp)
   std::map<std::string, Backend> backends;
   std::map<std::string, ShotOption> shots;
 

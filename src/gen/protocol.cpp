@@ -23,31 +23,39 @@ std::string url_escape_path(const std::string& s) {
   return out;
 }
 
-json body_for(const Model& m, const Prompt& p) {
+// The turns as the protocol's list of messages; `assistant` is the name of the model's role.
+json turns(const Conversation& c, const char* assistant) {
+  json list = json::array();
+  for (auto& msg : c.messages)
+    list.push_back({{"role", msg.role == Role::user ? "user" : assistant}, {"content", msg.text}});
+  return list;
+}
+
+json body_for(const Model& m, const Conversation& c) {
   switch (m.provider.protocol) {
     case Protocol::openai_chat: {
-      json b = {{"model", m.id},
-                {"messages",
-                 json::array({{{"role", "system"}, {"content", p.system}}, {{"role", "user"}, {"content", p.user}}})}};
+      json messages = json::array({{{"role", "system"}, {"content", c.system}}});
+      for (auto& t : turns(c, "assistant")) messages.push_back(t);
+      json b = {{"model", m.id}, {"messages", messages}};
       b[m.provider.max_tokens_field] = m.max_tokens;
       if (!m.reasoning_effort.empty()) b["reasoning_effort"] = m.reasoning_effort;
       return b;
     }
     case Protocol::openai_responses: {
+      // One question goes as plain text; a conversation as a list of role/content items.
       // store: false keeps prompts and answers off the provider's stored-response list.
+      json input = c.messages.size() == 1 && c.messages[0].role == Role::user ? json(c.messages[0].text)
+                                                                                : turns(c, "assistant");
       json b = {{"model", m.id},
-                {"instructions", p.system},
-                {"input", p.user},
+                {"instructions", c.system},
+                {"input", input},
                 {"max_output_tokens", m.max_tokens},
                 {"store", false}};
       if (!m.reasoning_effort.empty()) b["reasoning"] = {{"effort", m.reasoning_effort}};
       return b;
     }
     case Protocol::anthropic: {
-      json b = {{"model", m.id},
-                {"max_tokens", m.max_tokens},
-                {"system", p.system},
-                {"messages", json::array({{{"role", "user"}, {"content", p.user}}})}};
+      json b = {{"model", m.id}, {"max_tokens", m.max_tokens}, {"system", c.system}, {"messages", turns(c, "assistant")}};
       if (m.thinking_budget) b["thinking"] = {{"type", "enabled"}, {"budget_tokens", m.thinking_budget}};
       return b;
     }
@@ -55,8 +63,12 @@ json body_for(const Model& m, const Prompt& p) {
       json config = {{"maxOutputTokens", m.max_tokens}};
       if (m.thinking_budget) config["thinkingConfig"]["thinkingBudget"] = m.thinking_budget;
       if (!m.reasoning_effort.empty()) config["thinkingConfig"]["thinkingLevel"] = m.reasoning_effort;
-      return {{"systemInstruction", {{"parts", json::array({{{"text", p.system}}})}}},
-              {"contents", json::array({{{"role", "user"}, {"parts", json::array({{{"text", p.user}}})}}})},
+      json contents = json::array();
+      for (auto& msg : c.messages)
+        contents.push_back({{"role", msg.role == Role::user ? "user" : "model"},
+                            {"parts", json::array({{{"text", msg.text}}})}});
+      return {{"systemInstruction", {{"parts", json::array({{{"text", c.system}}})}}},
+              {"contents", contents},
               {"generationConfig", config}};
     }
   }
@@ -157,7 +169,11 @@ std::string Prompt::hash() const {
 }
 
 HttpRequest build_request(const Model& m, const std::string& key, const Prompt& p) {
-  json body = body_for(m, p);
+  return build_request(m, key, Conversation::of(p));
+}
+
+HttpRequest build_request(const Model& m, const std::string& key, const Conversation& c) {
+  json body = body_for(m, c);
   body.merge_patch(m.extra);
   HttpRequest r;
   r.body = body.dump();

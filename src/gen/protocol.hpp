@@ -16,6 +16,8 @@ struct MalformedResponse : std::runtime_error {
 };
 
 HttpRequest build_request(const Model& m, const std::string& key, const Prompt& p);
+// Several turns: every protocol gets the whole conversation (none keeps state between requests).
+HttpRequest build_request(const Model& m, const std::string& key, const Conversation& c);
 
 // Throws MalformedResponse.
 Completion parse_completion(Protocol protocol, const std::string& body);

@@ -168,6 +168,7 @@ class EvalJob {
     // The candidate's own NCCL communicator, apart from the reference's.
     if (r_.comm->backend() == "nccl") cand_comm_ = r_.comm->split(0, r_.rank);
     make_sets();
+    if (!job_.save_dir.empty()) std::filesystem::create_directories(job_.save_dir);  // writable in the sandbox
     // A .py candidate's interpreter (torch, Triton) starts before the sandbox, as pkb's own
     // work, under a deadline of its own.
     bool python = std::filesystem::path(job_.library).extension() == ".py";
@@ -592,12 +593,10 @@ class EvalJob {
 }  // namespace
 
 json run_eval(rank::Rank& r) {
-  // Not destroyed when run() throws: the job owns the candidate's communicator, which must
-  // outlive the error report (worker/worker.cpp), and the rank exits right after it.
+  // Never destroyed: the job owns the candidate's communicator, which must outlive an error
+  // report (worker/worker.cpp), and the rank exits right after the result, with no teardown.
   auto* job = new EvalJob(r);
-  json out = job->run();
-  delete job;
-  return out;
+  return job->run();
 }
 
 }  // namespace pkb::jobs

@@ -104,10 +104,11 @@ class Hub {
     EnvPolicy policy = o_.env_policy;
     if (!scratch_.empty()) policy.scratch = scratch_;
     std::vector<std::string> parent = current_environment();
+    unsigned long long nproc = o_.limits.apply && o_.limits.processes ? user_processes() + o_.limits.processes : 0;
     for (int r = 0; r < o_.world; ++r) {
       auto set = o_.env;
       set.push_back({"PKB_RANK", std::to_string(r)});
-      Spawned sp = spawn_rank(o_.argv, rank_environment(parent, policy, set), pgid_, o_.limits);
+      Spawned sp = spawn_rank(o_.argv, rank_environment(parent, policy, set), pgid_, o_.limits, nproc);
       if (pgid_ == 0) pgid_ = sp.pid;
       Rank& rk = ranks_[r];
       rk.report.rank = r;

@@ -27,23 +27,26 @@ namespace {
 
 void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
-// Processes (threads count too) of this real user now.
-rlim_t user_processes() {
-  rlim_t n = 0;
+}  // namespace
+
+unsigned long long user_processes() {
+  unsigned long long n = 0;
   uid_t me = getuid();
   for (auto& d : std::filesystem::directory_iterator("/proc", std::filesystem::directory_options::skip_permission_denied)) {
     std::string name = d.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    // RLIMIT_NPROC counts tasks: every thread of every process of the user.
     std::ifstream f(d.path() / "status");
-    std::string line;
-    while (std::getline(f, line))
-      if (line.rfind("Uid:", 0) == 0) {
-        if (std::stoul(line.substr(4)) == me) ++n;
-        break;
-      }
+    bool mine = false;
+    for (std::string line; std::getline(f, line);) {
+      if (line.rfind("Uid:", 0) == 0) mine = std::stoul(line.substr(4)) == me;
+      if (line.rfind("Threads:", 0) == 0 && mine) n += std::stoull(line.substr(8));
+    }
   }
   return n;
 }
+
+namespace {
 
 pid_t parent_of(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
@@ -57,7 +60,7 @@ pid_t parent_of(pid_t pid) {
 }  // namespace
 
 Spawned spawn_rank(const std::vector<std::string>& argv, std::vector<std::string> env, pid_t pgid,
-                   const Limits& limits) {
+                   const Limits& limits, unsigned long long nproc_limit) {
   int sv[2], out[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) throw_errno("socketpair");
   if (pipe2(out, O_CLOEXEC) != 0) throw_errno("pipe");
@@ -69,8 +72,7 @@ Spawned spawn_rank(const std::vector<std::string>& argv, std::vector<std::string
   for (auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
   rlimit core{0, 0}, fsize{limits.file_bytes, limits.file_bytes};
-  rlim_t nproc_now = limits.apply && limits.processes ? user_processes() : 0;
-  rlimit nproc{nproc_now + limits.processes, nproc_now + limits.processes};
+  rlimit nproc{nproc_limit, nproc_limit};
 
   pid_t parent = getpid();
   pid_t pid = fork();
@@ -85,7 +87,7 @@ Spawned spawn_rank(const std::vector<std::string>& argv, std::vector<std::string
     if (limits.apply) {
       setrlimit(RLIMIT_CORE, &core);
       setrlimit(RLIMIT_FSIZE, &fsize);
-      if (limits.processes) setrlimit(RLIMIT_NPROC, &nproc);
+      if (nproc_limit) setrlimit(RLIMIT_NPROC, &nproc);
     }
     dup2(out[1], 1);
     dup2(out[1], 2);

@@ -15,9 +15,14 @@ namespace pkb::launch {
 struct Limits {
   bool apply = true;
   unsigned long long file_bytes = 64ull << 30;  // the largest file a rank may write
-  unsigned long long processes = 4096;          // RLIMIT_NPROC above what the user runs now
-};                                              // (root ignores it: the sandbox's seccomp
-                                                // filter is what stops a fork bomb there)
+  // RLIMIT_NPROC: processes (and threads) of the user beyond those it runs when the group
+  // starts (run_group counts them once). Root ignores it: the sandbox's seccomp filter is
+  // what stops a fork bomb there.
+  unsigned long long processes = 4096;
+};
+
+// Tasks (threads of processes) of this real user now (from /proc).
+unsigned long long user_processes();
 
 struct Spawned {
   pid_t pid = -1;
@@ -26,9 +31,10 @@ struct Spawned {
 };
 
 // `pgid` 0 makes the rank lead a new process group. `env` holds "KEY=VALUE" entries; the
-// bootstrap descriptor's number is added as PKB_BOOTSTRAP_FD.
+// bootstrap descriptor's number is added as PKB_BOOTSTRAP_FD. `nproc` is the absolute
+// RLIMIT_NPROC (0: none).
 Spawned spawn_rank(const std::vector<std::string>& argv, std::vector<std::string> env, pid_t pgid,
-                   const Limits& limits);
+                   const Limits& limits, unsigned long long nproc);
 
 // Processes the ranks leave behind, daemons that called setsid() among them: made at
 // start, it turns this process into a child subreaper (so every orphan below it comes

@@ -55,12 +55,95 @@ bool faster(const Evaluation& a, const std::optional<Evaluation>& best) {
   return trusted_speedup(a) > trusted_speedup(*best);
 }
 
+// Whether turn `a` of a pkb agent sample stands for it better than turn `b`: correct first,
+// then faster (the earlier of equals); among failures the later.
+bool better_turn(const Evaluation& a, const Evaluation& b) {
+  if (a.correct() != b.correct()) return a.correct();
+  if (!a.correct()) return a.turn > b.turn;
+  double x = trusted_speedup(a), y = trusted_speedup(b);
+  return x > y || (x == y && a.turn < b.turn);
+}
+
+using SampleKey = std::tuple<std::string, Instance, int>;  // run, problem, sample
+
+// Every line as it is, but one per pkb agent sample: its best turn.
+std::vector<Evaluation> one_per_sample(const std::vector<Evaluation>& all) {
+  std::vector<Evaluation> out;
+  std::map<SampleKey, size_t> at;
+  for (auto& e : all) {
+    if (e.turn == 0) {
+      out.push_back(e);
+      continue;
+    }
+    auto [it, fresh] = at.emplace(SampleKey{e.run, instance_of(e), e.sample}, out.size());
+    if (fresh)
+      out.push_back(e);
+    else if (better_turn(e, out[it->second]))
+      out[it->second] = e;
+  }
+  return out;
+}
+
+// pkb agent runs turn by turn: how many samples had a correct (fast) candidate by then.
+std::vector<TurnRow> by_turn(const std::vector<Evaluation>& all, const std::vector<int>& ks) {
+  std::map<std::string, std::map<Instance, std::map<int, std::vector<const Evaluation*>>>> runs;
+  std::map<std::string, int> last_turn;
+  for (auto& e : all)
+    if (e.turn > 0) {
+      runs[e.run][instance_of(e)][e.sample].push_back(&e);
+      last_turn[e.run] = std::max(last_turn[e.run], e.turn);
+    }
+  const size_t P = kSpeedupThresholds.size();
+  std::vector<TurnRow> rows;
+  for (auto& [run, problems] : runs) {
+    for (int t = 1; t <= last_turn[run]; ++t) {
+      TurnRow row;
+      row.run = run;
+      row.turn = t;
+      row.samples = std::numeric_limits<int>::max();
+      row.fast.assign(P, 0.0);
+      std::vector<std::pair<int, int>> nc;  // per problem: samples, correct by turn t
+      for (auto& [inst, samples] : problems) {
+        int n = static_cast<int>(samples.size()), c = 0;
+        std::vector<int> fast(P, 0);
+        for (auto& [k, turns] : samples) {
+          bool ok = false;
+          double best = 0;
+          for (auto* e : turns)
+            if (e->turn <= t && e->correct()) {
+              ok = true;
+              best = std::max(best, trusted_speedup(*e));
+            }
+          c += ok;
+          for (size_t i = 0; i < P; ++i) fast[i] += ok && best > kSpeedupThresholds[i];
+        }
+        nc.emplace_back(n, c);
+        row.samples = std::min(row.samples, n);
+        for (size_t i = 0; i < P; ++i) row.fast[i] += double(fast[i]) / n / problems.size();
+      }
+      for (int k : ks) {
+        if (k < 1 || k > row.samples) {
+          row.pass_at_k[k] = std::nullopt;
+          continue;
+        }
+        double sum = 0;
+        for (auto& [n, c] : nc) sum += pass_at_k(n, c, k);
+        row.pass_at_k[k] = sum / nc.size();
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
 }  // namespace
 
-Summary summarize(const std::vector<Evaluation>& evaluations, const std::vector<int>& ks) {
+Summary summarize(const std::vector<Evaluation>& all, const std::vector<int>& ks) {
   Summary s;
   s.ks = ks;
-  s.evaluations = evaluations.size();
+  s.evaluations = all.size();
+  s.turns = by_turn(all, ks);
+  const std::vector<Evaluation> evaluations = one_per_sample(all);
 
   std::map<std::string, Rates> by_run;
   std::map<std::string, std::set<std::string>> backends;  // run -> its candidates' backends

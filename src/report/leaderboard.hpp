@@ -56,14 +56,27 @@ struct BestCandidate {
   std::optional<Evaluation> best;  // the fastest correct one
 };
 
+// A pkb agent run after `turn` turns: a sample counts as correct (fast) once any of its
+// candidates up to that turn was. Averaged over problems like RunSummary.
+struct TurnRow {
+  std::string run;
+  int turn = 0;
+  int samples = 0;  // the fewest samples of any problem
+  std::map<int, std::optional<double>> pass_at_k;  // k -> mean over problems
+  std::vector<double> fast;                        // per kSpeedupThresholds: fraction of samples
+};
+
 struct Summary {
   std::vector<int> ks;
   size_t evaluations = 0;
   std::vector<RunSummary> runs;           // by name
   std::vector<CategoryRow> categories;    // by category (first problem id), then run
   std::vector<BestCandidate> best;        // by problem id, world size, size
+  std::vector<TurnRow> turns;             // pkb agent runs only: by run, then turn
 };
 
+// A pkb agent sample's turns count as one sample everywhere but in `turns`: its best
+// candidate (the fastest correct one, else its last).
 Summary summarize(const std::vector<Evaluation>& evaluations, const std::vector<int>& ks);
 
 }  // namespace pkb::report

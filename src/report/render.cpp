@@ -143,6 +143,26 @@ Table samples_table(const Summary& s) {
   return t;
 }
 
+// pkb agent runs: pass@k and fast_p over samples after each turn (how fast models converge).
+Table turns_table(const Summary& s) {
+  Table t;
+  t.head = {"run", "turn", "samples"};
+  t.left = 1;
+  for (int k : s.ks) t.head.push_back("pass@" + std::to_string(k));
+  for (double p : kSpeedupThresholds) t.head.push_back("fast_" + threshold(p));
+  for (auto& r : s.turns) {
+    std::vector<std::string> row = {r.run, std::to_string(r.turn), std::to_string(r.samples)};
+    for (int k : s.ks) row.push_back(percent(r.pass_at_k.at(k)));
+    for (double f : r.fast) row.push_back(percent(f));
+    t.rows.push_back(row);
+  }
+  return t;
+}
+
+const char* const kTurnsLegend =
+    "pkb agent runs: a sample counts once, by its best turn, in every other table; here it counts as correct "
+    "(fast) from the turn of its first correct (fast enough) candidate.";
+
 std::vector<std::string> categories_in_order(const Summary& s) {
   std::vector<std::string> cats;
   for (auto& row : s.categories)
@@ -292,6 +312,7 @@ th{background:#f3f4f6}.n{text-align:right;font-variant-numeric:tabular-nums}
 
 std::string render_text(const Summary& s, const Results& r) {
   std::string out = notes(s, r) + "\n\nruns\n" + as_text(runs_table(s)) + "\nover samples\n" + as_text(samples_table(s));
+  if (!s.turns.empty()) out += "\nby turn (pkb agent)\n" + as_text(turns_table(s));
   for (auto& cat : categories_in_order(s)) out += "\n" + category_title(cat) + "\n" + as_text(category_table(s, cat));
   out += "\nbest candidate per problem\n" + as_text(best_table(s));
   return out;
@@ -299,7 +320,9 @@ std::string render_text(const Summary& s, const Results& r) {
 
 std::string render_markdown(const Summary& s, const Results& r) {
   std::string out = "# pkb report\n\n" + notes(s, r) + "\n\n## Runs\n\n" + as_markdown(runs_table(s)) +
-                    "\n## Over samples\n\n" + as_markdown(samples_table(s)) + "\n" + kLegend + "\n\n## Categories\n";
+                    "\n## Over samples\n\n" + as_markdown(samples_table(s)) + "\n" + kLegend + "\n\n";
+  if (!s.turns.empty()) out += "## By turn (pkb agent)\n\n" + as_markdown(turns_table(s)) + "\n" + kTurnsLegend + "\n\n";
+  out += "## Categories\n";
   for (auto& cat : categories_in_order(s))
     out += "\n### " + category_title(cat) + "\n\n" + as_markdown(category_table(s, cat));
   out += "\n## Best candidate per problem\n\n" + as_markdown(best_table(s));
@@ -313,7 +336,11 @@ std::string render_html(const Summary& s, const Results& r) {
   out += "<h2>Best correct candidate per problem: speedup over the reference</h2>\n" + speedup_chart(s);
   out += "<h2>Verdicts per category</h2>\n" + correctness_chart(s);
   out += "<h2>Runs</h2>\n" + as_html(runs_table(s)) + "<h2>Over samples</h2>\n" + as_html(samples_table(s)) +
-         "<p class=\"legend\">" + escape(kLegend) + "</p>\n<h2>Categories</h2>\n";
+         "<p class=\"legend\">" + escape(kLegend) + "</p>\n";
+  if (!s.turns.empty())
+    out += "<h2>By turn (pkb agent)</h2>\n" + as_html(turns_table(s)) + "<p class=\"legend\">" + escape(kTurnsLegend) +
+           "</p>\n";
+  out += "<h2>Categories</h2>\n";
   for (auto& cat : categories_in_order(s))
     out += "<h3>" + escape(category_title(cat)) + "</h3>\n" + as_html(category_table(s, cat));
   out += "<h2>Best candidate per problem</h2>\n" + as_html(best_table(s)) + "</body>\n</html>\n";
@@ -357,6 +384,13 @@ json render_json(const Summary& s, const Results& r) {
     x["pass_at_k"] = pass;
     x["fast_at_k"] = fast_at;
     j["runs"].push_back(x);
+  }
+  j["turns"] = json::array();
+  for (auto& t : s.turns) {
+    json pass = json::object(), fast = json::object();
+    for (int k : s.ks) pass[std::to_string(k)] = opt(t.pass_at_k.at(k));
+    for (size_t i = 0; i < kSpeedupThresholds.size(); ++i) fast[threshold(kSpeedupThresholds[i])] = t.fast[i];
+    j["turns"].push_back({{"run", t.run}, {"turn", t.turn}, {"samples", t.samples}, {"pass_at_k", pass}, {"fast", fast}});
   }
   j["categories"] = json::array();
   for (auto& row : s.categories) {

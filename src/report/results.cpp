@@ -82,6 +82,7 @@ Results load_results(const std::vector<std::string>& paths) {
       e.run = string_at(j, "sweep", "run", run_of_path(e.path));
       e.sample = static_cast<int>(number_at(j, {"sweep", "sample"}).value_or(0));
       e.key = string_at(j, "sweep", "task", "");
+      e.turn = static_cast<int>(number_at(j, {"agent", "turn"}).value_or(0));
       e.speedup = number_at(j, {"speedup"});
       e.timing_in_doubt = eval::timing_in_doubt(j.value("flags", json::array()));
       e.roofline_fraction = number_at(j, {"roofline", "fraction"});

@@ -14,6 +14,7 @@ struct Evaluation {
   std::string problem, category, size = "default", verdict, run, path, key;
   std::string backend;  // cuda, cpu, triton, tk ("" in results that do not say)
   int problem_id = 0, world = 0, sample = 0;
+  int turn = 0;  // pkb agent's turn (from 1) that made this candidate; 0 for any other line
   std::optional<double> speedup, roofline_fraction, candidate_us, reference_us;
   bool timing_in_doubt = false;  // flags that put the timing in doubt (eval/verdict.hpp)
   bool correct() const { return verdict == "correct"; }

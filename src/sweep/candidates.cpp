@@ -91,6 +91,12 @@ Discovery discover(const std::vector<std::string>& roots, const spec::Registry& 
         if (it->is_directory()) it.disable_recursion_pending();
         continue;
       }
+      // A folder sample_<k> holds the turns of a pkb agent sample (its candidate is the
+      // file sample_<k>.<ext> beside it): transcripts, not candidates.
+      if (it->is_directory() && sample_index(it->path().filename().string()) >= 0) {
+        it.disable_recursion_pending();
+        continue;
+      }
       if (it->is_regular_file()) files.push_back(it->path().string());
     }
   }

@@ -97,6 +97,22 @@ TEST_P(Loopback, ABadKeyStopsTheModelWithoutRetryingOrShowingTheKey) {
   EXPECT_EQ(r.raw.find(kKey), std::string::npos);
 }
 
+// A conversation reaches the provider as turns the fake server accepts (it checks the roles
+// alternate, first and last the user's) and counts.
+TEST_P(Loopback, AConversationArrivesAsTurns) {
+  FakeServer server(kKey, {{"turns", {{"2", {{"reply", "second answer"}}}}}});
+  std::atomic<bool> stop{false};
+  Conversation c{"system", {{Role::user, "first question"}, {Role::assistant, "first answer"}, {Role::user, "feedback"}}};
+  Reply r = request_completion(model_for(GetParam(), server), kKey, c, quick(), stop);
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.error;
+  EXPECT_EQ(r.completion.text, "second answer");
+  auto log = server.requests();
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0]["turn"], 2);
+  EXPECT_EQ(log[0]["last_user"], "feedback");
+  EXPECT_EQ(log[0]["system"], "system");
+}
+
 INSTANTIATE_TEST_SUITE_P(Gen, Loopback,
                          ::testing::Values(Case{Protocol::openai_chat, "/v1"}, Case{Protocol::openai_responses, "/v1"},
                                            Case{Protocol::anthropic, "/v1"}, Case{Protocol::gemini, "/v1beta"}),

@@ -80,7 +80,8 @@ FakeServer::FakeServer(const std::string& key, nlohmann::json script) {
   std::string port_file = dir_ + "/port";
   child_ = std::make_unique<Child>(
       std::vector<std::string>{PKB_PYTHON, PKB_SOURCE_DIR "/tests/gen/fake_llm_server.py", "--script",
-                               dir_ + "/script.json", "--log", dir_ + "/requests.jsonl", "--port-file", port_file},
+                               dir_ + "/script.json", "--log", dir_ + "/requests.jsonl", "--port-file", port_file,
+                               "--files-from", PKB_SOURCE_DIR},
       std::vector<std::pair<std::string, std::string>>{}, "", dir_ + "/server.err");
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (!fs::exists(port_file)) {

@@ -32,7 +32,8 @@ class Child {
 
 class FakeServer {
  public:
-  // Expects `key`; `script` holds "queue", "default" and "stall_s" as fake_llm_server.py describes.
+  // Expects `key`; `script` holds "queue", "turns", "default" and "stall_s" as
+  // fake_llm_server.py describes (code_file paths are relative to the source folder).
   explicit FakeServer(const std::string& key, nlohmann::json script = nlohmann::json::object());
   ~FakeServer();
   // http://127.0.0.1:<port><prefix>, e.g. url("/v1").

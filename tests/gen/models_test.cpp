@@ -23,7 +23,7 @@ const std::string kModels = PKB_SOURCE_DIR "/models.toml";
 std::string error_of(const std::function<void()>& f) {
   try {
     f();
-  } catch (const GenError& e) {
+  } catch (const pkb::io::InputError& e) {  // GenError, and the TOML reader's own errors
     return e.what();
   }
   return "no error";
@@ -130,6 +130,48 @@ TEST(GenProtocol, RequestsCarryEachProvidersFieldsAndHeaders) {
   EXPECT_EQ(b["temperature"], 0.2);
   EXPECT_FALSE(b.contains("max_tokens")) << "extra = { max_tokens = null } removes the field";
   EXPECT_FALSE(has_header(build_request(local, "", p), "Authorization: Bearer ")) << "no key, no header";
+}
+
+// pkb agent's conversations: every protocol gets the whole conversation, the system prompt
+// where it always goes and the turns in order with the protocol's name for the model.
+TEST(GenProtocol, ConversationsGoAsAlternatingTurnsInEveryProtocol) {
+  ModelTable t = ModelTable::load(kModels);
+  Conversation c{"SYS", {{Role::user, "U1"}, {Role::assistant, "A1"}, {Role::user, "U2"}}};
+  auto roles_and_texts = [](const json& list, const char* role_key, const std::function<std::string(const json&)>& text) {
+    std::vector<std::string> out;
+    for (auto& m : list) out.push_back(m[role_key].get<std::string>() + ":" + text(m));
+    return out;
+  };
+  auto content = [](const json& m) { return m["content"].get<std::string>(); };
+
+  json b = json::parse(build_request(t.resolve("gpt-5.5-chat"), "k", c).body);
+  EXPECT_EQ(roles_and_texts(b["messages"], "role", content),
+            (std::vector<std::string>{"system:SYS", "user:U1", "assistant:A1", "user:U2"}));
+
+  b = json::parse(build_request(t.resolve("gpt-5.5"), "k", c).body);
+  EXPECT_EQ(b["instructions"], "SYS");
+  ASSERT_TRUE(b["input"].is_array()) << "a conversation is a list of input items";
+  EXPECT_EQ(roles_and_texts(b["input"], "role", content),
+            (std::vector<std::string>{"user:U1", "assistant:A1", "user:U2"}));
+  EXPECT_EQ(b["store"], false);
+
+  b = json::parse(build_request(t.resolve("claude-opus-4.5"), "k", c).body);
+  EXPECT_EQ(b["system"], "SYS");
+  EXPECT_EQ(roles_and_texts(b["messages"], "role", content),
+            (std::vector<std::string>{"user:U1", "assistant:A1", "user:U2"}));
+
+  b = json::parse(build_request(t.resolve("gemini:gemini-x"), "k", c).body);
+  EXPECT_EQ(b["systemInstruction"]["parts"][0]["text"], "SYS");
+  EXPECT_EQ(roles_and_texts(b["contents"], "role", [](const json& m) { return m["parts"][0]["text"].get<std::string>(); }),
+            (std::vector<std::string>{"user:U1", "model:A1", "user:U2"}));
+
+  // A single question is the same request as before conversations existed.
+  Prompt p{"SYS", "U1"};
+  for (auto name : {"gpt-5.5-chat", "gpt-5.5", "claude-opus-4.5", "gemini:gemini-x"})
+    EXPECT_EQ(build_request(t.resolve(name), "k", p).body,
+              build_request(t.resolve(name), "k", Conversation{"SYS", {{Role::user, "U1"}}}).body)
+        << name;
+  EXPECT_EQ(json::parse(build_request(t.resolve("gpt-5.5"), "k", p).body)["input"], "U1");
 }
 
 TEST(GenProtocol, AnswersParseLeavingReasoningOut) {

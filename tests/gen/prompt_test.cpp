@@ -80,7 +80,7 @@ class GenPromptBook : public ::testing::Test {
   std::string error_of(const std::function<void()>& f) {
     try {
       f();
-    } catch (const GenError& e) {
+    } catch (const pkb::io::InputError& e) {  // GenError, and the TOML reader's own errors
       return e.what();
     }
     return "no error";

@@ -100,3 +100,54 @@ TEST(Summary, TimingInDoubtIsNeverFast) {
   ASSERT_EQ(s.best.size(), 1u);
   EXPECT_DOUBLE_EQ(*s.best[0].best->speedup, 1.2);
 }
+
+namespace {
+
+Evaluation turn(int sample, int t, const std::string& verdict, std::optional<double> speedup = std::nullopt) {
+  Evaluation e = eval("agent", "coll_allreduce", 2, verdict, speedup);
+  e.sample = sample;
+  e.turn = t;
+  return e;
+}
+
+}  // namespace
+
+// pkb agent: sample 0 is correct from turn 3 (1.2x, then 1.8x at turn 4); sample 1 never;
+// sample 2 correct at turn 1, stops there. A sample counts once, by its best turn.
+TEST(Summary, AgentTurnsCountOncePerSampleAndConvergeByTurn) {
+  std::vector<Evaluation> evals = {
+      turn(0, 1, "compile_error"), turn(0, 2, "wrong"),      turn(0, 3, "correct", 1.2), turn(0, 4, "correct", 1.8),
+      turn(1, 1, "compile_error"), turn(1, 4, "timeout"),    turn(2, 1, "correct", 0.5),
+  };
+  Summary s = summarize(evals, {1, 2});
+  EXPECT_EQ(s.evaluations, 7u);
+  ASSERT_EQ(s.runs.size(), 1u);
+  EXPECT_EQ(s.runs[0].rates.evaluations, 3) << "one per sample";
+  EXPECT_EQ(s.runs[0].rates.correct, 2);
+  EXPECT_EQ(s.runs[0].min_samples, 3);
+  EXPECT_DOUBLE_EQ(*s.runs[0].pass_at_k.at(1), 2.0 / 3);
+  ASSERT_EQ(s.best.size(), 1u);
+  EXPECT_EQ(s.best[0].best->turn, 4) << "the fastest turn stands for sample 0";
+  EXPECT_EQ(s.best[0].correct, 2);
+
+  ASSERT_EQ(s.turns.size(), 4u);  // turns 1..4 of the one run
+  std::vector<double> pass1, fast1, fast15;
+  for (auto& r : s.turns) {
+    EXPECT_EQ(r.run, "agent");
+    EXPECT_EQ(r.samples, 3);
+    pass1.push_back(*r.pass_at_k.at(1));
+    fast1.push_back(r.fast[0]);
+    fast15.push_back(r.fast[1]);
+  }
+  auto near = [](const std::vector<double>& got, const std::vector<double>& want) {
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12) << "turn " << i + 1;
+  };
+  near(pass1, {1.0 / 3, 1.0 / 3, 2.0 / 3, 2.0 / 3});
+  near(fast1, {0, 0, 1.0 / 3, 1.0 / 3});  // 0.5x never counts; 1.2x from turn 3
+  near(fast15, {0, 0, 0, 1.0 / 3});       // 1.8x at turn 4
+  // pass@2 at turn 3: n = 3, c = 2: 1 - C(1,2)/C(3,2) = 1.
+  EXPECT_DOUBLE_EQ(*s.turns[2].pass_at_k.at(2), 1.0);
+
+  Summary plain = summarize({eval("m", "coll_allreduce", 4, "correct", 2.0)}, {1});
+  EXPECT_TRUE(plain.turns.empty()) << "no by-turn rows without pkb agent lines";
+}

@@ -90,4 +90,15 @@ void expect_reference_recomputed(const std::string& problem, int world, const st
   EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
 }
 
+void expect_cpu_candidate_correct(const std::string& problem, int world, const std::string& size) {
+  std::vector<std::string> args = {"eval", "-p", problem, "-s", std::string(PKB_SOURCE_DIR) + "/solutions_cpu/" + problem + ".cpp",
+                                   "--device", "cpu", "-w", std::to_string(world), "--trials", "3", "--warmup", "2",
+                                   "--iters", "3"};
+  if (!size.empty()) args.insert(args.end(), {"--size", size});
+  PkbRun r = run_pkb(args);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "verdict: correct")) << r.out << r.err;
+  EXPECT_TRUE(survivors(r.tag).empty());
+}
+
 }  // namespace pkbtest

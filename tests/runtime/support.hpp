@@ -32,4 +32,8 @@ bool contains(const std::string& haystack, const std::string& needle);
 // Adds gtest failures; `size` is a --size value ("" for the default preset).
 void expect_reference_recomputed(const std::string& problem, int world, const std::string& size = "");
 
+// A family's example candidate for the CPU device (solutions_cpu/<problem>.cpp, the twin of
+// its CUDA one): `correct` over a few trials and timed calls. Adds gtest failures.
+void expect_cpu_candidate_correct(const std::string& problem, int world = 4, const std::string& size = "");
+
 }  // namespace pkbtest

@@ -90,6 +90,7 @@ TEST(Discover, FindsCandidatesInProblemOrderAndSaysWhatItSkipped) {
   touch(d / "solutions_cpu/m1/coll_allreduce/sample_0.cpp", "// zero\n");
   touch(d / "solutions_cpu/m1/coll_allreduce/prompt.md");
   touch(d / "solutions_cpu/m1/coll_allreduce/.hidden/sample_0.cpp");
+  touch(d / "solutions_cpu/m1/coll_allreduce/sample_0/turn_1/candidate.cpp");  // a pkb agent sample's turns
   touch(d / "solutions_cpu/m1/no_such_problem/sample_0.cpp");
   touch(d / "solutions_cpu/2_allgather.cpp");  // by original stem
   Discovery found = discover({(d / "solutions_cpu").string()}, registry());

@@ -1,0 +1,36 @@
+// Blockwise int8 gradient compression before the data-parallel all-reduce: each block of
+// `block` elements gets the fp32 scale s = max(amax, 1e-8) / 127, codes round(g / s)
+// clamped to [-127, 127], dequantized to q * s; the dequantized gradients are summed over
+// the ranks in fp32 (as the original) and divided by W, returned in dt.
+// Origin: ParallelKernelBench 44_quantized_grad_allreduce.
+// Deviation: the gradient's scale varies by 32-element chunk (exp(U(-1.5, 1.5))).
+#include <ATen/ATen.h>
+
+#include "pkb/reference.hpp"
+
+namespace {
+
+struct Int8QuantGradAllReduce : pkb::Reference {
+  void make_inputs(pkb::Ctx& ctx, pkb::Inputs& in) override {
+    int64_t n = ctx.size("n"), chunks = (n + 31) / 32;
+    at::TensorOptions f32 = ctx.options(at::kFloat);
+    at::Tensor scale = at::rand({chunks, 1}, ctx.rng(), f32).mul_(3).sub_(1.5).exp_().expand({chunks, 32});
+    at::Tensor g = at::randn({chunks, 32}, ctx.rng(), f32).mul_(scale);
+    in["flat_grad"] = g.reshape({-1}).narrow(0, 0, n).to(ctx.dtype());
+  }
+
+  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+    const at::Tensor& g = in["flat_grad"];
+    int64_t n = g.numel(), block = ctx.size("block"), pad = (block - n % block) % block;
+    at::Tensor x = at::constant_pad_nd(g.reshape({-1}), {0, pad}).view({-1, block}).to(at::kFloat);
+    at::Tensor scale = x.abs().amax(1, true).clamp_min(1e-8) / 127.0;
+    at::Tensor q = (x / scale).round().clamp(-127, 127).to(at::kChar);
+    at::Tensor acc = (q.to(at::kFloat) * scale).reshape({-1}).narrow(0, 0, n).contiguous();
+    ctx.comm().all_reduce(acc);
+    return {acc.div_(ctx.world()).to(g.scalar_type())};
+  }
+};
+
+}  // namespace
+
+PKB_REFERENCE("dp_int8_quant_grad_allreduce", Int8QuantGradAllReduce);

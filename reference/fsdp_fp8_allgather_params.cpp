@@ -1,0 +1,28 @@
+// FP8 delayed-scaling parameter all-gather: the rank's current amax (fp32) enters its
+// amax history (roll, newest last, bf16), the scale is max(history) / 448, the parameter
+// shard makes an e4m3 round trip at that scale and the round-tripped shards are
+// all-gathered. Returns the full parameters and the new history.
+// Origin: ParallelKernelBench 53_fp8_allgather_params.
+// Deviation: a realistic amax history per rank and trial (the original's was 1e-8).
+#include "fsdp_fp8.hpp"
+
+namespace {
+
+struct Fp8AllGatherParams : pkb::Reference {
+  void make_inputs(pkb::Ctx& ctx, pkb::Inputs& in) override {
+    in["amax_history"] = pkb_fsdp::make_history(ctx, in["flat_param_shard"], in["amax_history"].size(0));
+  }
+
+  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+    const at::Tensor& x = in["flat_param_shard"];
+    at::Tensor hist = pkb_fsdp::update_amax_history(in["amax_history"], x.abs().max().to(at::kFloat));
+    at::Tensor recon = pkb_fsdp::fp8_round_trip(x, pkb_fsdp::delayed_scale(hist));
+    at::Tensor full = at::empty({ctx.world() * x.numel()}, x.options());
+    ctx.comm().all_gather(full, recon);
+    return {full, hist};
+  }
+};
+
+}  // namespace
+
+PKB_REFERENCE("fsdp_fp8_allgather_params", Fp8AllGatherParams);

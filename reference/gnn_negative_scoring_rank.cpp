@@ -1,0 +1,33 @@
+// Link-prediction ranking: every rank's positive and negative scores are replicated on
+// every rank (an all-gather, as the original's all_to_all of repeated data), and the
+// rank of each positive among its candidates is 1 + #(negatives scoring higher).
+// Origin: ParallelKernelBench 69_gnn_negative_scoring.
+// Deviations: ties count for the positive (the original's unstable sort left them open),
+// compared on the scores (sigmoid is increasing); positives scored randn + 2.
+#include <ATen/ATen.h>
+
+#include "pkb/reference.hpp"
+
+namespace {
+
+struct NegativeScoringRank : pkb::Reference {
+  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+    // Rank s holds P0 + s % 3 positives (the spec's shapes), so no sizes need exchanging:
+    // rows are padded to P0 + 2, all-gathered and trimmed.
+    auto& comm = ctx.comm();
+    int64_t w = ctx.world(), p0 = ctx.size("P0"), nn = ctx.size("NN"), most = p0 + 2;
+    at::Tensor mine = at::zeros({most, nn + 1}, in["neg"].options());
+    mine.narrow(0, 0, in["pos"].size(0)).select(1, 0).copy_(in["pos"]);
+    mine.narrow(0, 0, in["pos"].size(0)).narrow(1, 1, nn).copy_(in["neg"]);
+    at::Tensor all = comm.all_gather(mine).view({w, most, nn + 1});
+    std::vector<at::Tensor> rows;
+    for (int64_t s = 0; s < w; ++s) rows.push_back(all[s].narrow(0, 0, p0 + s % 3));
+    at::Tensor scores = at::cat(rows);
+    at::Tensor pos = scores.narrow(1, 0, 1), neg = scores.narrow(1, 1, nn);
+    return {(neg > pos).sum(1).add_(1).to(at::kLong)};
+  }
+};
+
+}  // namespace
+
+PKB_REFERENCE("gnn_negative_scoring_rank", NegativeScoringRank);

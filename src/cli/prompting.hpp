@@ -1,0 +1,53 @@
+// What pkb prompt, pkb generate and pkb agent share: the prompt flags, the prompt book and
+// hardware profile they resolve to, and the problems a selector names.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cli/common.hpp"
+#include "gen/messages.hpp"
+#include "gen/prompt.hpp"
+#include "spec/hardware.hpp"
+
+namespace pkb::cli {
+
+struct PromptOptions {
+  std::string backend, shots, hardware, precision, size = "default", prompts_file;
+  int world = 0;
+
+  // `world_help` and `size_help` say what -w and --size mean to the command.
+  void add_to(CLI::App* app, const char* world_help = "W the prompt evaluates shapes at (default: the profile's GPUs, else 8)",
+              const char* size_help = "size the prompt evaluates shapes at (default: default)") {
+    app->add_option("--backend", backend, "cuda, cpu, triton, tk (default: prompts.toml's)");
+    app->add_option("--shots", shots, "zero_shot, one_shot, few_shot (default: the backend's)");
+    app->add_option("--hardware", hardware,
+                    "a profile of hardware/profiles.toml, 'auto' (what pkb doctor sees) or 'none'");
+    app->add_option("--precision", precision, "element type for the problems' 'dt' tensors (default: each spec's)");
+    app->add_option("-w,--world-size", world, world_help)->check(CLI::Range(1, 1024));
+    app->add_option("--size", size, size_help);
+    app->add_option("--prompts", prompts_file, "prompt templates (default: <root>/prompts.toml)");
+  }
+};
+
+// Everything a prompt needs besides the problem, resolved once per command.
+struct PromptSetup {
+  std::vector<spec::HardwareProfile> profiles;
+  gen::PromptBook book;
+  const gen::Backend* backend = nullptr;
+  std::string shots;
+  const spec::HardwareProfile* hardware = nullptr;  // nullptr: none
+  std::string detected;
+  int world = 8;
+};
+
+// Throws UsageError or gen::GenError.
+PromptSetup setup_prompts(Globals& g, const PromptOptions& o);
+
+// The prompt for one problem, at the nearest W it runs with (warning when -w was given).
+gen::Prompt prompt_for(Globals& g, const PromptSetup& p, const PromptOptions& o, const spec::ProblemSpec& s);
+
+// "all" (the benchmark's problems), category keys, slugs, ids or stems, each once.
+std::vector<const spec::ProblemSpec*> select_problems(Globals& g, const std::vector<std::string>& keys);
+
+}  // namespace pkb::cli
