@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# tp_candidates, tp_shared[:P,...], and for a machine with several GPUs (one rank each, NCCL)
+# tp_candidates, tp_shared[:P,...], backends[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], sandbox[:W], torchbw[:W].
 # NVLink multicast stays off.
@@ -349,6 +349,24 @@ stage_eval() {
 stage_escape_only() {
   eval_json "gallery cuda/side_stream.cu (expect integrity_violation)" 6 -p coll_allreduce \
     -s "$SRC/tests/candidates/cuda/side_stream.cu" -w 2 --trials 10 --warmup 20 --iters 50 --timeout 20
+}
+
+stage_backends() {
+  # The CUDA, Triton and ThunderKittens examples side by side (100 trials, timed), and pkb's
+  # own cost of a Python call: an empty pkb_run in Python against an empty CUDA one
+  # (bench/overhead). ARG: world sizes (default 1,2). ThunderKittens' headers: .gpu/tk.
+  local worlds=${1:-1,2} w p
+  export PKB_TK_DIR=$PWD/.gpu/tk
+  step "embedded Python built (.py candidates)" 0 test -f build-gpu/libpkb_python.so
+  for w in ${worlds//,/ }; do
+    for p in coll_allreduce tp_gemm_allgather; do
+      eval_json "$p cuda W=$w" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" -w $w
+      eval_json "$p triton W=$w" 0 -p $p -s "$SRC/solutions_triton/$p.py" -w $w
+      eval_json "$p tk W=$w" 0 -p $p -s "$SRC/solutions_tk/$p.cu" -w $w
+    done
+    echo "| **pkb's overhead of a Python call, W=$w** (bench/overhead/run.sh) | | | |" >>"$SUM"
+    bash "$SRC/bench/overhead/run.sh" "$PKB" cuda $w >>"$SUM" 2>>"$LOG"
+  done
 }
 
 stage_cost() {

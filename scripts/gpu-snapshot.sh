@@ -6,4 +6,7 @@ cd "$(dirname "$0")/.."
 rm -rf .gpu && mkdir -p .gpu/src
 git archive HEAD | tar -x -C .gpu/src
 git rev-parse --short HEAD >.gpu/commit
+# ThunderKittens' headers for the tk examples (PKB_TK_DIR there), from the shared copy.
+tk=../shared/thirdparty/ThunderKittens/include
+[ -d "$tk" ] && mkdir -p .gpu/tk && cp -r "$tk" .gpu/tk/
 du -sh .gpu

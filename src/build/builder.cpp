@@ -23,7 +23,8 @@ namespace {
 std::string headers_hash(const std::string& root) {
   std::string all;
   std::vector<fs::path> files;
-  for (auto& e : fs::directory_iterator(root + "/include/pkb")) files.push_back(e.path());
+  for (auto& e : fs::directory_iterator(root + "/include/pkb"))
+    if (e.is_regular_file()) files.push_back(e.path());
   std::sort(files.begin(), files.end());
   for (auto& f : files) all += f.filename().string() + "\n" + io::read_file(f.string());
   return sha256_hex(all);
@@ -55,6 +56,31 @@ std::string first_lines(const std::string& text, int n) {
   return out;
 }
 
+// ThunderKittens' include folder (holding kittens.cuh) from a checkout or the folder
+// itself; "" when neither.
+std::string tk_include(const std::string& dir) {
+  for (std::string d : {dir + "/include", dir})
+    if (!dir.empty() && fs::exists(d + "/kittens.cuh")) return fs::absolute(d).lexically_normal().string();
+  return "";
+}
+
+// A .py candidate: Python's own parser checks it (no code of it runs here) and it must
+// bind pkb_run at module level; then it is copied into the cache, where the rank imports it.
+const char* const kPythonCheck = R"PY(
+import ast, os, sys
+try:
+    tree = ast.parse(open(sys.argv[1], encoding="utf-8").read(), sys.argv[1])
+except SyntaxError as e:
+    sys.exit(f"{type(e).__name__}: {e.msg} ({os.path.basename(sys.argv[1])}, line {e.lineno})")
+bound = set()
+for n in tree.body:
+    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): bound.add(n.name)
+    elif isinstance(n, ast.Assign): bound.update(t.id for t in n.targets if isinstance(t, ast.Name))
+    elif isinstance(n, (ast.Import, ast.ImportFrom)): bound.update((a.asname or a.name).split(".")[0] for a in n.names)
+if "pkb_run" not in bound:
+    sys.exit("it defines no pkb_run(ctx, inputs, outputs) at module level")
+)PY";
+
 }  // namespace
 
 Toolchain Toolchain::from_build(const std::string& root) {
@@ -68,6 +94,9 @@ Toolchain Toolchain::from_build(const std::string& root) {
 #endif
   t.torch_root = PKB_TORCH_ROOT;
   t.rpath = PKB_RUNTIME_RPATH;
+#ifdef PKB_PYTHON_EXE
+  t.python = PKB_PYTHON_EXE;
+#endif
   return t;
 }
 
@@ -90,6 +119,40 @@ std::string arch_for(int major, int minor) {
   std::string sm = "sm_" + std::to_string(major) + std::to_string(minor);
   return major >= 9 ? sm + "a" : sm;  // the 'a' targets unlock wgmma/TMA (Hopper) and tcgen05 (Blackwell)
 }
+
+namespace {
+
+Result build_python(const Request& req, const Toolchain& tc, Result res, const std::string& source,
+                    std::chrono::steady_clock::time_point t0) {
+  res.compiler = version_line(tc.python, false);
+  res.key = sha256_hex(res.source_sha256 + "\npython " + tc.python + "\n" + res.compiler + "\nabi 1\n").substr(0, 32);
+  fs::path dir = fs::path(req.cache_dir.empty() ? default_cache_dir() + "/build" : req.cache_dir) / res.key;
+  // Named as the user's file, so tracebacks name it.
+  res.library = (dir / fs::path(req.source).filename()).string();
+  auto done = [&] {
+    res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return res;
+  };
+  if (fs::exists(res.library)) {
+    res.ok = res.cached = true;
+    return done();
+  }
+  launch::ProcessResult r = launch::run_process({tc.python, "-c", kPythonCheck, fs::absolute(req.source).string()}, 120);
+  if (!r.ok()) {
+    std::string why = r.err.empty() ? r.out : r.err;
+    while (!why.empty() && why.back() == '\n') why.pop_back();
+    res.error = r.timed_out ? "the Python syntax check ran over 120 s"
+                            : "the candidate is not a pkb Python candidate: " + why.substr(why.rfind('\n') + 1);
+    res.log = first_lines(why, 40);
+    return done();
+  }
+  fs::create_directories(dir);
+  io::write_file_atomically(res.library, source);
+  res.ok = true;
+  return done();
+}
+
+}  // namespace
 
 Result build(const Request& req, const Toolchain& tc) {
   auto t0 = std::chrono::steady_clock::now();
@@ -129,28 +192,67 @@ Result build(const Request& req, const Toolchain& tc) {
     }
     compiler = "c++";
     flags = {"-std=c++17", "-O3", "-shared", "-fPIC", "-pthread", "-I" + tc.root + "/include"};
-  } else if (res.backend == "triton" || res.backend == "tk") {
-    res.error = (res.backend == "triton" ? std::string("Triton") : std::string("ThunderKittens")) +
-                " candidates are not supported yet; write a .cu (CUDA) or .cpp (CPU device) candidate";
-    return res;
+  } else if (res.backend == "tk") {
+    if (req.device != "cuda") {
+      res.error = "a ThunderKittens candidate runs on the CUDA device; this run uses the CPU device";
+      return res;
+    }
+    if (tc.nvcc.empty()) {
+      res.error = "pkb was built without the CUDA toolkit, so it cannot build ThunderKittens candidates";
+      return res;
+    }
+    std::string dir = !req.tk_dir.empty() ? req.tk_dir : (std::getenv("PKB_TK_DIR") ? std::getenv("PKB_TK_DIR") : "");
+    std::string inc = tk_include(dir);
+    if (inc.empty()) {
+      res.error = dir.empty() ? "a ThunderKittens candidate needs ThunderKittens' headers: set PKB_TK_DIR (or pass "
+                                "--tk-dir) to a ThunderKittens checkout, the folder holding include/kittens.cuh"
+                              : "PKB_TK_DIR/--tk-dir '" + dir + "' holds no kittens.cuh (nor include/kittens.cuh); "
+                                "point it at a ThunderKittens checkout";
+      return res;
+    }
+    int sm = std::atoi(req.arch.c_str() + 3);
+    if (sm < 90) {
+      res.error = "ThunderKittens candidates need a Hopper (sm_90a) or newer GPU; this one is " + req.arch;
+      return res;
+    }
+    compiler = tc.nvcc;
+    std::string num = req.arch.substr(3);
+    // ThunderKittens' own flags: C++20 concepts, its extended lambdas, the architecture macro.
+    flags = {"-std=c++20", "-O3", "-shared", "-Xcompiler", "-fPIC", "--expt-extended-lambda",
+             "--expt-relaxed-constexpr", "-Xcompiler=-Wno-psabi", "-Xcompiler=-fno-strict-aliasing",
+             sm >= 100 ? "-DKITTENS_BLACKWELL" : "-DKITTENS_HOPPER", "-gencode",
+             "arch=compute_" + num + ",code=" + req.arch, "-I" + inc, "-I" + tc.root + "/include",
+             "-I" + tc.nccl_include, "-Xlinker", "--as-needed", tc.nccl_library, "-L" + tc.cuda_lib_dir,
+             "-L" + tc.cuda_lib_dir + "/stubs", "-lcublas", "-lcublasLt", "-lcuda"};
+    rpath_dirs.push_back(fs::path(tc.nccl_library).parent_path().string());
+    // Its headers are part of the key: another checkout rebuilds.
+    flags.push_back("-DPKB_TK_HEADERS=" + sha256_hex(io::read_file(inc + "/kittens.cuh")).substr(0, 16));
+  } else if (res.backend == "triton") {
+    if (tc.python.empty()) {
+      res.error = "this pkb was built without embedded Python (no Python.h or shared libpython for its torch's "
+                  "interpreter), so it cannot run .py candidates; install the interpreter's development files and "
+                  "rebuild";
+      return res;
+    }
+    return build_python(req, tc, res, source, t0);
   } else {
     res.error = "unknown candidate kind '" + fs::path(req.source).extension().string() +
-                "': use .cu (CUDA) or .cpp (CPU device)";
+                "': use .cu (CUDA or ThunderKittens), .py (Triton, or torch on the CPU device) or .cpp (CPU device)";
     return res;
   }
   if (torch_bridge) {
     for (std::string inc : {"/include", "/include/torch/csrc/api/include"}) flags.push_back("-I" + tc.torch_root + inc);
-    flags.push_back(res.backend == "cuda" ? "-Xcompiler=-D_GLIBCXX_USE_CXX11_ABI=1" : "-D_GLIBCXX_USE_CXX11_ABI=1");
+    flags.push_back(res.backend != "cpu" ? "-Xcompiler=-D_GLIBCXX_USE_CXX11_ABI=1" : "-D_GLIBCXX_USE_CXX11_ABI=1");
     flags.push_back("-L" + tc.torch_root + "/lib");
     for (std::string lib : {"-ltorch_cpu", "-lc10"}) flags.push_back(lib);
-    if (res.backend == "cuda")
+    if (res.backend != "cpu")
       for (std::string lib : {"-ltorch_cuda", "-lc10_cuda"}) flags.push_back(lib);
     std::stringstream rp(tc.rpath);
     for (std::string d; std::getline(rp, d, ':');) rpath_dirs.push_back(d);
   }
-  for (auto& d : rpath_dirs) flags.push_back(res.backend == "cuda" ? "-Xlinker=-rpath," + d : "-Wl,-rpath," + d);
+  for (auto& d : rpath_dirs) flags.push_back(res.backend != "cpu" ? "-Xlinker=-rpath," + d : "-Wl,-rpath," + d);
 
-  res.compiler = version_line(compiler, res.backend == "cuda");
+  res.compiler = version_line(compiler, res.backend != "cpu");
   std::string flag_text;
   for (auto& f : flags) flag_text += f + " ";
   res.key = sha256_hex(res.source_sha256 + "\n" + compiler + " " + flag_text + "\n" + res.compiler + "\nabi 1\n" +

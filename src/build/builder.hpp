@@ -1,7 +1,8 @@
 // Candidates: one source file in, one shared object out. The compiler and flags follow
-// the file's kind (.cu: nvcc for the CUDA device; .cpp: the host compiler for the CPU
-// device); results are cached by a hash of the source, the flags, the compiler's version
-// and the ABI, so a cached build costs nothing.
+// the file's kind (.cu: nvcc for the CUDA device; .cu including kittens.cuh: nvcc with
+// ThunderKittens' flags; .cpp: the host compiler for the CPU device; .py: a syntax check,
+// and the module copied, since the rank imports it); results are cached by a hash of the
+// source, the flags, the compiler's version and the ABI, so a cached build costs nothing.
 #pragma once
 
 #include <string>
@@ -17,6 +18,7 @@ struct Toolchain {
   std::string nccl_include, nccl_library;
   std::string torch_root;   // for candidates that include pkb/torch_bridge.hpp
   std::string rpath;        // ':'-separated runtime library folders
+  std::string python;       // the interpreter .py candidates run in ("": pkb cannot run them)
   static Toolchain from_build(const std::string& root);
 };
 
@@ -25,12 +27,13 @@ struct Request {
   std::string device = "cpu";  // "cpu" or "cuda"
   std::string arch = "sm_90a"; // CUDA target (from the probed GPU)
   std::string cache_dir;       // default_cache_dir() + "/build" when empty
+  std::string tk_dir;          // ThunderKittens checkout (else $PKB_TK_DIR)
 };
 
 struct Result {
   bool ok = false;
   std::string backend;       // cuda, cpu, triton, tk
-  std::string library;       // the shared object
+  std::string library;       // the shared object (a .py candidate: its module)
   std::string source_sha256;
   std::string key;           // the cache key
   bool cached = false;

@@ -5,6 +5,7 @@
 // the same command runs as a Slurm job on a GPU node and its result comes back here.
 #include <chrono>
 #include <ctime>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -35,7 +36,7 @@ namespace {
 // The command's flags. Trials, timing and budgets bind straight to the rank's job
 // (rank/job.hpp), whose defaults they keep.
 struct EvalOptions {
-  std::string problem, solution, seed, json_out, save, hardware = "auto";
+  std::string problem, solution, seed, json_out, save, hardware = "auto", tk_dir;
   std::string launcher = "local", slurm_dir;  // --launcher slurm: where the job's script, log and result go
   std::vector<std::string> sbatch;
   bool no_timing = false, no_ref_cache = false;
@@ -66,9 +67,11 @@ void check_candidate_device(const std::string& solution, const std::string& devi
                                 "cpu, or give a .cu candidate");
 }
 
-build::Result build_for(Globals& g, const std::string& solution, const launch::Placement& p) {
+build::Result build_for(Globals& g, const std::string& solution, const launch::Placement& p,
+                        const std::string& tk_dir) {
   build::Request req;
   req.source = solution;
+  req.tk_dir = tk_dir;
   req.device = p.device;
   if (p.gpus > 0) {
     auto cc = p.probe["devices"][0]["cc"];
@@ -182,7 +185,7 @@ int evaluate(Globals& g, EvalOptions& o) {
   fflush(stdout);
 
   auto t0 = std::chrono::steady_clock::now();
-  build::Result b = build_for(g, o.solution, p);
+  build::Result b = build_for(g, o.solution, p, o.tk_dir);
   res["candidate"] = {{"path", o.solution},
                       {"abs_path", fs::absolute(o.solution).lexically_normal().string()},
                       {"sha256", b.source_sha256},
@@ -222,6 +225,9 @@ int evaluate(Globals& g, EvalOptions& o) {
   job.capture_budget_bytes = static_cast<size_t>(mib * (1 << 20));
   job.candidate_heap_bytes = static_cast<size_t>(o.heap_mib * (1 << 20));
   job.library = b.library;
+  // Triton's kernel cache lives with pkb's (HOME is a scratch folder removed after the run).
+  if (b.backend == "triton" && !std::getenv("TRITON_CACHE_DIR"))
+    p.env.push_back({"TRITON_CACHE_DIR", build::default_cache_dir() + "/triton"});
   if (!o.save.empty()) {
     job.save_dir = fs::absolute(o.save).string();
     // Made here: the sandbox lets ranks write only into folders that exist when they enter it.
@@ -366,7 +372,10 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
   rank::Job& j = o.job;
   auto* cmd = app.add_subcommand("eval", "Check a candidate against the reference on every rank, then time both");
   cmd->add_option("-p,--problem", o.problem, "slug, original id or original stem")->required();
-  cmd->add_option("-s,--solution", o.solution, "the candidate: a .cu (CUDA) or .cpp (CPU device) file")->required();
+  cmd->add_option("-s,--solution", o.solution,
+                  "the candidate: .cu (CUDA, ThunderKittens), .py (Triton; torch on the CPU device) or .cpp (CPU device)")
+      ->required();
+  cmd->add_option("--tk-dir", o.tk_dir, "ThunderKittens checkout for candidates that include kittens.cuh (env PKB_TK_DIR)");
   cmd->add_option("-n,--trials", j.trials, "correctness trials, each with fresh random inputs")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
@@ -399,21 +408,22 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
     };
   });
 
-  static std::string build_src, build_device = "auto";
+  static std::string build_src, build_device = "auto", build_tk_dir;
   auto* bcmd = app.add_subcommand("build", "Compile a candidate into the build cache and print the library's path");
   bcmd->add_option("-s,--solution", build_src, "the candidate file")->required();
   bcmd->add_option("--device", build_device, "cuda, cpu or auto (from the file's kind)")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+  bcmd->add_option("--tk-dir", build_tk_dir, "ThunderKittens checkout (env PKB_TK_DIR)");
   bcmd->callback([&] {
     run = [&] {
       launch::Placement p;
       std::string kind = build::backend_of(build_src);
       p.device = build_device != "auto" ? build_device : (kind == "cpu" ? "cpu" : "cuda");
-      if (p.device == "cuda") {
+      if (p.device == "cuda" && kind != "triton") {  // the GPU's architecture
         p.probe = launch::probe_devices();
         p.gpus = static_cast<int>(p.probe.value("devices", json::array()).size());
       }
-      build::Result b = build_for(g, build_src, p);
+      build::Result b = build_for(g, build_src, p, build_tk_dir);
       if (!b.ok) {
         fprintf(stderr, "pkb: compile error: %s\n%s", b.error.c_str(), b.log.c_str());
         return int(eval::kCompileError);

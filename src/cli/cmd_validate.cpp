@@ -2,6 +2,7 @@
 #include <filesystem>
 
 #include "cli/commands.hpp"
+#include "cli/prompting.hpp"
 #include "eval/verdict.hpp"
 #include "eval/compare_dirs.hpp"
 #include "spec/dtype.hpp"
@@ -58,20 +59,14 @@ void add_validate_commands(CLI::App& app, Globals& g, Action& run) {
   static RunOptions ro;
   auto* cmd = app.add_subcommand(
       "validate", "Check that an all-zero answer, the inputs passed through and no communication all fail");
-  cmd->add_option("problems", problems, "problems (slug, id or stem), or 'all'")->required();
+  cmd->add_option("problems", problems, "problems (slug, id or stem), category keys (coll, tp, ...) or 'all'")->required();
   cmd->add_option("-n,--trials", job.trials, "trials per problem")->check(CLI::Range(1, 1000));
   cmd->add_option("--size", job.size, kSizeHelp);
   cmd->add_option("--seed", seed, "replay a seed");
   ro.add_to(cmd);
   cmd->callback([&] {
     run = [&] {
-      std::vector<const spec::ProblemSpec*> todo;
-      for (auto& key : problems) {
-        if (key == "all")
-          for (auto& s : g.registry().all()) todo.push_back(&s);
-        else
-          todo.push_back(&g.problem(key));
-      }
+      std::vector<const spec::ProblemSpec*> todo = select_problems(g, problems);
       for (auto* s : todo) check_size(*s, job.size);
       int broken = 0;
       for (auto* s : todo) broken += !validate_one(g, *s, ro, job, seed);

@@ -3,6 +3,9 @@
 #include <dlfcn.h>
 
 #include <cstring>
+#include <filesystem>
+
+#include "eval/python_plugin.hpp"
 
 #include "heap/heap.hpp"
 #include "launch/client.hpp"
@@ -24,7 +27,7 @@ F symbol(void* handle, const char* name) {
 
 }  // namespace
 
-Candidate::Candidate(const std::string& library) {
+NativeCandidate::NativeCandidate(const std::string& library) {
   // RTLD_LOCAL: two candidates' symbols never mix; RTLD_NOW: a missing symbol fails here.
   handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle_) throw rank::RankError("abi", std::string("cannot load the candidate: ") + dlerror());
@@ -45,21 +48,71 @@ Candidate::Candidate(const std::string& library) {
   finalize_ = symbol<pkb_finalize_fn>(handle_, "pkb_finalize");
 }
 
-Candidate::~Candidate() {
-  // Never dlclose: a candidate's static destructors or CUDA module unloads may run
-  // at odd times; the rank exits right after.
-}
+// Never dlclose: a candidate's static destructors or CUDA module unloads may run at odd
+// times; the rank exits right after.
 
-int Candidate::init(pkb_ctx* ctx, const std::vector<pkb_tensor>& in, const std::vector<pkb_tensor>& out) const {
+int NativeCandidate::init(pkb_ctx* ctx, const std::vector<pkb_tensor>& in, const std::vector<pkb_tensor>& out) {
   return init_ ? init_(ctx, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size())) : 0;
 }
 
-int Candidate::run(pkb_ctx* ctx, const std::vector<pkb_tensor>& in, std::vector<pkb_tensor>& out) const {
+int NativeCandidate::run(pkb_ctx* ctx, const std::vector<pkb_tensor>& in, std::vector<pkb_tensor>& out) {
   return run_(ctx, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()));
 }
 
-void Candidate::finalize(pkb_ctx* ctx) const {
+void NativeCandidate::finalize(pkb_ctx* ctx) {
   if (finalize_) finalize_(ctx);
+}
+
+namespace {
+
+bool is_python(const std::string& library) { return std::filesystem::path(library).extension() == ".py"; }
+
+// libpkb_python.so, loaded once and only for .py candidates: the pkb binary itself never
+// needs libpython. libpython goes into the global namespace first, since the extension
+// modules Python imports (torch._C, numpy) expect its symbols there.
+struct PythonPlugin {
+  pkb_python_prepare_fn prepare = nullptr;
+  pkb_python_load_fn load = nullptr;
+};
+
+const PythonPlugin& python_plugin() {
+  static PythonPlugin plugin = [] {
+    PythonPlugin p;
+#if defined(PKB_PYTHON_PLUGIN) && defined(PKB_LIBPYTHON)
+    if (!dlopen(PKB_LIBPYTHON, RTLD_NOW | RTLD_GLOBAL))
+      throw rank::RankError("abi", std::string("cannot load libpython for .py candidates: ") + dlerror());
+    void* h = dlopen(PKB_PYTHON_PLUGIN, RTLD_NOW | RTLD_GLOBAL);
+    if (!h) throw rank::RankError("abi", std::string("cannot load pkb's Python layer: ") + dlerror());
+    p.prepare = reinterpret_cast<pkb_python_prepare_fn>(dlsym(h, "pkb_python_prepare"));
+    p.load = reinterpret_cast<pkb_python_load_fn>(dlsym(h, "pkb_python_load"));
+    if (!p.prepare || !p.load) throw rank::RankError("abi", std::string(PKB_PYTHON_PLUGIN) + " is not pkb's Python layer");
+#else
+    throw rank::RankError("abi",
+                          "this pkb was built without embedded Python (no Python.h or shared libpython for its "
+                          "torch's interpreter at configure time), so it cannot run .py candidates; install the "
+                          "interpreter's development files (python3-dev) and rebuild");
+#endif
+    return p;
+  }();
+  return plugin;
+}
+
+}  // namespace
+
+LoadNeeds prepare_candidate(const std::string& library, bool cuda) {
+  LoadNeeds needs;
+  if (!is_python(library)) return needs;
+  std::string error;
+  if (!python_plugin().prepare(cuda, &needs, &error)) throw rank::RankError("abi", error);
+  return needs;
+}
+
+std::unique_ptr<Candidate> load_candidate(const std::string& library) {
+  if (!is_python(library)) return std::make_unique<NativeCandidate>(library);
+  std::string error;
+  Candidate* c = python_plugin().load(library.c_str(), &error);
+  if (!c) throw rank::RankError("abi", error);
+  return std::unique_ptr<Candidate>(c);
 }
 
 CandidateCtx::CandidateCtx(heap::Heap& heap, launch::Client& client, int device, void* stream, void* nccl,

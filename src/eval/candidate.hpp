@@ -20,19 +20,34 @@ class Client;
 
 namespace pkb::eval {
 
+// A candidate loaded into a rank, whatever its language: pkb calls it through the pkb_ctx
+// and pkb_tensor arrays of the C ABI. A .cu or .cpp candidate is a shared object
+// (NativeCandidate); a .py candidate runs in an embedded Python (src/python/).
 class Candidate {
+ public:
+  virtual ~Candidate() = default;
+  virtual int init(pkb_ctx* ctx, const std::vector<pkb_tensor>& in, const std::vector<pkb_tensor>& out) = 0;
+  virtual int run(pkb_ctx* ctx, const std::vector<pkb_tensor>& in, std::vector<pkb_tensor>& out) = 0;
+  virtual void finalize(pkb_ctx* ctx) = 0;
+  // What a non-zero return of `entry` (pkb_init, pkb_run) means: "pkb_run returned 3", or
+  // "pkb_run raised an exception" for Python.
+  virtual std::string returned(const char* entry, int rc) const {
+    return std::string(entry) + " returned " + std::to_string(rc);
+  }
+};
+
+// The shared object of a .cu or .cpp candidate, checked against the solution ABI.
+class NativeCandidate : public Candidate {
  public:
   // Loads the library. Throws rank::RankError("abi", ...) when an entry point is missing
   // or the ABI version differs.
-  explicit Candidate(const std::string& library);
-  ~Candidate();
-  Candidate(const Candidate&) = delete;
-  Candidate& operator=(const Candidate&) = delete;
+  explicit NativeCandidate(const std::string& library);
+  NativeCandidate(const NativeCandidate&) = delete;
+  NativeCandidate& operator=(const NativeCandidate&) = delete;
 
-  bool has_init() const { return init_ != nullptr; }
-  int init(pkb_ctx* ctx, const std::vector<pkb_tensor>& in, const std::vector<pkb_tensor>& out) const;
-  int run(pkb_ctx* ctx, const std::vector<pkb_tensor>& in, std::vector<pkb_tensor>& out) const;
-  void finalize(pkb_ctx* ctx) const;
+  int init(pkb_ctx* ctx, const std::vector<pkb_tensor>& in, const std::vector<pkb_tensor>& out) override;
+  int run(pkb_ctx* ctx, const std::vector<pkb_tensor>& in, std::vector<pkb_tensor>& out) override;
+  void finalize(pkb_ctx* ctx) override;
 
  private:
   void* handle_ = nullptr;
@@ -40,6 +55,22 @@ class Candidate {
   pkb_run_fn run_ = nullptr;
   pkb_finalize_fn finalize_ = nullptr;
 };
+
+// What the sandbox must grant a candidate that is about to be loaded, and whether its
+// runtime starts programs of its own (Triton runs ptxas and a C compiler).
+struct LoadNeeds {
+  std::vector<std::string> read, write;
+  std::vector<std::string> exec;  // the only programs it may run (processes == true)
+  bool processes = false;
+};
+
+// Before the sandbox: gets what loading `library` needs ready (for a .py candidate, the
+// embedded interpreter with torch, and Triton on CUDA) and says what the sandbox must grant.
+// Throws rank::RankError("abi", ...) when this pkb cannot run that kind of candidate.
+LoadNeeds prepare_candidate(const std::string& library, bool cuda);
+
+// Inside the sandbox: loads the candidate (a .py module is imported here).
+std::unique_ptr<Candidate> load_candidate(const std::string& library);
 
 // The pkb_ctx of one rank, with the state its callbacks need.
 class CandidateCtx {

@@ -46,7 +46,6 @@ namespace {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
-using eval::Candidate;
 using eval::CandidateCtx;
 namespace phase = launch::phase;
 
@@ -170,13 +169,23 @@ class EvalJob {
     if (r_.comm->backend() == "nccl") cand_comm_ = r_.comm->split(0, r_.rank);
     make_sets();
     if (!job_.save_dir.empty()) std::filesystem::create_directories(job_.save_dir);  // writable in the sandbox
+    // A .py candidate's interpreter (torch, Triton) starts before the sandbox, as pkb's own
+    // work, under a deadline of its own.
+    bool python = std::filesystem::path(job_.library).extension() == ".py";
+    if (python) r_.client.phase(phase::kInterpreter);
+    eval::LoadNeeds needs = eval::prepare_candidate(job_.library, r_.device.is_cuda());
+    if (python) r_.client.phase(phase::kInit);
     if (job_.sandbox) {
       connect_communicators();
       std::string lib_dir = std::filesystem::path(job_.library).parent_path().string();
       std::string spec_dir = std::filesystem::path(job_.spec).parent_path().string();
-      sandbox_ = rank::enter_sandbox(rank::rank_paths({lib_dir, spec_dir}, {job_.save_dir}));
+      needs.read.insert(needs.read.end(), {lib_dir, spec_dir});
+      needs.write.push_back(job_.save_dir);
+      rank::SandboxPaths paths = rank::rank_paths(needs.read, needs.write);
+      if (needs.processes) rank::allow_programs(paths, needs.exec);
+      sandbox_ = rank::enter_sandbox(paths);
     }
-    cand_ = std::make_unique<Candidate>(job_.library);  // its constructors run here, confined
+    cand_ = eval::load_candidate(job_.library);  // its constructors (a module's import) run here, confined
     deny_if_violated("while being loaded");
     cctx_ = std::make_unique<CandidateCtx>(*r_.heap, r_.client, r_.device.is_cuda() ? r_.device.index() : -1, stream_,
                                            comm::nccl_handle(cand_comm_.get()), pc_.spec, pc_.ctx.vars());
@@ -190,7 +199,7 @@ class EvalJob {
     int rc = cand_->init(cctx_->get(), din, dout);
     device::synchronize(r_.device);
     deny_if_violated("in pkb_init");
-    if (rc != 0) throw std::runtime_error("pkb_init returned " + std::to_string(rc) + explain());
+    if (rc != 0) throw std::runtime_error(cand_->returned("pkb_init", rc) + explain());
     cctx_->end_init();
     // Symmetric means symmetric: every rank must have allocated the same buffers.
     auto layouts = r_.client.all_gather(r_.rank, r_.world, r_.heap->layout());
@@ -235,13 +244,20 @@ class EvalJob {
       return tensor::view_of(base + off, shape, type, r_.device);
     };
     const auto& s = pc_.spec;
+    // A tensor empty on this rank still has its slot (solution.h): its address, not the
+    // null data pointer of an empty tensor.
+    auto described = [&](const spec::TensorSpec& t, const at::Tensor& x, size_t off) {
+      pkb_tensor d = eval::describe(t, x, !t.host);
+      if (!t.host) d.data = base + off;
+      return d;
+    };
     for (size_t i = 0; i < s.inputs.size(); ++i) {
       set.in.push_back(view(s.inputs[i], layout.in_off[i]));
-      set.din.push_back(eval::describe(s.inputs[i], set.in.back(), !s.inputs[i].host));
+      set.din.push_back(described(s.inputs[i], set.in.back(), layout.in_off[i]));
     }
     for (size_t i = 0; i < s.outputs.size(); ++i) {
       set.out.push_back(view(s.outputs[i], layout.out_off[i]));
-      set.dout.push_back(eval::describe(s.outputs[i], set.out.back(), !s.outputs[i].host));
+      set.dout.push_back(described(s.outputs[i], set.out.back(), layout.out_off[i]));
     }
     return set;
   }
@@ -307,7 +323,7 @@ class EvalJob {
   // Runs the candidate on `set`; returns a failure or null.
   json call_candidate(Set& set, const std::string& ph, int64_t trial) {
     int rc = cand_->run(cctx_->get(), set.din, set.dout);
-    if (rc != 0) return failure("wrong", ph, trial, "", "error", "pkb_run returned " + std::to_string(rc) + explain());
+    if (rc != 0) return failure("wrong", ph, trial, "", "error", cand_->returned("pkb_run", rc) + explain());
     return nullptr;
   }
 
@@ -568,7 +584,7 @@ class EvalJob {
   rank::Rank& r_;
   const rank::Job& job_;
   ProblemContext pc_;
-  std::unique_ptr<Candidate> cand_;
+  std::unique_ptr<eval::Candidate> cand_;
   std::unique_ptr<Comm> cand_comm_;
   std::unique_ptr<CandidateCtx> cctx_;
   std::vector<Set> sets_;

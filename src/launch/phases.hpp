@@ -6,6 +6,7 @@ namespace pkb::launch::phase {
 
 inline constexpr char kBootstrap[] = "bootstrap";  // from the spawn to the rank's first event
 inline constexpr char kInit[] = "init";            // device, communicators, heap, pkb_init
+inline constexpr char kInterpreter[] = "interpreter";  // a .py candidate's Python, torch and Triton start
 inline constexpr char kTrial[] = "trial";          // one correctness trial (with its number)
 inline constexpr char kSync[] = "sync";            // done with a trial, waiting for the others
 inline constexpr char kSave[] = "save";            // writing outputs

@@ -92,8 +92,12 @@ bool restrict_filesystem(const SandboxPaths& paths, int abi, std::string& why) {
     why = std::string("landlock_create_ruleset: ") + std::strerror(errno);
     return false;
   }
-  for (auto& p : paths.read) add_rule(rs, p, kReadRights & handled, abi);
-  for (auto& p : paths.write) add_rule(rs, p, handled, abi);
+  // With processes allowed, execution is granted by name only (paths.exec).
+  uint64_t no_exec = paths.processes ? ~uint64_t(LANDLOCK_ACCESS_FS_EXECUTE) : ~uint64_t(0);
+  for (auto& p : paths.read) add_rule(rs, p, kReadRights & handled & no_exec, abi);
+  for (auto& p : paths.write) add_rule(rs, p, handled & no_exec, abi);
+  if (paths.processes)
+    for (auto& p : paths.exec) add_rule(rs, p, kReadRights & handled, abi);
   bool ok = syscall(SYS_landlock_restrict_self, rs, 0) == 0;
   if (!ok) why = std::string("landlock_restrict_self: ") + std::strerror(errno);
   close(rs);
@@ -143,7 +147,7 @@ extern "C" void on_sigsys(int, siginfo_t* info, void* context) {
 #define PKB_LOAD(field) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, field))
 #define PKB_ON(nr, action) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), BPF_STMT(BPF_RET | BPF_K, (action))
 
-bool filter_syscalls(std::string& why) {
+bool filter_syscalls(bool processes, std::string& why) {
 #if defined(__x86_64__) || defined(__aarch64__)
   struct sigaction sa{};
   sa.sa_sigaction = on_sigsys;
@@ -151,6 +155,8 @@ bool filter_syscalls(std::string& why) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGSYS, &sa, nullptr);
   constexpr uint32_t kTrap = SECCOMP_RET_TRAP, kAllow = SECCOMP_RET_ALLOW;
+  // Processes and programs: denied, or left to Landlock's list of programs.
+  const uint32_t kProcess = processes ? kAllow : kTrap;
   sock_filter prog[] = {
       PKB_LOAD(arch),
       BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kArch, 1, 0),
@@ -160,11 +166,11 @@ bool filter_syscalls(std::string& why) {
       // x32 system calls are other numbers for the same calls: none.
       BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-      PKB_ON(SYS_fork, kTrap),
-      PKB_ON(SYS_vfork, kTrap),
+      PKB_ON(SYS_fork, kProcess),
+      PKB_ON(SYS_vfork, kProcess),
 #endif
-      PKB_ON(SYS_execve, kTrap),
-      PKB_ON(SYS_execveat, kTrap),
+      PKB_ON(SYS_execve, kProcess),
+      PKB_ON(SYS_execveat, kProcess),
 #ifdef SYS_io_uring_setup
       PKB_ON(SYS_io_uring_setup, kTrap),
 #endif
@@ -177,7 +183,7 @@ bool filter_syscalls(std::string& why) {
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0])),
       BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1),
       BPF_STMT(BPF_RET | BPF_K, kAllow),
-      BPF_STMT(BPF_RET | BPF_K, kTrap),
+      BPF_STMT(BPF_RET | BPF_K, kProcess),
       // socket: Unix, netlink and the like yes; IPv4 and IPv6 no.
       BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 0, 4),
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0])),
@@ -246,13 +252,26 @@ SandboxPaths rank_paths(const std::vector<std::string>& read, const std::vector<
   return p;
 }
 
+void allow_programs(SandboxPaths& p, const std::vector<std::string>& programs) {
+  p.processes = true;
+  for (auto& x : programs) add_if_exists(p.exec, x);
+  // The dynamic loader of every program (mapped here as ours): the kernel opens it for
+  // execution too.
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    size_t slash = line.find('/');
+    if (slash != std::string::npos && fs::path(line.substr(slash)).filename().string().rfind("ld-linux", 0) == 0)
+      add_if_exists(p.exec, line.substr(slash));
+  }
+}
+
 SandboxStatus enter_sandbox(const SandboxPaths& paths) {
   SandboxStatus s;
   s.landlock_abi = landlock_version();
   std::string why_fs, why_sc;
   if (s.landlock_abi > 0) s.filesystem = restrict_filesystem(paths, s.landlock_abi, why_fs);
   else why_fs = "no Landlock in this kernel";
-  s.seccomp = filter_syscalls(why_sc);
+  s.seccomp = filter_syscalls(paths.processes, why_sc);
   if (!s.filesystem) s.note = why_fs + ": the candidate can read and write what the user can";
   if (!s.seccomp) s.note += (s.note.empty() ? "" : "; ") + why_sc + ": the candidate can open sockets and start processes";
   return s;

@@ -6,6 +6,9 @@
 //   - opens no network socket and starts no process (seccomp: socket(AF_INET/AF_INET6),
 //     fork, vfork, clone without CLONE_THREAD, execve and io_uring are denied; sockets that
 //     NCCL and gloo opened before stay usable);
+//   - except for candidates whose runtime must run programs (Triton runs ptxas and a C
+//     compiler): those may start processes, but Landlock lets them execute only the listed
+//     programs (SandboxPaths::exec), and every process they start inherits both layers;
 // and what it tried is recorded for the verdict (take_violation) rather than crashing the
 // rank. Environment, process limits and leftover children are the parent's part
 // (launch/environment.hpp, launch/spawn.hpp). Threads that existed before (NCCL's, gloo's)
@@ -20,8 +23,12 @@
 namespace pkb::rank {
 
 struct SandboxPaths {
-  std::vector<std::string> read;   // and execute
-  std::vector<std::string> write;  // and create, remove
+  std::vector<std::string> read;   // and execute (unless `processes`)
+  std::vector<std::string> write;  // and create, remove (and execute unless `processes`)
+  // Processes may be started, running only the programs (files or folders) in `exec` and
+  // the dynamic loader; read and write paths then lose the right to execute.
+  bool processes = false;
+  std::vector<std::string> exec;
 };
 
 struct SandboxStatus {
@@ -39,6 +46,10 @@ SandboxStatus sandbox_support();
 // packages, their site-packages), /dev, its scratch folder ($TMPDIR), the MPS pipes, plus
 // `read` and `write`.
 SandboxPaths rank_paths(const std::vector<std::string>& read, const std::vector<std::string>& write);
+
+// Lets the candidate start processes that run only `programs` (files or folders) and the
+// dynamic loader; `p`'s read and write paths lose the right to execute.
+void allow_programs(SandboxPaths& p, const std::vector<std::string>& programs);
 
 // Confines the calling thread (and threads it starts from now on). Never fails: a layer
 // the kernel lacks is skipped and named in the status's note.

@@ -228,6 +228,7 @@ Summary summarize(const std::vector<Evaluation>& all, const std::vector<int>& ks
   s.warnings = warnings_of(s.header, evaluations);
 
   std::map<std::string, Rates> by_run;
+  std::map<std::string, std::set<std::string>> backends;  // run -> its candidates' backends
   std::map<std::string, std::map<Instance, std::pair<int, std::vector<int>>>> samples;  // run -> problem -> n, c per p
   std::map<std::string, int> category_order;  // category -> its first problem id
   std::map<std::pair<std::string, std::string>, Rates> by_category;
@@ -237,6 +238,7 @@ Summary summarize(const std::vector<Evaluation>& all, const std::vector<int>& ks
   const size_t P = kSpeedupThresholds.size();
   for (auto& e : evaluations) {
     by_run[e.run].add(e);
+    if (!e.backend.empty()) backends[e.run].insert(e.backend);
     auto& [n, c] = samples[e.run][instance_of(e)];
     c.resize(P + 1);  // c[0]: correct; c[1+i]: correct and faster than threshold i
     ++n;
@@ -281,6 +283,7 @@ Summary summarize(const std::vector<Evaluation>& all, const std::vector<int>& ks
     s.run_names.push_back(run);
     RunSummary r;
     r.run = run;
+    for (auto& b : backends[run]) r.backend += (r.backend.empty() ? "" : ",") + b;
     r.rates = rates;
     r.rates.finish();
     auto& problems = samples[run];

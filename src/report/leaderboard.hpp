@@ -44,6 +44,7 @@ struct Rates {
 
 struct RunSummary {
   std::string run;
+  std::string backend;  // its candidates' backends ("triton", or "cpu,triton" when mixed)
   Rates rates;
   int problems = 0;     // problems (at a world size and size) it has samples for
   int min_samples = 0;  // the fewest samples of any of them: pass@k needs k <= this

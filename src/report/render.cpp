@@ -267,10 +267,11 @@ const char* const kRatesNote =
 Section runs_section(const Summary& s) {
   Section sec{"Runs", 2, "runs"};
   Table t;
-  t.head = {"run", "problems"};
+  t.head = {"run", "backend", "problems"};
+  t.left = 2;
   for (auto& h : rate_head()) t.head.push_back(h);
   for (auto& r : s.runs) {
-    std::vector<std::string> row = {r.run, std::to_string(r.problems)};
+    std::vector<std::string> row = {r.run, r.backend.empty() ? std::string(kNone) : r.backend, std::to_string(r.problems)};
     for (auto& c : rate_cells(r.rates)) row.push_back(c);
     t.rows.push_back(row);
   }
@@ -381,15 +382,16 @@ Section matrix_section(const Summary& s) {
 Section best_section(const Summary& s) {
   Section sec{"Best candidate per problem", 2, "best"};
   Table t;
-  t.head = {"problem", "best run", "sample", "candidate", "W", "size", "correct", "speedup", "spread", "repeats",
-            "candidate us", "reference us", "roofline", "timing"};
-  t.left = 4;
+  t.head = {"problem", "best run", "backend", "sample", "candidate", "W", "size", "correct", "speedup", "spread",
+            "repeats", "candidate us", "reference us", "roofline", "timing"};
+  t.left = 5;
   for (auto& b : s.best) {
     const Evaluation* e = b.best ? &*b.best : b.correct_uncounted ? &*b.correct_uncounted : nullptr;
-    std::vector<std::string> row = {b.problem, kNone, kNone, kNone};
+    std::vector<std::string> row = {b.problem, kNone, kNone, kNone, kNone};
     if (e) {
-      row = {b.problem, e->run, std::to_string(e->sample), e->shown_path};
-      if (!e->abs_path.empty()) t.links[{t.rows.size(), 3}] = e->abs_path;
+      row = {b.problem, e->run, e->backend.empty() ? std::string(kNone) : e->backend, std::to_string(e->sample),
+             e->shown_path};
+      if (!e->abs_path.empty()) t.links[{t.rows.size(), 4}] = e->abs_path;
     }
     std::string repeats = kNone;
     if (b.best && b.repeats > 1)
@@ -628,6 +630,7 @@ json render_json(const Summary& s, const Results& r) {
   };
   auto evaluation = [&](const Evaluation& e) {
     return json{{"run", e.run},
+                {"backend", e.backend},
                 {"sample", e.sample},
                 {"path", e.path},
                 {"shown_path", e.shown_path},
@@ -655,6 +658,7 @@ json render_json(const Summary& s, const Results& r) {
   for (auto& run : s.runs) {
     json x = rates(run.rates);
     x["run"] = run.run;
+    x["backend"] = run.backend;
     x["problems"] = run.problems;
     x["min_samples"] = run.min_samples;
     json pass = json::object(), fast_at = json::object();

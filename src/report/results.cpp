@@ -119,6 +119,7 @@ Evaluation evaluation_of(const json& j, const std::string& file) {
   e.time = string_at(j, {"time"});
   e.path = string_at(j, {"candidate", "path"});
   e.sha256 = string_at(j, {"candidate", "sha256"});
+  e.backend = string_at(j, {"candidate", "backend"});
   e.abs_path = locate(j, e.path, dir);
   e.shown_path = e.abs_path.empty() ? e.path : relative_to(e.abs_path, dir.empty() ? fs::path(".") : dir);
   e.run = string_at(j, {"sweep", "run"}, run_of_path(e.path));

@@ -17,6 +17,7 @@ struct Evaluation {
   std::string shown_path;  // the candidate relative to the results file's folder (else as recorded)
   std::string abs_path;    // the candidate's absolute path, "" when it cannot be told
   std::string file;        // the results file the line came from
+  std::string backend;  // cuda, cpu, triton, tk ("" in results that do not say)
   std::string sha256, device, gpu, dtype, seed, hardware_profile, pkb_version, commit, time;
   int problem_id = 0, world = 0, sample = 0, ranks_per_gpu = 1;
   std::optional<int> trials, warmup, iters;

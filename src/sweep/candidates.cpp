@@ -62,6 +62,18 @@ bool parse_candidate_path(const std::string& path, std::string& problem_key, std
   return true;
 }
 
+std::string device_of_candidate(const std::string& path, const std::string& backend) {
+  if (backend == "cpu") return "cpu";
+  if (backend != "triton") return "cuda";
+  // A .py candidate under a folder named cpu (solutions_triton/cpu/<problem>.py) uses torch
+  // ops on the CPU device; the rest are Triton on CUDA.
+  for (fs::path d = fs::path(path).parent_path(); !d.empty() && d.has_filename(); d = d.parent_path()) {
+    if (d.filename() == "cpu") return "cpu";
+    if (d.filename().string().rfind("solutions_", 0) == 0) break;
+  }
+  return "cuda";
+}
+
 Discovery discover(const std::vector<std::string>& roots, const spec::Registry& registry) {
   Discovery found;
   std::vector<std::string> files;
@@ -106,7 +118,7 @@ Discovery discover(const std::vector<std::string>& roots, const spec::Registry& 
     c.problem = spec->slug;
     c.problem_id = spec->id;
     c.category = spec->category;
-    c.device = c.backend == "cpu" ? "cpu" : "cuda";
+    c.device = device_of_candidate(file, c.backend);
     c.sha256 = build::sha256_hex(io::read_file(file));
     found.candidates.push_back(std::move(c));
   }

@@ -19,7 +19,7 @@ struct Candidate {
   std::string run;      // the model or run it came from: <run> above, or the folder of a hand-written one
   int sample = 0;       // <k> of sample_<k>; 0 for a hand-written one
   std::string backend;  // cuda, cpu, triton or tk
-  std::string device;   // where it runs: "cpu" for cpu candidates, "cuda" for the rest
+  std::string device;   // where it runs: "cpu" for cpu candidates and .py ones under a cpu/ folder, else "cuda"
   std::string sha256;   // of the source bytes
 };
 
@@ -32,6 +32,10 @@ struct Discovery {
 // sample and backend. Returns false for files that are not candidates (by extension).
 bool parse_candidate_path(const std::string& path, std::string& problem_key, std::string& run, int& sample,
                           std::string& backend);
+
+// The device a candidate runs on: cpu for the cpu backend and for .py (triton) candidates
+// under a folder named cpu (torch ops on the CPU device); cuda for the rest.
+std::string device_of_candidate(const std::string& path, const std::string& backend);
 
 // Walks `roots` (folders, searched recursively, or single files). Throws std::runtime_error
 // when a root does not exist.

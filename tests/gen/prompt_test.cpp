@@ -124,6 +124,16 @@ TEST(GenPrompt, BackendsQuoteTheirOwnHelpersAndSettingsChangeTheFacts) {
   Prompt none = make(book, "coll_alltoall", "triton", "zero_shot", "none");
   EXPECT_FALSE(has(none.user, "## The machine"));
   EXPECT_TRUE(has(none.user, "tagged\n`python`")) << "the triton fence tag";
+  // Triton and ThunderKittens: each its own ABI description and a working example.
+  Prompt triton = make(book, "coll_alltoall", "triton", "one_shot", "none");
+  EXPECT_TRUE(has(triton.user, "class Ctx:")) << "python/pkb/__init__.py verbatim";
+  EXPECT_TRUE(has(triton.user, "def barrier_on_stream(ctx")) << "python/pkb/triton.py verbatim";
+  EXPECT_TRUE(has(triton.user, "solutions_triton/coll_allreduce.py")) << "the example";
+  EXPECT_TRUE(has(triton.user, "@triton.jit"));
+  Prompt tk = make(book, "coll_allreduce", "tk", "one_shot", "none");
+  EXPECT_TRUE(has(tk.user, "make_pgl")) << "include/pkb/tk.cuh verbatim";
+  EXPECT_TRUE(has(tk.user, "solutions_tk/tp_gemm_allgather.cu")) << "the example other than the problem asked";
+  EXPECT_TRUE(has(tk.system + tk.user, "-std=c++20"));
 }
 
 TEST(GenPrompt, HardwareAutoQuotesWhatPkbDoctorSees) {

@@ -131,6 +131,7 @@ TEST(Report, CategoriesAndBestCandidates) {
   EXPECT_EQ(allreduce["evaluated"], 5);
   EXPECT_EQ(allreduce["correct"], 3);
   EXPECT_EQ(allreduce["best"]["run"], "beta");
+  EXPECT_EQ(allreduce["best"]["backend"], "cuda");
   EXPECT_DOUBLE_EQ(allreduce["best"]["speedup"].get<double>(), 3.0);
   EXPECT_EQ(rep["best"][1]["best"]["path"], "solutions_cuda/alpha/coll_allgather/sample_0.cu");
   EXPECT_EQ(rep["best"][2]["best"]["sample"], 1);  // 1.6x beats sample 2's 1.0x
@@ -139,10 +140,10 @@ TEST(Report, CategoriesAndBestCandidates) {
 TEST(Report, MarkdownAndTerminalTables) {
   std::string dir = temp_dir("report-md");
   Report r = run_report(dir);
-  EXPECT_TRUE(contains(r.md, "| beta | 2 | 4 | 100.0% | 25.0% | 25.0% | 25.0% | 25.0% | 3.00x | 90.0% | 1 |")) << r.md;
+  EXPECT_TRUE(contains(r.md, "| beta | cuda | 2 | 4 | 100.0% | 25.0% | 25.0% | 25.0% | 25.0% | 3.00x | 90.0% | 1 |")) << r.md;
   EXPECT_TRUE(contains(r.md, "| alpha | 3 | 55.6% | 88.9% | 100.0% |")) << r.md;
   EXPECT_TRUE(contains(r.md, "### dp: Data Parallel")) << r.md;
-  EXPECT_TRUE(contains(r.out, "alpha         3            9     88.9%    55.6%   33.3%     22.2%   11.1%")) << r.out;
+  EXPECT_TRUE(contains(r.out, "alpha  cuda            3            9     88.9%    55.6%   33.3%     22.2%   11.1%")) << r.out;
 }
 
 TEST(Report, HtmlNeedsNothingFromTheNetwork) {

@@ -27,10 +27,11 @@ json read_json(const std::string& path) {
 // Short timing: the protocol in full, with fewer calls than the defaults. The gallery's own
 // problems (tests/candidates/problems) are there too.
 PkbRun eval(const std::string& problem, const std::string& solution, const std::string& json_out,
-            std::vector<std::string> extra = {}, const std::vector<std::pair<std::string, std::string>>& env = {}) {
+            std::vector<std::string> extra = {}, const std::vector<std::pair<std::string, std::string>>& env = {},
+            int world = 4) {
   std::vector<std::string> args = {"--problem-dir", kSrc + "/tests/candidates/problems", "--reference-lib",
                                    PKB_GALLERY_REFS, "eval", "-p", problem, "-s", solution, "--device", "cpu",
-                                   "-w", "4", "--warmup", "10", "--iters", "20", "--json", json_out};
+                                   "-w", std::to_string(world), "--warmup", "10", "--iters", "20", "--json", json_out};
   args.insert(args.end(), extra.begin(), extra.end());
   return run_pkb(args, 900, env);
 }
@@ -59,6 +60,27 @@ INSTANTIATE_TEST_SUITE_P(Collectives, CpuCandidate,
                          ::testing::Values("coll_allreduce", "coll_allgather", "coll_broadcast", "coll_reduce",
                                            "coll_scatter", "coll_gather", "coll_reducescatter", "coll_alltoall"));
 
+// The same collectives as Python candidates (solutions_triton/cpu/*.py): the embedded
+// interpreter, pkb.Ctx and the tensor views, with torch ops where Triton kernels run on CUDA.
+// W = 2: every rank starts Python and imports torch.
+class PyCpuCandidate : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PyCpuCandidate, IsCorrectAndTimed) {
+  std::string problem = GetParam(), out = temp_dir("eval-py-" + problem) + "/r.json";
+  PkbRun r = eval(problem, kSrc + "/solutions_triton/cpu/" + problem + ".py", out, {"--trials", "10"}, {}, 2);
+  if (contains(r.out, "built without embedded Python")) GTEST_SKIP() << "pkb was built without embedded Python";
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  json j = read_json(out);
+  EXPECT_EQ(j["verdict"], "correct");
+  EXPECT_EQ(j["candidate"]["backend"], "triton");
+  EXPECT_EQ(j["timing"]["candidate"]["samples"], 20);
+  EXPECT_TRUE(survivors(r.tag).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Collectives, PyCpuCandidate,
+                         ::testing::Values("coll_allreduce", "coll_allgather", "coll_broadcast", "coll_reduce",
+                                           "coll_scatter", "coll_gather", "coll_reducescatter", "coll_alltoall"));
+
 // tests/candidates/expected.tsv: file, problem, verdict.
 std::vector<std::tuple<std::string, std::string, std::string>> gallery(const std::string& kind) {
   std::vector<std::tuple<std::string, std::string, std::string>> out;
@@ -79,7 +101,9 @@ class BadCandidate : public ::testing::TestWithParam<std::tuple<std::string, std
 TEST_P(BadCandidate, GetsTheRightVerdict) {
   auto [file, problem, verdict] = GetParam();
   std::string out = temp_dir("bad-" + std::filesystem::path(file).stem().string()) + "/r.json";
-  PkbRun r = eval(problem, kSrc + "/tests/candidates/" + file, out, {"--trials", "10", "--timeout", "15"});
+  bool py = file.rfind("py/", 0) == 0;  // Python starts in every rank: two are enough
+  PkbRun r = eval(problem, kSrc + "/tests/candidates/" + file, out, {"--trials", "10", "--timeout", "15"}, {},
+                  py ? 2 : 4);
   json j = read_json(out);
   EXPECT_EQ(j["verdict"], verdict) << r.out << r.err;
   const std::map<std::string, int> codes = {{"correct", 0}, {"wrong", 1},   {"compile_error", 3},
@@ -95,6 +119,57 @@ TEST_P(BadCandidate, GetsTheRightVerdict) {
 INSTANTIATE_TEST_SUITE_P(Gallery, BadCandidate, ::testing::ValuesIn(gallery("cpu")), [](const auto& info) {
   return std::filesystem::path(std::get<0>(info.param)).stem().string();
 });
+INSTANTIATE_TEST_SUITE_P(PyGallery, BadCandidate, ::testing::ValuesIn(gallery("py")), [](const auto& info) {
+  return std::filesystem::path(std::get<0>(info.param)).stem().string();
+});
+
+// A Python exception is reported with its traceback: the file, the line, the message.
+TEST(Eval, PythonExceptionCarriesItsTraceback) {
+  std::string out = temp_dir("py-traceback") + "/r.json";
+  PkbRun r = eval("coll_allreduce", kSrc + "/tests/candidates/py/exception.py", out, {"--trials", "2"}, {}, 2);
+  if (contains(r.out, "built without embedded Python")) GTEST_SKIP() << "pkb was built without embedded Python";
+  json j = read_json(out);
+  std::string m = j["message"];
+  EXPECT_EQ(j["verdict"], "wrong") << m;
+  EXPECT_TRUE(contains(m, "pkb_run raised an exception")) << m;
+  EXPECT_TRUE(contains(m, "Traceback (most recent call last)")) << m;
+  EXPECT_TRUE(contains(m, "exception.py\", line 8, in pkb_run")) << m;
+  EXPECT_TRUE(contains(m, "ValueError: the candidate gave up on purpose")) << m;
+  // Under --no-sandbox the shell runs, and run_program.py says so with a wrong answer.
+  r = eval("coll_allreduce", kSrc + "/tests/candidates/py/run_program.py", out,
+           {"--trials", "2", "--no-sandbox", "--no-timing"}, {}, 2);
+  EXPECT_EQ(read_json(out)["verdict"], "wrong") << r.out << r.err;
+}
+
+// An empty Python pkb_run is a correct candidate of test_empty: what bench/overhead/run.sh
+// times against an empty C one.
+TEST(Eval, EmptyPythonCandidateIsCorrect) {
+  std::string out = temp_dir("py-empty") + "/r.json";
+  PkbRun r = eval("test_empty", kSrc + "/bench/overhead/empty.py", out, {"--trials", "3"}, {}, 2);
+  if (contains(r.out, "built without embedded Python")) GTEST_SKIP() << "pkb was built without embedded Python";
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_GT(read_json(out)["timing"]["candidate"]["median_us"].get<double>(), 0) << r.out;
+}
+
+// The Triton examples' kernels (and pkb.triton's barrier) under Triton's interpreter, on the
+// CPU device's heap: their indexing, peer offsets and signalling, without a GPU. Small
+// sizes (the interpreter is slow); fp16 for the GEMM (its tl.dot has no bf16).
+TEST(Eval, TritonExamplesAreRightUnderTritonsInterpreter) {
+  auto py = pkb::launch::run_process({PKB_PYTHON, "-c", "import triton"}, 120);
+  if (py.exit_code != 0) GTEST_SKIP() << "no Triton in " << PKB_PYTHON;
+  std::vector<std::pair<std::string, std::string>> env = {{"TRITON_INTERPRET", "1"}};
+  struct Case {
+    std::string problem, size, dtype;
+  };
+  for (const Case& c : {Case{"coll_allreduce", "M=64,N=96", "bf16"}, Case{"tp_gemm_allgather", "M=256,N=128,K=128", "fp16"}}) {
+    std::string out = temp_dir("triton-interp-" + c.problem) + "/r.json";
+    PkbRun r = eval(c.problem, kSrc + "/solutions_triton/" + c.problem + ".py", out,
+                    {"--trials", "3", "--size", c.size, "--dtype", c.dtype}, env, 2);
+    if (contains(r.out, "built without embedded Python")) GTEST_SKIP() << "pkb was built without embedded Python";
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_EQ(read_json(out)["verdict"], "correct") << c.problem << ": " << r.out << r.err;
+  }
+}
 
 TEST(Eval, FailureNamesRankOutputTrialAndSavesBothSides) {
   std::string dir = temp_dir("save"), out = dir + "/r.json";
@@ -176,10 +251,12 @@ TEST(Eval, SlurmLauncherChecksItsCommandLineFirst) {
   EXPECT_TRUE(contains(r.err, "--sbatch and --slurm-dir are for --launcher slurm")) << r.err;
 }
 
-TEST(Validate, EveryProblemRejectsZerosPassthroughAndNoCommunication) {
-  PkbRun r = run_pkb({"validate", "all", "--device", "cpu", "--trials", "3"}, 3000);
+// The collectives; every other problem is validated in its family's test (tests/problems/)
+// at W = 2, 4 and 8, at the sizes its CPU checks use.
+TEST(Validate, EveryCollectiveRejectsZerosPassthroughAndNoCommunication) {
+  PkbRun r = run_pkb({"validate", "coll", "--device", "cpu", "--trials", "3"}, 3000);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
-  EXPECT_TRUE(contains(r.out, ", 0 broken")) << r.out;
+  EXPECT_TRUE(contains(r.out, "8 problems, 0 broken")) << r.out;
   EXPECT_FALSE(contains(r.out, "ACCEPTED")) << r.out;
 }
 
@@ -190,6 +267,25 @@ TEST(Build, EveryCudaExampleCompiles) {
     if (f.path().extension() != ".cu") continue;
     PkbRun r = run_pkb({"build", "-s", f.path().string(), "--device", "cuda"}, 600);
     if (contains(r.err + r.out, "built without the CUDA toolkit")) GTEST_SKIP() << "pkb was built without CUDA";
+    EXPECT_EQ(r.code, 0) << f.path() << "\n" << r.out << r.err;
+    EXPECT_TRUE(contains(r.out, "candidate.so")) << r.out;
+  }
+}
+
+// The ThunderKittens examples compile against the copy of its headers beside the repo
+// (../shared/thirdparty/ThunderKittens, or $PKB_TK_TEST_DIR), GPU or not; without that copy,
+// or without nvcc, the test skips. Without PKB_TK_DIR or --tk-dir the error names both.
+TEST(Build, EveryThunderKittensExampleCompiles) {
+  const std::string tk = std::getenv("PKB_TK_TEST_DIR") ? std::getenv("PKB_TK_TEST_DIR") : PKB_TK_TEST_DIR;
+  PkbRun none = run_pkb({"build", "-s", kSrc + "/solutions_tk/coll_allreduce.cu", "--device", "cuda"}, 120,
+                        {{"PKB_TK_DIR", ""}});
+  if (contains(none.err, "built without the CUDA toolkit")) GTEST_SKIP() << "pkb was built without CUDA";
+  EXPECT_EQ(none.code, 3);
+  EXPECT_TRUE(contains(none.err, "set PKB_TK_DIR (or pass --tk-dir)")) << none.err;
+  if (!std::filesystem::exists(tk + "/include/kittens.cuh")) GTEST_SKIP() << "no ThunderKittens headers at " << tk;
+  for (auto& f : std::filesystem::directory_iterator(kSrc + "/solutions_tk")) {
+    if (f.path().extension() != ".cu") continue;
+    PkbRun r = run_pkb({"build", "-s", f.path().string(), "--device", "cuda", "--tk-dir", tk}, 900);
     EXPECT_EQ(r.code, 0) << f.path() << "\n" << r.out << r.err;
     EXPECT_TRUE(contains(r.out, "candidate.so")) << r.out;
   }

@@ -67,27 +67,27 @@ bool contains(const std::string& haystack, const std::string& needle) {
 }
 
 void expect_reference_recomputed(const std::string& problem, int world, const std::string& size) {
-  std::string w = std::to_string(world), seed = "7340" + w;
-  std::string dir = temp_dir(problem + "-" + w), lonely = temp_dir(problem + "-" + w + "-nocomm");
-  std::vector<std::string> args = {"dryrun", "--problem", problem, "--device", "cpu", "-w", w, "--seed", seed};
-  if (!size.empty()) args.insert(args.end(), {"--size", size});
-  auto with = [&](std::vector<std::string> more) {
-    std::vector<std::string> a = args;
-    a.insert(a.end(), more.begin(), more.end());
-    return a;
-  };
-  PkbRun r = run_pkb(with({"--trials", "2", "--save-outputs", dir}));
+  std::string w = std::to_string(world), dir = temp_dir(problem + "-" + w);
+  std::vector<std::string> placed = {"--device", "cpu", "-w", w};
+  if (!size.empty()) placed.insert(placed.end(), {"--size", size});
+  std::vector<std::string> dryrun = {"dryrun", "--problem", problem, "--trials", "2", "--seed", "7340" + w,
+                                     "--save-outputs", dir};
+  dryrun.insert(dryrun.end(), placed.begin(), placed.end());
+  PkbRun r = run_pkb(dryrun);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "ok (")) << r.out;
   EXPECT_TRUE(survivors(r.tag).empty());
-  std::vector<std::string> check = {PKB_PYTHON, std::string(PKB_SOURCE_DIR) + "/tests/check_problem.py", problem, dir, w};
-  if (world > 1) {
-    PkbRun nc = run_pkb(with({"--no-comm", "--save-outputs", lonely}));
-    ASSERT_EQ(nc.code, 0) << nc.out << nc.err;
-    check.insert(check.end(), {"--nocomm", lonely});
-  }
-  auto c = pkb::launch::run_process(check, 600);
+  auto c = pkb::launch::run_process(
+      {PKB_PYTHON, std::string(PKB_SOURCE_DIR) + "/tests/check_problem.py", problem, dir, w}, 600);
   EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+  if (world == 1) return;  // nothing is communicated to leave out
+  // pkb validate at the same W and size: zeros, the inputs passed through and the reference
+  // without communication must all fail the problem's comparison.
+  std::vector<std::string> validate = {"validate", problem, "--trials", "2"};
+  validate.insert(validate.end(), placed.begin(), placed.end());
+  PkbRun v = run_pkb(validate);
+  EXPECT_EQ(v.code, 0) << v.out << v.err;
+  EXPECT_TRUE(contains(v.out, "1 problem, 0 broken")) << v.out;
 }
 
 void expect_cpu_candidate_correct(const std::string& problem, int world, const std::string& size) {

@@ -26,10 +26,10 @@ std::string temp_dir(const std::string& name);
 bool contains(const std::string& haystack, const std::string& needle);
 
 // The problem-family tests (tests/problems/): `pkb dryrun --solution reference` on the CPU
-// device at W ranks saves every rank's inputs and outputs; tests/check_problem.py then
-// recomputes them independently (tests/checks/<category>.py) and checks that an all-zero
-// answer, the inputs passed through and the same run under --no-comm (same seed) fail.
-// Adds gtest failures; `size` is a --size value ("" for the default preset).
+// device at W ranks saves every rank's inputs and outputs; tests/check_problem.py recomputes
+// them independently (tests/checks/<category>.py) and checks that an all-zero answer and the
+// inputs passed through fail; `pkb validate` at the same W and size checks those and the
+// answer without communication. Adds gtest failures; `size` is a --size value ("": default).
 void expect_reference_recomputed(const std::string& problem, int world, const std::string& size = "");
 
 // A family's example candidate for the CPU device (solutions_cpu/<problem>.cpp, the twin of

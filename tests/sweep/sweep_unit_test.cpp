@@ -72,6 +72,15 @@ TEST(CandidatePath, GeneratedAndHandWrittenLayouts) {
   EXPECT_EQ(run, "solutions_triton");
   EXPECT_FALSE(parse_candidate_path("solutions_triton/coll_allreduce.toml", key, run, sample, backend));
   EXPECT_FALSE(parse_candidate_path("solutions_cpu/m/coll_allreduce/prompt.md", key, run, sample, backend));
+  // .py candidates are the triton backend; under a cpu/ folder they run on the CPU device.
+  ASSERT_TRUE(parse_candidate_path("solutions_triton/cpu/coll_gather.py", key, run, sample, backend));
+  EXPECT_EQ(backend, "triton");
+  EXPECT_EQ(run, "cpu");
+  EXPECT_EQ(device_of_candidate("solutions_triton/cpu/coll_gather.py", backend), "cpu");
+  EXPECT_EQ(device_of_candidate("solutions_triton/coll_allreduce.py", backend), "cuda");
+  EXPECT_EQ(device_of_candidate("cpu/solutions_triton/m/coll_allreduce/sample_0.py", backend), "cuda");
+  EXPECT_EQ(device_of_candidate("solutions_tk/coll_allreduce.cu", "tk"), "cuda");
+  EXPECT_EQ(device_of_candidate("solutions_cpu/coll_allreduce.cpp", "cpu"), "cpu");
 }
 
 TEST(Discover, FindsCandidatesInProblemOrderAndSaysWhatItSkipped) {

@@ -126,4 +126,5 @@ TEST(Placement, PhaseBudgetsScaleWithDeviceSizeAndOverride) {
   auto o = phase_budgets(nullptr, "default", cpu, 5);
   EXPECT_EQ(o.at(phase::kTrial), 5);
   EXPECT_EQ(o.at(phase::kBootstrap), 120);  // starting ranks is never cut short
+  EXPECT_EQ(o.at(phase::kInterpreter), 300);  // nor starting a .py candidate's Python and torch
 }
