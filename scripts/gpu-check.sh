@@ -257,15 +257,18 @@ stage_candidates() {
 }
 
 stage_family_candidates() {
-  # The family candidates over 100 trials at both sizes, W=2 (timed alone).
+  # The family candidates over 100 trials at both sizes, W=2 (timed alone), and at --size
+  # large, W=1 (one rank on one GPU, NCCL: the only W here whose timing means something
+  # when the machine has a single GPU). Ranks sharing a GPU time 20 + 30 calls at large.
   local p
   for p in cp_ring_attention sp_gather_seq_scatter_heads ep_moe_dispatch_permute fsdp_zero2_adam_step \
            rec_sharded_embedding_lookup sci_distributed_rfft2; do
     [ -f "$SRC/solutions_cuda/$p.cu" ] || continue
-    for size in default large; do
-      printf "candidate %s %s W=2\t0\t%q eval --json {json} -p %s -s %q -w 2 --size %s\n" $p $size "$PKB" $p \
-        "$SRC/solutions_cuda/$p.cu" $size
-    done
+    printf "candidate %s default W=2\t0\t%q eval --json {json} -p %s -s %q -w 2\n" $p "$PKB" $p "$SRC/solutions_cuda/$p.cu"
+    printf "candidate %s large W=2\t0\t%q eval --json {json} -p %s -s %q -w 2 --size large --warmup 20 --iters 30\n" \
+      $p "$PKB" $p "$SRC/solutions_cuda/$p.cu"
+    printf "candidate %s large W=1\t0\t%q eval --json {json} -p %s -s %q -w 1 --size large\n" $p "$PKB" $p \
+      "$SRC/solutions_cuda/$p.cu"
   done | batch 1
 }
 
@@ -279,7 +282,7 @@ stage_sandbox() {
   done
   eval_json "sandbox on: tp_gemm_allgather W=$w (cuBLAS loaded inside)" 0 -p tp_gemm_allgather -s "$SRC/solutions_cuda/tp_gemm_allgather.cu" -w $w
   eval_json "sandbox on, shared GPUs (MPS): coll_allreduce W=4" 0 -p coll_allreduce -s "$SRC/solutions_cuda/coll_allreduce.cu" -w 4
-  step "selftest W=4 on 2 GPUs (two ranks each, MPS)" 0 "$PKB" selftest -w 4
+  step "selftest W=4 (ranks sharing GPUs, MPS)" 0 "$PKB" selftest -w 4
 }
 
 stage_torchbw() {
