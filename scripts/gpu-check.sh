@@ -239,6 +239,8 @@ stage_pgallery() {
     tail -n +2 "$SRC/tests/candidates/expected.tsv" | while read -r file problem verdict; do
       case $file in cuda/*) ;; *) continue ;; esac
       [ $w = 1 ] && [ $file = cuda/skip_comm_one_rank.cu ] && verdict=correct
+      # Ranks sharing a GPU are timed (flag shared_gpu) but never held to the NVLink roofline.
+      [ $w -gt $(nvidia-smi -L | wc -l) ] && [ $file = cuda/honest_allreduce.cu ] && verdict=correct
       case $verdict in correct) code=0 ;; wrong) code=1 ;; compile_error) code=3 ;; crash) code=4 ;;
         timeout) code=5 ;; integrity_violation) code=6 ;; esac
       printf "gallery %s W=%s (expect %s)\t%s\t%q %s eval --json {json} -p %s -s %q -w %s --trials 10 --warmup 20 --iters 50 --timeout 20\n" \
