@@ -11,9 +11,10 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# tp_candidates, tp_shared[:P,...], backends[:W,...], and for a machine with several GPUs (one rank each, NCCL)
+# tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
-# allrefs[:W,...], pgallery[:W,...], candidates[:W], sandbox[:W], torchbw[:W].
+# allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
+# torchbw[:W].
 # NVLink multicast stays off.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -259,19 +260,29 @@ stage_candidates() {
 }
 
 stage_family_candidates() {
-  # The family candidates over 100 trials at both sizes, W=2 (timed alone), and at --size
-  # large, W=1 (one rank on one GPU, NCCL: the only W here whose timing means something
-  # when the machine has a single GPU). Ranks sharing a GPU time 20 + 30 calls at large.
-  local p
-  for p in cp_ring_attention sp_gather_seq_scatter_heads ep_moe_dispatch_permute fsdp_zero2_adam_step \
-           rec_sharded_embedding_lookup sci_distributed_rfft2; do
-    [ -f "$SRC/solutions_cuda/$p.cu" ] || continue
-    printf "candidate %s default W=2\t0\t%q eval --json {json} -p %s -s %q -w 2\n" $p "$PKB" $p "$SRC/solutions_cuda/$p.cu"
-    printf "candidate %s large W=2\t0\t%q eval --json {json} -p %s -s %q -w 2 --size large --warmup 20 --iters 30\n" \
-      $p "$PKB" $p "$SRC/solutions_cuda/$p.cu"
-    printf "candidate %s large W=1\t0\t%q eval --json {json} -p %s -s %q -w 1 --size large\n" $p "$PKB" $p \
-      "$SRC/solutions_cuda/$p.cu"
+  # The family candidates at W=2 (timed alone), over 100 trials. ARG: sizes (default
+  # default,large). Where the machine has one GPU (ranks share it, gloo reference at
+  # ~1 s a call for the large attention), --size large runs 10 trials and 5 + 10 calls.
+  local sizes=${1:-default,large} p size few=""
+  [ "$(nvidia-smi -L | wc -l)" -lt 2 ] && few="--trials 10 --warmup 5 --iters 10"
+  for size in ${sizes//,/ }; do
+    for p in cp_ring_attention sp_gather_seq_scatter_heads ep_moe_dispatch_permute fsdp_zero2_adam_step \
+             rec_sharded_embedding_lookup sci_distributed_rfft2; do
+      [ -f "$SRC/solutions_cuda/$p.cu" ] || continue
+      printf "candidate %s %s W=2\t0\t%q eval --json {json} -p %s -s %q -w 2 --size %s %s\n" $p $size "$PKB" $p \
+        "$SRC/solutions_cuda/$p.cu" $size "$([ $size = large ] && echo "$few")"
+    done
   done | batch 1
+}
+
+stage_triton() {
+  # The Triton examples alone (backends runs them beside CUDA and ThunderKittens).
+  local worlds=${1:-1,2} w p
+  for w in ${worlds//,/ }; do
+    for p in coll_allreduce tp_gemm_allgather; do
+      eval_json "$p triton W=$w" 0 -p $p -s "$SRC/solutions_triton/$p.py" -w $w
+    done
+  done
 }
 
 stage_sandbox() {

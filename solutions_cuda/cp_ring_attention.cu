@@ -26,7 +26,7 @@
 // signals are one-block kernels (pkb::dev::wait_signal / put_signal, system-scope
 // acquire/release after a system fence); the push stream joins ctx->stream before the
 // final kernel, so all work is ordered on ctx->stream when pkb_run returns. Slots need
-// 4*B*S*H*D elements of heap: raise --heap-size for the large preset.
+// 4*B*S*H*D elements of heap: within what pkb gives by default (twice the inputs and outputs).
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>

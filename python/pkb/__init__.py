@@ -234,12 +234,11 @@ def sandbox_needs(cuda):
     if cache:
         os.makedirs(cache, exist_ok=True)
         write.append(cache)
-    # The C compiler Triton builds launchers with, and what it runs (cc1, as, collect2, ld).
-    for prog in (os.environ.get("CC"), "gcc", "cc", "clang", "as", "ld"):
-        found = prog and shutil.which(prog)
-        if found:
-            programs.append(found)
-    programs += ["/usr/lib/gcc", "/usr/libexec/gcc"]
+    # The C compiler Triton builds launchers with (its choice: $CC, else gcc, else clang)
+    # and every program that compiler runs, each with what the kernel opens to start it.
+    cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("clang")
+    if cc:
+        programs += _compiler_programs(shutil.which(cc) or cc)
     if cuda:
         try:
             import triton
@@ -263,3 +262,72 @@ def sandbox_needs(cuda):
                 print(f"pkb: Triton's driver did not start: {e}", file=sys.stderr)
     return {"read": sorted(p for p in read if p and os.path.exists(p)), "write": write,
             "exec": [p for p in programs if os.path.exists(p)]}
+
+
+def _program_closure(path, seen=None):
+    """A program and what the kernel also opens to execute it: the real file behind its
+    links, a script's interpreter, an ELF file's dynamic loader (PT_INTERP)."""
+    import os
+    import shlex
+    import shutil
+    import struct
+
+    seen = set() if seen is None else seen
+    real = os.path.realpath(path)
+    if real in seen or not os.path.isfile(real):
+        return seen
+    seen.update({path, real})
+    try:
+        with open(real, "rb") as f:
+            head = f.read(64)
+            if head.startswith(b"#!"):
+                f.seek(0)
+                words = shlex.split(f.readline()[2:].decode(errors="replace"))
+                if words:
+                    _program_closure(words[0], seen)
+                    if os.path.basename(words[0]) == "env" and len(words) > 1:
+                        found = shutil.which(words[1])
+                        if found:
+                            _program_closure(found, seen)
+            elif head[:4] == b"\x7fELF" and head[4] == 2:  # 64-bit: find PT_INTERP
+                phoff, = struct.unpack_from("<Q", head, 32)
+                f.seek(0)
+                hdr = f.read(64)
+                phentsize, phnum = struct.unpack_from("<HH", hdr, 54)
+                for i in range(phnum):
+                    f.seek(phoff + i * phentsize)
+                    ph = f.read(phentsize)
+                    if struct.unpack_from("<I", ph, 0)[0] == 3:  # PT_INTERP
+                        off, = struct.unpack_from("<Q", ph, 8)
+                        size, = struct.unpack_from("<Q", ph, 32)
+                        f.seek(off)
+                        _program_closure(f.read(size).rstrip(b"\0").decode(), seen)
+    except (OSError, struct.error, ValueError, IndexError):
+        pass
+    return seen
+
+
+def _compiler_programs(cc):
+    """A C compiler and what it runs (cc1, as, collect2, ld, ...), as the compiler itself
+    names them; a compiler installed under a prefix of its own (/opt/gcc) gets that prefix."""
+    import os
+    import shutil
+    import subprocess
+
+    out = _program_closure(cc)
+    real = os.path.realpath(cc)
+    prefix = os.path.dirname(os.path.dirname(real))
+    if prefix not in ("/", "/usr", "/usr/local"):
+        out.add(prefix)
+    else:
+        out.update(p for p in ("/usr/lib/gcc", "/usr/libexec/gcc", "/usr/lib/llvm") if os.path.isdir(p))
+    for tool in ("cc1", "as", "ld", "collect2", "lto-wrapper", "ld.lld"):
+        try:
+            got = subprocess.run([cc, f"-print-prog-name={tool}"], capture_output=True, text=True,
+                                 timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            continue
+        found = got if os.path.isabs(got) else shutil.which(got)
+        if found:
+            _program_closure(found, out)
+    return sorted(out)

@@ -40,7 +40,7 @@ struct EvalOptions {
   std::string launcher = "local", slurm_dir;  // --launcher slurm: where the job's script, log and result go
   std::vector<std::string> sbatch;
   bool no_timing = false, no_ref_cache = false;
-  double heap_mib = 256, sets_mib = 0;
+  double heap_mib = 0, sets_mib = 0;
   rank::Job job;
   RunOptions run;
 };
@@ -391,7 +391,7 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
   cmd->add_option("--json", o.json_out, "write the result (schema pkb.eval/1) here");
   cmd->add_option("--save-outputs", o.save, "write reference/, candidate/ and inputs/ rank_*.pt of the failing trial (else trial 0)");
   cmd->add_option("--hardware", o.hardware, "hardware profile for the roofline (auto: pkb doctor's pick)");
-  cmd->add_option("--heap-size", o.heap_mib, "MiB of symmetric heap per rank for the candidate's own buffers");
+  cmd->add_option("--heap-size", o.heap_mib, "MiB of symmetric heap per rank for the candidate's own buffers (default: twice its inputs and outputs, at least 256)");
   cmd->add_option("--input-sets-mib", o.sets_mib, "MiB per rank for distinct timed input sets (default: 8192 on CUDA, 256 on CPU)");
   cmd->add_flag("--no-reference-cache", o.no_ref_cache, "time the reference even when a cached timing exists");
   cmd->add_option("--launcher", o.launcher, "local (here), or slurm (a Slurm job on a GPU node; waits for its result)")

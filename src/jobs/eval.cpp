@@ -216,7 +216,11 @@ class EvalJob {
     int iters = std::max(job_.iters, 1);
     timed_sets_ = static_cast<int>(std::clamp<size_t>(job_.set_budget_bytes / layout.set_bytes, 1, iters));
     size_t harness = (1 + kWarmSets + timed_sets_) * layout.set_bytes;
-    r_.make_heap(harness + job_.candidate_heap_bytes);
+    // The candidate's own heap: as asked, else room for two copies of what it reads and
+    // writes (a double-buffered exchange of every input), never under 256 MiB.
+    size_t own = job_.candidate_heap_bytes ? job_.candidate_heap_bytes
+                                           : std::max(size_t{256} << 20, 2 * layout.set_bytes);
+    r_.make_heap(harness + own);
     size_t first = r_.heap->allocate(harness);
     for (int k = 0; k < 1 + kWarmSets + timed_sets_; ++k) sets_.push_back(make_set(layout, first + k * layout.set_bytes));
     trial_capture_ = make_capture();

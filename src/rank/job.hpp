@@ -46,7 +46,7 @@ struct Job {
   bool time_reference = true;  // false: the parent has the reference's timing cached
   size_t set_budget_bytes = size_t{1} << 30;       // distinct timed input sets
   size_t capture_budget_bytes = size_t{1} << 30;   // timed calls' outputs, captured as each ends
-  size_t candidate_heap_bytes = size_t{256} << 20;
+  size_t candidate_heap_bytes = 0;  // the candidate's own heap; 0: twice its inputs and outputs, >= 256 MiB
   bool sandbox = true;         // confine the candidate (rank/sandbox.hpp)
 };
 
