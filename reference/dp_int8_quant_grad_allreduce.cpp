@@ -23,7 +23,7 @@ struct Int8QuantGradAllReduce : pkb::Reference {
     const at::Tensor& g = in["flat_grad"];
     int64_t n = g.numel(), block = ctx.size("block"), pad = (block - n % block) % block;
     at::Tensor x = at::constant_pad_nd(g.reshape({-1}), {0, pad}).view({-1, block}).to(at::kFloat);
-    at::Tensor scale = x.abs().amax(1, true).clamp_min(1e-8) / 127.0;
+    at::Tensor scale = pkb::divide_exactly(x.abs().amax(1, true).clamp_min(1e-8), 127.0);
     at::Tensor q = (x / scale).round().clamp(-127, 127).to(at::kChar);
     at::Tensor acc = (q.to(at::kFloat) * scale).reshape({-1}).narrow(0, 0, n).contiguous();
     ctx.comm().all_reduce(acc);

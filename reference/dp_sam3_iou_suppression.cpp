@@ -17,8 +17,9 @@ struct Sam3IouSuppression : pkb::Reference {
     int64_t w = ctx.world(), cap = ctx.size("cap"), hm = ctx.size("Hm"), wm = ctx.size("Wm");
     at::TensorOptions i64 = ctx.options(at::kLong), f32 = ctx.options(at::kFloat);
     at::Tensor counts = at::randint(1, cap + 1, {w}, ctx.shared_rng(), i64);
-    in["num_obj_per_gpu"] = counts.cpu();
-    std::vector<int64_t> c(counts.cpu().data_ptr<int64_t>(), counts.cpu().data_ptr<int64_t>() + w);
+    at::Tensor host = counts.cpu();  // one copy: both ends of the range below point into it
+    in["num_obj_per_gpu"] = host;
+    std::vector<int64_t> c(host.data_ptr<int64_t>(), host.data_ptr<int64_t>() + w);
     int64_t total = 0, offset = 0;
     for (int64_t r = 0; r < w; ++r) {
       if (r == ctx.rank()) offset = total;

@@ -23,7 +23,7 @@ struct ClipGradNorm : pkb::Reference {
     at::Tensor norm = total.pow(1.0 / p);
     at::Tensor coef = at::where(norm > max_norm, max_norm / norm, at::ones_like(norm));
     std::vector<at::Tensor> out = {norm};
-    for (auto& g : grads) out.push_back(g * coef);
+    for (auto& g : grads) out.push_back(pkb_fsdp::clip(g, coef));
     return out;
   }
 };

@@ -42,7 +42,7 @@ struct ClipGradNormEp : pkb::Reference {
     }
     at::Tensor norm = (non_ep_total + ep_total).pow(1.0 / p);
     at::Tensor coef = at::where(norm > max_norm, max_norm / norm, at::ones_like(norm));
-    return {norm, non_ep * coef, ep * coef};
+    return {norm, pkb_fsdp::clip(non_ep, coef), pkb_fsdp::clip(ep, coef)};
   }
 };
 

@@ -20,7 +20,7 @@ inline at::Tensor update_amax_history(const at::Tensor& history, const at::Tenso
 
 // The delayed scale: max(history) (at least 1e-12) / 448, in fp32.
 inline at::Tensor delayed_scale(const at::Tensor& history) {
-  return history.max().to(at::kFloat).clamp_min(1e-12) / kFp8E4m3Max;
+  return pkb::divide_exactly(history.max().to(at::kFloat).clamp_min(1e-12), kFp8E4m3Max);
 }
 
 // x -> fp8_e4m3(x_fp32 / scale) -> fp32 * scale -> x's dtype.

@@ -15,7 +15,7 @@ struct Fp8BlockQuantAllGather : pkb::Reference {
     const at::Tensor& x = in["x"];
     int64_t m = x.size(0), n = x.size(1), block = ctx.size("block");
     at::Tensor xb = x.to(at::kFloat).view({m, n / block, block});
-    at::Tensor s = xb.abs().amax(-1) / 448.0;  // (M, N/block)
+    at::Tensor s = pkb::divide_exactly(xb.abs().amax(-1), 448.0);  // (M, N/block)
     at::Tensor safe = at::where(s == 0, at::ones_like(s), s);
     at::Tensor y = (xb / safe.unsqueeze(-1)).to(at::kFloat8_e4m3fn).view({m, n});
     at::Tensor y_all = ctx.comm().all_gather(y.view(at::kByte)).view(at::kFloat8_e4m3fn);

@@ -20,6 +20,7 @@
 
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/scalar_tensor.h>
 
 #include "pkb/comm.hpp"
 
@@ -85,6 +86,13 @@ class Reference {
   // The problem's behaviour: outputs in spec order. Must not change the inputs.
   virtual std::vector<at::Tensor> run(Ctx& ctx, const Inputs& in) = 0;
 };
+
+// x / d as IEEE division on every device. On CUDA, `tensor / scalar` is computed as
+// tensor * (1 / scalar), which can be one ulp off the quotient: a quantizer whose spec says
+// "an fp32 division" then puts codes at rounding boundaries one step away.
+inline at::Tensor divide_exactly(const at::Tensor& x, double d) {
+  return x.div(at::scalar_tensor(d, x.options()));
+}
 
 using ReferenceFactory = std::unique_ptr<Reference> (*)();
 bool register_reference(const char* slug, ReferenceFactory factory);

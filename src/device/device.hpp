@@ -19,7 +19,7 @@ class Heap;
 namespace pkb::device {
 
 bool cuda_built();  // was pkb built with the CUDA device
-void select(at::Device d);
+void select(at::Device d);  // and full-precision math libraries (references are the yardstick)
 void synchronize(at::Device d);  // waits for all work on the device, then throws on a device error
 at::Generator generator(at::Device d, uint64_t seed);
 

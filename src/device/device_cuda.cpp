@@ -112,7 +112,16 @@ class EventTimer : public CallTimer {
 bool cuda_built() { return true; }
 
 void select(at::Device d) {
-  if (d.is_cuda()) check(cudaSetDevice(d.index()), "cudaSetDevice");
+  if (!d.is_cuda()) return;
+  check(cudaSetDevice(d.index()), "cudaSetDevice");
+  // References are the yardstick: bf16/fp16 GEMMs accumulate in fp32 to the end (torch's
+  // default lets cuBLAS reduce split-K partial sums in bf16), fp32 convolutions in fp32
+  // (torch's default lets cuDNN use TF32). Candidates calling torch in the rank get the
+  // same settings.
+  at::globalContext().setAllowBF16ReductionCuBLAS(false);
+  at::globalContext().setAllowFP16ReductionCuBLAS(false);
+  at::globalContext().setAllowTF32CuDNN(false);
+  at::globalContext().setAllowTF32CuBLAS(false);
 }
 
 void synchronize(at::Device d) {
