@@ -17,6 +17,7 @@
 #include "gen/error.hpp"
 #include "gen/http.hpp"
 #include "gen/protocol.hpp"
+#include "gen/work_queue.hpp"
 #include "io/files.hpp"
 #include "launch/signals.hpp"
 #include "sweep/results_file.hpp"
@@ -104,25 +105,14 @@ class Agent {
 
  private:
   void work() {
-    for (;;) {
-      Job j;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (halt_ || next_ == jobs_.size()) return;
-        j = jobs_[next_++];
-        if (stopped_[j.target]) {
-          ++summary_.models[j.target].not_asked;
-          continue;
-        }
-      }
-      try {
-        run_sample(j);
-      } catch (const std::exception& e) {  // pkb's own failure: stop everything
-        std::lock_guard<std::mutex> lock(mu_);
-        if (summary_.fatal.empty()) summary_.fatal = e.what();
-        halt_ = true;
-      }
-    }
+    gen::work_through(
+        jobs_, mu_, next_, summary_.fatal, [this] { return halt_.load(); },
+        [this](const Job& j) {
+          bool stopped = stopped_[j.target];
+          if (stopped) ++summary_.models[j.target].not_asked;
+          return stopped;
+        },
+        [this](const Job& j) { run_sample(j); }, [this] { halt_ = true; });
   }
 
   void say(const std::string& line) {

@@ -117,12 +117,8 @@ void add_agent_command(CLI::App& app, Globals& g, Action& action) {
       "agent",
       "Let models write, run and fix candidates over several turns, with pkb's feedback (exit 1: some requests "
       "failed; 2: a model was refused; 130: interrupted; rerun to resume)");
-  cmd->add_option("-m,--model", o.models, "a models.toml entry or provider:model-id (repeatable)")
-      ->required()
-      ->delimiter(',');
-  cmd->add_option("-p,--problem", o.problems, "'all', category keys (coll, tp, ...), slugs, ids or stems, comma-separated")
-      ->required()
-      ->delimiter(',');
+  add_model_option(cmd, o.models);
+  add_problem_option(cmd, o.problems)->required();
   cmd->add_option("-n,--samples", o.samples, "conversations per problem and model (default 1)")->check(CLI::Range(1, 1000));
   cmd->add_option("--turns", o.budget.turns, "answers per sample, tool requests included (default 10)")
       ->check(CLI::Range(1, 1000));

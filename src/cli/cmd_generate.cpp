@@ -259,13 +259,8 @@ void add_generate_commands(CLI::App& app, Globals& g, Action& run) {
       "generate",
       "Ask models for candidates: every problem x sample not yet on disk (exit 1: some requests failed; 2: a "
       "model was refused; 130: interrupted, rerun to resume)");
-  gen_cmd->add_option("-m,--model", go.models, "a models.toml entry or provider:model-id (repeatable)")
-      ->required()
-      ->delimiter(',');
-  gen_cmd
-      ->add_option("-p,--problem", go.problems,
-                   "'all', category keys (coll, tp, ...), slugs, ids or stems, comma-separated")
-      ->delimiter(',');
+  add_model_option(gen_cmd, go.models);
+  add_problem_option(gen_cmd, go.problems);
   gen_cmd->add_option("-n,--samples", go.samples, "candidates per problem and model (default 1)")
       ->check(CLI::Range(1, 1000));
   gen_cmd->add_option("-j,--jobs", go.jobs, "requests in flight at once (default 4)")->check(CLI::Range(1, 256));

@@ -67,6 +67,17 @@ void check_size(const spec::ProblemSpec& s, const std::string& size) {
   }
 }
 
+CLI::Option* add_model_option(CLI::App* cmd, std::vector<std::string>& models) {
+  return cmd->add_option("-m,--model", models, "a models.toml entry or provider:model-id (repeatable)")
+      ->required()
+      ->delimiter(',');
+}
+
+CLI::Option* add_problem_option(CLI::App* cmd, std::vector<std::string>& problems) {
+  return cmd->add_option("-p,--problem", problems, "'all', category keys (coll, tp, ...), slugs, ids or stems, comma-separated")
+      ->delimiter(',');
+}
+
 void RunOptions::add_to(CLI::App* app) {
   app->add_option("--device", place.device, "cuda, cpu, or auto (CUDA when a GPU is visible)")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));

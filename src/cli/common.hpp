@@ -52,6 +52,10 @@ struct RunOptions {
   void add_to(CLI::App* app);
 };
 
+// -m,--model (required) and -p,--problem, comma lists, as generate and agent take them.
+CLI::Option* add_model_option(CLI::App* cmd, std::vector<std::string>& models);
+CLI::Option* add_problem_option(CLI::App* cmd, std::vector<std::string>& problems);
+
 // The --size help, and its check: a preset, PRESET:NAME=VALUE,... or NAME=VALUE,... (on the
 // default preset). Throws UsageError naming what the problem has.
 extern const char* const kSizeHelp;

@@ -239,20 +239,25 @@ PromptBook PromptBook::load(const std::string& path, const std::vector<spec::Har
   return book;
 }
 
-const Backend& PromptBook::backend(const std::string& key) const {
-  auto it = backends.find(key);
-  if (it != backends.end()) return it->second;
+namespace {
+
+// m[key], or an error naming what the book has.
+template <class Map>
+const typename Map::mapped_type& entry(const Map& m, const std::string& key, const std::string& what,
+                                       const std::string& path) {
+  auto it = m.find(key);
+  if (it != m.end()) return it->second;
   std::string list;
-  for (auto& kv : backends) list += (list.empty() ? "" : ", ") + kv.first;
-  throw GenError("unknown backend '" + key + "'; " + path + " has " + list);
+  for (auto& kv : m) list += (list.empty() ? "" : ", ") + kv.first;
+  throw GenError("unknown " + what + " '" + key + "'; " + path + " has " + list);
 }
 
+}  // namespace
+
+const Backend& PromptBook::backend(const std::string& key) const { return entry(backends, key, "backend", path); }
+
 const ShotOption& PromptBook::shot_option(const std::string& name) const {
-  auto it = shots.find(name);
-  if (it != shots.end()) return it->second;
-  std::string list;
-  for (auto& kv : shots) list += (list.empty() ? "" : ", ") + kv.first;
-  throw GenError("unknown shot option '" + name + "'; " + path + " has " + list);
+  return entry(shots, name, "shot option", path);
 }
 
 Prompt assemble_prompt(const PromptBook& book, const spec::Registry& registry, const PromptRequest& req) {

@@ -14,6 +14,7 @@
 #include "gen/extract.hpp"
 #include "gen/http.hpp"
 #include "gen/protocol.hpp"
+#include "gen/work_queue.hpp"
 #include "io/files.hpp"
 #include "launch/signals.hpp"
 
@@ -140,25 +141,14 @@ class Generation {
   }
 
   void work() {
-    for (;;) {
-      Job j;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (launch::Interrupts::requested() || next_ == jobs_.size()) break;
-        j = jobs_[next_++];
-        if (stopped_[j.target]) {
-          ++summary_.models[j.target].not_asked;
-          continue;
-        }
-      }
-      try {
-        ask(j);
-      } catch (const std::exception& e) {  // pkb's own failure (disk full...): stop everything
-        std::lock_guard<std::mutex> lock(mu_);
-        if (summary_.fatal.empty()) summary_.fatal = e.what();
-        launch::Interrupts::request();
-      }
-    }
+    work_through(
+        jobs_, mu_, next_, summary_.fatal, [] { return launch::Interrupts::requested(); },
+        [this](const Job& j) {
+          bool stopped = stopped_[j.target];
+          if (stopped) ++summary_.models[j.target].not_asked;
+          return stopped;
+        },
+        [this](const Job& j) { ask(j); }, [] { launch::Interrupts::request(); });
     --active_;
   }
 
