@@ -27,12 +27,21 @@ def unzigzag(parts, dim=1):
 
 
 def attention(q, k, v, causal, scale=None):
-    """softmax(q k^T / sqrt(D)) v over (B, T, H, D) tensors, in fp64."""
+    """softmax(q k^T / sqrt(D)) v over (B, T, H, D) tensors, in fp64: one head and a block of
+    queries at a time, so the scores of a long sequence (48k tokens) stay ~256 MiB."""
     scale = scale or q.shape[-1] ** -0.5
-    s = torch.einsum("bqhd,bkhd->bhqk", q, k) * scale
-    if causal:
-        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), -math.inf)
-    return torch.einsum("bhqk,bkhd->bqhd", s.softmax(-1), v)
+    b, tq, h, _ = q.shape
+    tk = k.shape[1]
+    out = torch.empty(b, tq, h, v.shape[-1], dtype=torch.promote_types(q.dtype, v.dtype))
+    block = max(1, (1 << 25) // (b * tk))
+    for hh in range(h):
+        for s in range(0, tq, block):
+            e = min(tq, s + block)
+            sc = torch.einsum("bqd,bkd->bqk", q[:, s:e, hh], k[:, :, hh]) * scale
+            if causal:  # query i sees keys 0..i
+                sc = sc.masked_fill(torch.arange(s, e).unsqueeze(1) < torch.arange(tk).unsqueeze(0), -math.inf)
+            out[:, s:e, hh] = torch.einsum("bqk,bkd->bqd", sc.softmax(-1), v[:, :, hh])
+    return out
 
 
 # ---- the problems ------------------------------------------------------------------------
