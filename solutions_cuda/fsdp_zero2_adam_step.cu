@@ -23,8 +23,8 @@
 //     reads my flat_p or grad any more (the next call may overwrite them).
 // Each rank moves the minimum: P in for the broadcast, (W-1)/W P in for the gradients and
 // (W-1)/W P out for the parameters. Barriers are one-block kernels on their own channels
-// of the signal pads (0..4). Needs 2 P elements of symmetric heap (--heap-size for the
-// large preset: 2 * P * 2 bytes, ~4.1 GiB at P = 1.07e9).
+// of the signal pads (0..4). Needs 2 P elements of symmetric heap (~4.1 GiB at the large
+// preset's P = 1.07e9): within pkb's default, twice the rank's inputs and outputs.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -91,8 +91,9 @@ struct pkb_ctx {
   const pkb_arg* args;
   int32_t n_args;
 
-  /* In pkb_init only: reserve `bytes` in the symmetric heap. Every rank must make the same
-     calls in the same order; returns this rank's pointer (NULL when the heap is full). */
+  /* In pkb_init only: reserve `bytes` in the symmetric heap (by default twice the rank's
+     inputs and outputs, at least 256 MiB; pkb eval --heap-size). Every rank must make the
+     same calls in the same order; returns this rank's pointer (NULL when the heap is full). */
   void* (*symm_alloc)(pkb_ctx* ctx, size_t bytes);
   /* Any rank's address of `local`, a pointer into this rank's heap region. */
   void* (*peer_ptr)(pkb_ctx* ctx, const void* local, int peer);

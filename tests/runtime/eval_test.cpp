@@ -151,6 +151,20 @@ TEST(Eval, EmptyPythonCandidateIsCorrect) {
   EXPECT_GT(read_json(out)["timing"]["candidate"]["median_us"].get<double>(), 0) << r.out;
 }
 
+// The candidate's heap holds twice its inputs and outputs by default, also where that is
+// over 256 MiB (M = N = 6144: 144 MiB of x and y per rank); --heap-size sets it.
+TEST(Eval, CandidateHeapHoldsTwiceItsInputsAndOutputs) {
+  std::string dir = temp_dir("heap-room"), cand = kSrc + "/tests/candidates/cpu/heap_room.cpp";
+  std::vector<std::string> args = {"--trials", "2", "--no-timing", "--size", "M=6144,N=6144"};
+  PkbRun r = eval("coll_allreduce", cand, dir + "/default.json", args, {}, 2);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(read_json(dir + "/default.json")["verdict"], "correct") << r.out;
+  args.insert(args.end(), {"--heap-size", "256"});
+  r = eval("coll_allreduce", cand, dir + "/small.json", args, {}, 2);
+  EXPECT_NE(r.code, 0);
+  EXPECT_TRUE(contains(r.out + r.err, "symm_alloc(")) << r.out << r.err;
+}
+
 // The Triton examples' kernels (and pkb.triton's barrier) under Triton's interpreter, on the
 // CPU device's heap: their indexing, peer offsets and signalling, without a GPU. Small
 // sizes (the interpreter is slow); fp16 for the GEMM (its tl.dot has no bf16).
