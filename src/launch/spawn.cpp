@@ -6,7 +6,7 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 #include <system_error>
 #include <thread>
 
@@ -27,6 +27,19 @@ namespace {
 
 void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
+// A /proc file's text, "" when its process is gone. (Reading the file of a process reaped
+// after the open fails with ESRCH, and libstdc++'s filebuf throws on a failed read.)
+std::string proc_file(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return n < 0 ? "" : text;
+}
+
 }  // namespace
 
 unsigned long long user_processes() {
@@ -36,7 +49,7 @@ unsigned long long user_processes() {
     std::string name = d.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     // RLIMIT_NPROC counts tasks: every thread of every process of the user.
-    std::ifstream f(d.path() / "status");
+    std::istringstream f(proc_file(d.path() / "status"));
     bool mine = false;
     for (std::string line; std::getline(f, line);) {
       if (line.rfind("Uid:", 0) == 0) mine = std::stoul(line.substr(4)) == me;
@@ -49,8 +62,7 @@ unsigned long long user_processes() {
 namespace {
 
 pid_t parent_of(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string stat = proc_file("/proc/" + std::to_string(pid) + "/stat");
   size_t close = stat.rfind(')');
   if (close == std::string::npos) return -1;
   // ") S ppid ..."

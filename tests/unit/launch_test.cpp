@@ -1,14 +1,19 @@
-// The parent's parts that need no process: the bootstrap store over its frames, what
-// reaches a rank's environment, a rank's job as JSON, the phases' deadlines.
+// The parent's parts that need no rank: the bootstrap store over its frames, what reaches a
+// rank's environment, a rank's job as JSON, the phases' deadlines, the process-table scans.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "launch/environment.hpp"
 #include "launch/phases.hpp"
 #include "launch/placement.hpp"
+#include "launch/spawn.hpp"
 #include "launch/store.hpp"
 #include "rank/job.hpp"
 
@@ -127,4 +132,27 @@ TEST(Placement, PhaseBudgetsScaleWithDeviceSizeAndOverride) {
   EXPECT_EQ(o.at(phase::kTrial), 5);
   EXPECT_EQ(o.at(phase::kBootstrap), 120);  // starting ranks is never cut short
   EXPECT_EQ(o.at(phase::kInterpreter), 300);  // nor starting a .py candidate's Python and torch
+}
+
+// The scans read /proc files of processes that may be reaped between the open and the
+// read (seen in CI: a Python candidate's short-lived compiler runs ended pkb with
+// "basic_filebuf::underflow error reading the file: No such process").
+TEST(ProcessTable, ScansSurviveProcessesThatComeAndGo) {
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {
+    while (!stop) {
+      pid_t p = fork();
+      if (p == 0) _exit(0);
+      if (p > 0) waitpid(p, nullptr, 0);
+    }
+  });
+  int scans = 0;
+  for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2); std::chrono::steady_clock::now() < end;
+       ++scans) {
+    EXPECT_NO_THROW(children_of_self());
+    EXPECT_NO_THROW(user_processes());
+  }
+  stop = true;
+  churn.join();
+  EXPECT_GT(scans, 10);
 }
