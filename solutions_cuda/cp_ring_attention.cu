@@ -63,17 +63,6 @@ struct State {
   }
 };
 
-bool failed(pkb_ctx* ctx, cudaError_t e, const char* call) {
-  if (e == cudaSuccess) return false;
-  ctx->set_error(ctx, (std::string(call) + ": " + cudaGetErrorString(e)).c_str());
-  return true;
-}
-
-#define CHECK(call)                           \
-  do {                                        \
-    if (failed(ctx, (call), #call)) return 1; \
-  } while (0)
-
 // pkb::dev::slot, on the host: where `src` signals on `channel`.
 int slot_of(int channel, int src, int world) { return channel * world + src; }
 
@@ -195,7 +184,7 @@ int run(pkb_ctx* ctx, const pkb_tensor* in, pkb_tensor* out) {
   const int64_t c = sh.s / 2;
   uint32_t* const* pads = ctx->pads;  // host array of device pointers
 
-  CHECK(cudaGetLastError());
+  PKB_CHECK(cudaGetLastError());
   barrier_kernel<<<1, (w + 31) / 32 * 32, 0, stream>>>(ctx->pads_dev, r, w);
   for (int s = 0; s < w; ++s) {
     const int src = (r - s + w) % w;
@@ -203,12 +192,12 @@ int run(pkb_ctx* ctx, const pkb_tensor* in, pkb_tensor* out) {
     const void* cv = s == 0 ? in[2].data : st.slot_v[s % 2];
     if (s >= 1) wait_kernel<<<1, 32, 0, stream>>>(pads[r], slot_of(kReady, prev, w));
     if (s < w - 1) {  // forward the block while it is attended to
-      CHECK(cudaEventRecord(st.have_block, stream));
-      CHECK(cudaStreamWaitEvent(st.push, st.have_block, 0));
+      PKB_CHECK(cudaEventRecord(st.have_block, stream));
+      PKB_CHECK(cudaStreamWaitEvent(st.push, st.have_block, 0));
       if (s >= 2) wait_kernel<<<1, 32, 0, st.push>>>(pads[r], slot_of(kAck, next, w));
-      CHECK(cudaMemcpyAsync(ctx->peer_ptr(ctx, st.slot_k[(s + 1) % 2], next), ck, bytes, cudaMemcpyDeviceToDevice,
+      PKB_CHECK(cudaMemcpyAsync(ctx->peer_ptr(ctx, st.slot_k[(s + 1) % 2], next), ck, bytes, cudaMemcpyDeviceToDevice,
                             st.push));
-      CHECK(cudaMemcpyAsync(ctx->peer_ptr(ctx, st.slot_v[(s + 1) % 2], next), cv, bytes, cudaMemcpyDeviceToDevice,
+      PKB_CHECK(cudaMemcpyAsync(ctx->peer_ptr(ctx, st.slot_v[(s + 1) % 2], next), cv, bytes, cudaMemcpyDeviceToDevice,
                             st.push));
       signal_kernel<<<1, 32, 0, st.push>>>(pads[next], slot_of(kReady, r, w));
     }
@@ -219,19 +208,19 @@ int run(pkb_ctx* ctx, const pkb_tensor* in, pkb_tensor* out) {
     else
       attend<T, D>(st, sh, in[0].data, ck, cv, c, sh.s - c, 0, sh.s, false, false, r, w, stream);
     if (s >= 1 && s <= w - 3) {  // slot s % 2 is free once attended and forwarded
-      CHECK(cudaEventRecord(st.attended, stream));
-      CHECK(cudaStreamWaitEvent(st.push, st.attended, 0));
+      PKB_CHECK(cudaEventRecord(st.attended, stream));
+      PKB_CHECK(cudaStreamWaitEvent(st.push, st.attended, 0));
       signal_kernel<<<1, 32, 0, st.push>>>(pads[prev], slot_of(kAck, r, w));
     }
   }
   if (w > 1) {
-    CHECK(cudaEventRecord(st.pushed, st.push));
-    CHECK(cudaStreamWaitEvent(stream, st.pushed, 0));
+    PKB_CHECK(cudaEventRecord(st.pushed, st.push));
+    PKB_CHECK(cudaStreamWaitEvent(stream, st.pushed, 0));
   }
   const int64_t rows = sh.b * sh.s * sh.h;
   finish_kernel<T><<<unsigned((rows * sh.d + 255) / 256 < 4096 ? (rows * sh.d + 255) / 256 : 4096), 256, 0, stream>>>(
       st.acc, st.sum, static_cast<T*>(out[0].data), rows, int(sh.d));
-  CHECK(cudaGetLastError());
+  PKB_CHECK(cudaGetLastError());
   return 0;
 }
 
@@ -262,13 +251,13 @@ PKB_EXPORT int pkb_init(pkb_ctx* ctx, const pkb_tensor* in, int, const pkb_tenso
       }
     }
   }
-  CHECK(cudaMalloc(&st->acc, sh.elems() * sizeof(float)));
-  CHECK(cudaMalloc(&st->mx, size_t(sh.b * sh.s * sh.h) * sizeof(float)));
-  CHECK(cudaMalloc(&st->sum, size_t(sh.b * sh.s * sh.h) * sizeof(float)));
-  CHECK(cudaStreamCreateWithFlags(&st->push, cudaStreamNonBlocking));
-  CHECK(cudaEventCreateWithFlags(&st->have_block, cudaEventDisableTiming));
-  CHECK(cudaEventCreateWithFlags(&st->attended, cudaEventDisableTiming));
-  CHECK(cudaEventCreateWithFlags(&st->pushed, cudaEventDisableTiming));
+  PKB_CHECK(cudaMalloc(&st->acc, sh.elems() * sizeof(float)));
+  PKB_CHECK(cudaMalloc(&st->mx, size_t(sh.b * sh.s * sh.h) * sizeof(float)));
+  PKB_CHECK(cudaMalloc(&st->sum, size_t(sh.b * sh.s * sh.h) * sizeof(float)));
+  PKB_CHECK(cudaStreamCreateWithFlags(&st->push, cudaStreamNonBlocking));
+  PKB_CHECK(cudaEventCreateWithFlags(&st->have_block, cudaEventDisableTiming));
+  PKB_CHECK(cudaEventCreateWithFlags(&st->attended, cudaEventDisableTiming));
+  PKB_CHECK(cudaEventCreateWithFlags(&st->pushed, cudaEventDisableTiming));
   return 0;
 }
 

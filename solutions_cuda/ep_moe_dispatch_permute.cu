@@ -61,17 +61,6 @@ struct State {
   }
 };
 
-bool failed(pkb_ctx* ctx, cudaError_t e, const char* call) {
-  if (e == cudaSuccess) return false;
-  ctx->set_error(ctx, (std::string(call) + ": " + cudaGetErrorString(e)).c_str());
-  return true;
-}
-
-#define CHECK(call)                           \
-  do {                                        \
-    if (failed(ctx, (call), #call)) return 1; \
-  } while (0)
-
 __global__ void barrier_kernel(uint32_t* const* pads, int rank, int world) {
   pkb::dev::barrier_block(pads, rank, world, kChannel);
 }
@@ -183,10 +172,10 @@ PKB_EXPORT int pkb_init(pkb_ctx* ctx, const pkb_tensor* in, int, const pkb_tenso
     return 1;
   }
   for (int d = 0; d < ctx->world; ++d) s->tables.p[d] = ctx->peer_ptr(ctx, s->table, d);
-  CHECK(cudaMalloc(&s->list, size_t(e) * m * sizeof(int)));
-  CHECK(cudaMalloc(&s->count, size_t(e) * sizeof(int)));
-  CHECK(cudaMalloc(&s->own, size_t(e + 1) * sizeof(int)));
-  CHECK(cudaMalloc(&s->dest, size_t(e) * sizeof(long long)));
+  PKB_CHECK(cudaMalloc(&s->list, size_t(e) * m * sizeof(int)));
+  PKB_CHECK(cudaMalloc(&s->count, size_t(e) * sizeof(int)));
+  PKB_CHECK(cudaMalloc(&s->own, size_t(e + 1) * sizeof(int)));
+  PKB_CHECK(cudaMalloc(&s->dest, size_t(e) * sizeof(long long)));
   return 0;
 }
 
@@ -210,20 +199,20 @@ PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int, pkb_tensor* out,
   route_kernel<<<int(e), kScanThreads, 0, stream>>>(static_cast<const float*>(in[1].data), k, m,
                                                     static_cast<float*>(out[1].data), s->list, s->count, s->tables,
                                                     rank, world, e);
-  CHECK(cudaGetLastError());
-  CHECK(barrier(ctx, stream));
+  PKB_CHECK(cudaGetLastError());
+  PKB_CHECK(barrier(ctx, stream));
   offsets_kernel<<<1, 1024, size_t(e) * sizeof(long long), stream>>>(s->table, s->count, e, le, rank, world, s->own,
                                                                      s->dest);
-  CHECK(cudaGetLastError());
+  PKB_CHECK(cudaGetLastError());
   int sms = 0;
-  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx->device));
+  PKB_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx->device));
   const int64_t warps_per_block = kCopyThreads / 32;
   const int blocks = int(std::clamp<int64_t>((k * m + warps_per_block - 1) / warps_per_block, 1, 4 * int64_t(sms)));
   dispatch_kernel<<<blocks, kCopyThreads, size_t(e + 1) * sizeof(int), stream>>>(
       static_cast<const char*>(in[0].data), row_bytes, s->list, s->own, s->dest, m, e, le,
       static_cast<int64_t*>(out[2].data), outs);
-  CHECK(cudaGetLastError());
-  CHECK(barrier(ctx, stream));
+  PKB_CHECK(cudaGetLastError());
+  PKB_CHECK(barrier(ctx, stream));
 
   int64_t rows = 0;
   for (int d = 0; d < world; ++d) rows += output_splits[d];

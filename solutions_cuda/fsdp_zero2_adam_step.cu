@@ -76,23 +76,6 @@ struct State {
   }
 };
 
-bool failed(pkb_ctx* ctx, cudaError_t e, const char* call) {
-  if (e == cudaSuccess) return false;
-  ctx->set_error(ctx, (std::string(call) + ": " + cudaGetErrorString(e)).c_str());
-  return true;
-}
-
-bool failed(pkb_ctx* ctx, cublasStatus_t s, const char* call) {
-  if (s == CUBLAS_STATUS_SUCCESS) return false;
-  ctx->set_error(ctx, (std::string(call) + ": " + cublasGetStatusString(s)).c_str());
-  return true;
-}
-
-#define CHECK(call)                           \
-  do {                                        \
-    if (failed(ctx, (call), #call)) return 1; \
-  } while (0)
-
 Dims dims_of(const pkb_tensor* in, int world) {
   Dims d;
   d.nl = in[0].sizes[0];
@@ -247,38 +230,38 @@ int step(pkb_ctx* ctx, State* s, const pkb_tensor* in, pkb_tensor* out) {
   a.inv_bc2 = float(1.0 / (1.0 - std::pow(double(a.beta2), double(t))));
   a.inv_world = 1.f / float(world);
 
-  CHECK(cublasSetStream(s->blas, stream));
-  CHECK(cublasSetWorkspace(s->blas, s->workspace, kWorkspace));
+  PKB_CHECK(cublasSetStream(s->blas, stream));
+  PKB_CHECK(cublasSetWorkspace(s->blas, s->workspace, kWorkspace));
 
   // 1. Broadcast: part `rank` from rank 0's input tensors, then the other parts from peers.
-  CHECK(barrier(ctx, stream, kStart));
+  PKB_CHECK(barrier(ctx, stream, kStart));
   const int64_t lo = rank * d.part, hi = lo + d.part;
   for (int tsr = 0; tsr < 4; ++tsr) {
     int64_t a0 = std::max(lo, d.off[tsr]), a1 = std::min(hi, d.off[tsr + 1]);
     if (a0 >= a1) continue;
     const T* src = static_cast<const T*>(ctx->peer_ptr(ctx, in[2 + tsr].data, 0)) + (a0 - d.off[tsr]);
-    CHECK(cudaMemcpyAsync(flat_p + a0, src, (a1 - a0) * es, cudaMemcpyDeviceToDevice, stream));
+    PKB_CHECK(cudaMemcpyAsync(flat_p + a0, src, (a1 - a0) * es, cudaMemcpyDeviceToDevice, stream));
   }
-  CHECK(barrier(ctx, stream, kChunks));
+  PKB_CHECK(barrier(ctx, stream, kChunks));
   for (int j = 1; j < world; ++j) {
     int peer = (rank + j) % world;
     T* chunk = flat_p + peer * d.part;
-    CHECK(cudaMemcpyAsync(chunk, ctx->peer_ptr(ctx, chunk, peer), d.part * es, cudaMemcpyDeviceToDevice, stream));
+    PKB_CHECK(cudaMemcpyAsync(chunk, ctx->peer_ptr(ctx, chunk, peer), d.part * es, cudaMemcpyDeviceToDevice, stream));
   }
 
   // 2. Forward, then region B's gradients (w2, b2).
   const T *w1 = flat_p + d.off[0], *b1 = flat_p + d.off[1], *w2 = flat_p + d.off[2], *b2 = flat_p + d.off[3];
   fill_rows<T><<<blocks_for(d.nl * d.hid), kThreads, 0, stream>>>(h, b1, d.nl, d.hid);
-  CHECK(gemm(s->blas, s->type, false, true, d.nl, d.hid, d.din, x, d.din, w1, d.din, h, d.hid, 1.f));
+  PKB_CHECK(gemm(s->blas, s->type, false, true, d.nl, d.hid, d.din, x, d.din, w1, d.din, h, d.hid, 1.f));
   relu<T><<<blocks_for(d.nl * d.hid), kThreads, 0, stream>>>(h, d.nl * d.hid);
   fill_rows<T><<<blocks_for(d.nl * d.dout), kThreads, 0, stream>>>(o, b2, d.nl, d.dout);
-  CHECK(gemm(s->blas, s->type, false, true, d.nl, d.dout, d.hid, h, d.hid, w2, d.hid, o, d.dout, 1.f));
+  PKB_CHECK(gemm(s->blas, s->type, false, true, d.nl, d.dout, d.hid, h, d.hid, w2, d.hid, o, d.dout, 1.f));
   mse_grad<T><<<blocks_for(d.nl * d.dout), kThreads, 0, stream>>>(o, y, float(2.0 / double(d.nl * d.dout)),
                                                                  d.nl * d.dout);
-  CHECK(gemm(s->blas, s->type, true, false, d.dout, d.hid, d.nl, o, d.dout, h, d.hid, grad + d.off[2], d.hid, 0.f));
+  PKB_CHECK(gemm(s->blas, s->type, true, false, d.dout, d.hid, d.nl, o, d.dout, h, d.hid, grad + d.off[2], d.hid, 0.f));
   col_sum<T><<<blocks_for(d.dout), kThreads, 0, stream>>>(o, grad + d.off[3], d.nl, d.dout);
-  CHECK(cudaGetLastError());
-  CHECK(cudaEventRecord(s->grads_b, stream));
+  PKB_CHECK(cudaGetLastError());
+  PKB_CHECK(cudaEventRecord(s->grads_b, stream));
 
   Fused<T> f;
   f.grad = grad;
@@ -295,30 +278,30 @@ int step(pkb_ctx* ctx, State* s, const pkb_tensor* in, pkb_tensor* out) {
   f.world = world;
 
   // 3a. Region B's exchange on the side stream, overlapping region A's gradients.
-  CHECK(cudaStreamWaitEvent(s->side, s->grads_b, 0));
-  CHECK(barrier(ctx, s->side, kRegionB));
+  PKB_CHECK(cudaStreamWaitEvent(s->side, s->grads_b, 0));
+  PKB_CHECK(barrier(ctx, s->side, kRegionB));
   f.begin = std::max(lo, d.off[2]);
   f.end = std::max(f.begin, hi);
   if (f.end > f.begin) reduce_adam_push<T><<<blocks_for(f.end - f.begin), kThreads, 0, s->side>>>(f, a);
-  CHECK(cudaGetLastError());
-  CHECK(cudaEventRecord(s->side_done, s->side));
+  PKB_CHECK(cudaGetLastError());
+  PKB_CHECK(cudaEventRecord(s->side_done, s->side));
 
   // 2b. Region A's gradients (w1, b1).
-  CHECK(gemm(s->blas, s->type, false, false, d.nl, d.hid, d.dout, o, d.dout, w2, d.hid, dpre, d.hid, 0.f));
+  PKB_CHECK(gemm(s->blas, s->type, false, false, d.nl, d.hid, d.dout, o, d.dout, w2, d.hid, dpre, d.hid, 0.f));
   relu_grad<T><<<blocks_for(d.nl * d.hid), kThreads, 0, stream>>>(dpre, h, d.nl * d.hid);
-  CHECK(gemm(s->blas, s->type, true, false, d.hid, d.din, d.nl, dpre, d.hid, x, d.din, grad + d.off[0], d.din, 0.f));
+  PKB_CHECK(gemm(s->blas, s->type, true, false, d.hid, d.din, d.nl, dpre, d.hid, x, d.din, grad + d.off[0], d.din, 0.f));
   col_sum<T><<<blocks_for(d.hid), kThreads, 0, stream>>>(dpre, grad + d.off[1], d.nl, d.hid);
 
   // 3b. Region A's exchange.
-  CHECK(barrier(ctx, stream, kRegionA));
+  PKB_CHECK(barrier(ctx, stream, kRegionA));
   f.begin = lo;
   f.end = std::min(hi, d.off[2]);
   if (f.end > f.begin) reduce_adam_push<T><<<blocks_for(f.end - f.begin), kThreads, 0, stream>>>(f, a);
-  CHECK(cudaGetLastError());
+  PKB_CHECK(cudaGetLastError());
 
   // 4. Join the side stream; every push has landed everywhere after the last barrier.
-  CHECK(cudaStreamWaitEvent(stream, s->side_done, 0));
-  CHECK(barrier(ctx, stream, kEnd));
+  PKB_CHECK(cudaStreamWaitEvent(stream, s->side_done, 0));
+  PKB_CHECK(barrier(ctx, stream, kEnd));
   return 0;
 }
 
@@ -346,15 +329,15 @@ PKB_EXPORT int pkb_init(pkb_ctx* ctx, const pkb_tensor* in, int n_in, const pkb_
     ctx->set_error(ctx, ("fsdp_zero2_adam_step: needs " + need + " MiB of symmetric heap (--heap-size)").c_str());
     return 1;
   }
-  CHECK(cublasCreate(&s->blas));
-  CHECK(cublasSetMathMode(s->blas, cublasMath_t(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
-  CHECK(cudaMalloc(&s->workspace, kWorkspace));
-  CHECK(cudaMalloc(&s->act_h, d.nl * d.hid * es));
-  CHECK(cudaMalloc(&s->act_out, d.nl * d.dout * es));
-  CHECK(cudaMalloc(&s->act_dpre, d.nl * d.hid * es));
-  CHECK(cudaStreamCreateWithFlags(&s->side, cudaStreamNonBlocking));
-  CHECK(cudaEventCreateWithFlags(&s->grads_b, cudaEventDisableTiming));
-  CHECK(cudaEventCreateWithFlags(&s->side_done, cudaEventDisableTiming));
+  PKB_CHECK(cublasCreate(&s->blas));
+  PKB_CHECK(cublasSetMathMode(s->blas, cublasMath_t(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
+  PKB_CHECK(cudaMalloc(&s->workspace, kWorkspace));
+  PKB_CHECK(cudaMalloc(&s->act_h, d.nl * d.hid * es));
+  PKB_CHECK(cudaMalloc(&s->act_out, d.nl * d.dout * es));
+  PKB_CHECK(cudaMalloc(&s->act_dpre, d.nl * d.hid * es));
+  PKB_CHECK(cudaStreamCreateWithFlags(&s->side, cudaStreamNonBlocking));
+  PKB_CHECK(cudaEventCreateWithFlags(&s->grads_b, cudaEventDisableTiming));
+  PKB_CHECK(cudaEventCreateWithFlags(&s->side_done, cudaEventDisableTiming));
   return 0;
 }
 

@@ -60,23 +60,6 @@ struct State {
   }
 };
 
-bool failed(pkb_ctx* ctx, cudaError_t e, const char* call) {
-  if (e == cudaSuccess) return false;
-  ctx->set_error(ctx, (std::string(call) + ": " + cudaGetErrorString(e)).c_str());
-  return true;
-}
-
-bool failed(pkb_ctx* ctx, cufftResult r, const char* call) {
-  if (r == CUFFT_SUCCESS) return false;
-  ctx->set_error(ctx, (std::string(call) + ": cuFFT error " + std::to_string(int(r))).c_str());
-  return true;
-}
-
-#define CHECK(call)                           \
-  do {                                        \
-    if (failed(ctx, (call), #call)) return 1; \
-  } while (0)
-
 __global__ void barrier_kernel(uint32_t* const* pads, int rank, int world) {
   pkb::dev::barrier_block(pads, rank, world, kChannel);
 }
@@ -146,18 +129,18 @@ PKB_EXPORT int pkb_init(pkb_ctx* ctx, const pkb_tensor* in, int, const pkb_tenso
       return 1;
     }
   }
-  CHECK(cudaMalloc(&s->half, size_t(s->b) * (s->h / 2 + 1) * s->xl * sizeof(float2)));
+  PKB_CHECK(cudaMalloc(&s->half, size_t(s->b) * (s->h / 2 + 1) * s->xl * sizeof(float2)));
   // R2C along H for one batch: Xl transforms, element stride Xl, neighbouring columns 1 apart.
   int n_h[1] = {int(s->h)}, in_h[1] = {int(s->h)}, on_h[1] = {int(s->h / 2 + 1)};
-  CHECK(cufftPlanMany(&s->r2c, 1, n_h, in_h, int(s->xl), 1, on_h, int(s->xl), 1, CUFFT_R2C, int(s->xl)));
+  PKB_CHECK(cufftPlanMany(&s->r2c, 1, n_h, in_h, int(s->xl), 1, on_h, int(s->xl), 1, CUFFT_R2C, int(s->xl)));
   s->have_r2c = true;
   // C2C along X, in place, rows contiguous: one plan for a full chunk, one for the last.
   int n_x[1] = {int(s->x)};
-  CHECK(cufftPlanMany(&s->c2c, 1, n_x, nullptr, 1, int(s->x), nullptr, 1, int(s->x), CUFFT_C2C, int(s->chunk * s->hl)));
+  PKB_CHECK(cufftPlanMany(&s->c2c, 1, n_x, nullptr, 1, int(s->x), nullptr, 1, int(s->x), CUFFT_C2C, int(s->chunk * s->hl)));
   s->have_c2c = true;
   int64_t tail = s->b % s->chunk;
   if (tail) {
-    CHECK(cufftPlanMany(&s->c2c_tail, 1, n_x, nullptr, 1, int(s->x), nullptr, 1, int(s->x), CUFFT_C2C, int(tail * s->hl)));
+    PKB_CHECK(cufftPlanMany(&s->c2c_tail, 1, n_x, nullptr, 1, int(s->x), nullptr, 1, int(s->x), CUFFT_C2C, int(tail * s->hl)));
     s->have_tail = true;
   }
   return 0;
@@ -177,11 +160,11 @@ PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int, pkb_tensor* out,
   const int64_t hf = s->h / 2 + 1;
   const float scale = float(1.0 / std::sqrt(double(s->h) * double(s->x)));
 
-  CHECK(cufftSetStream(s->r2c, stream));
-  CHECK(cufftSetStream(s->c2c, stream));
-  if (s->have_tail) CHECK(cufftSetStream(s->c2c_tail, stream));
+  PKB_CHECK(cufftSetStream(s->r2c, stream));
+  PKB_CHECK(cufftSetStream(s->c2c, stream));
+  if (s->have_tail) PKB_CHECK(cufftSetStream(s->c2c_tail, stream));
   for (int64_t b = 0; b < s->b; ++b)
-    CHECK(cufftExecR2C(s->r2c, x + b * s->h * s->xl, reinterpret_cast<cufftComplex*>(s->half + b * hf * s->xl)));
+    PKB_CHECK(cufftExecR2C(s->r2c, x + b * s->h * s->xl, reinterpret_cast<cufftComplex*>(s->half + b * hf * s->xl)));
 
   int threads = (world + 31) / 32 * 32;
   for (int64_t b0 = 0; b0 < s->b; b0 += s->chunk) {
@@ -193,10 +176,10 @@ PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int, pkb_tensor* out,
     pack_send<<<blocks_for(ctx, work), kThreads, 0, stream>>>(s->half, peers, world, rank, b0, nb, s->h, s->hl, s->xl, s->x);
     barrier_kernel<<<1, threads, 0, stream>>>(ctx->pads_dev, rank, world);
     cufftHandle plan = nb == s->chunk ? s->c2c : s->c2c_tail;
-    CHECK(cufftExecC2C(plan, reinterpret_cast<cufftComplex*>(mine), reinterpret_cast<cufftComplex*>(mine), CUFFT_FORWARD));
+    PKB_CHECK(cufftExecC2C(plan, reinterpret_cast<cufftComplex*>(mine), reinterpret_cast<cufftComplex*>(mine), CUFFT_FORWARD));
     unpack<<<blocks_for(ctx, nb * s->hl * s->xf), kThreads, 0, stream>>>(mine, y + b0 * s->hl * s->xf, nb * s->hl, s->x,
                                                                         s->xf, scale);
   }
-  CHECK(cudaGetLastError());
+  PKB_CHECK(cudaGetLastError());
   return 0;
 }

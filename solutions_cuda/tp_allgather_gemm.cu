@@ -51,25 +51,6 @@ struct State {
   }
 };
 
-// Records a failed CUDA or cuBLAS call in ctx; says whether it failed.
-bool failed(pkb_ctx* ctx, cudaError_t e, const char* call) {
-  if (e == cudaSuccess) return false;
-  ctx->set_error(ctx, (std::string(call) + ": " + cudaGetErrorString(e)).c_str());
-  return true;
-}
-
-bool failed(pkb_ctx* ctx, cublasStatus_t s, const char* call) {
-  if (s == CUBLAS_STATUS_SUCCESS) return false;
-  ctx->set_error(ctx, (std::string(call) + ": " + cublasGetStatusString(s)).c_str());
-  return true;
-}
-
-// In pkb_init and pkb_run: return 1 (the error set in ctx) when `call` fails.
-#define CHECK(call)                              \
-  do {                                           \
-    if (failed(ctx, (call), #call)) return 1;    \
-  } while (0)
-
 // The cuBLAS type of a pkb dtype; false for dtypes this candidate does not handle.
 bool blas_type(int dtype, cudaDataType* type) {
   switch (dtype) {
@@ -101,13 +82,13 @@ PKB_EXPORT int pkb_init(pkb_ctx* ctx, const pkb_tensor* in, int, const pkb_tenso
     return 1;
   }
   size_t m = in[0].sizes[0], k = in[1].sizes[0];
-  CHECK(cublasCreate(&s->blas));
-  CHECK(cublasSetMathMode(s->blas, cublasMath_t(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
-  CHECK(cudaMalloc(&s->workspace, kWorkspace));
-  CHECK(cudaMalloc(&s->gathered, m * k * pkb_dtype_size(in[0].dtype)));
-  CHECK(cudaStreamCreateWithFlags(&s->copies, cudaStreamNonBlocking));
-  CHECK(cudaEventCreateWithFlags(&s->fork, cudaEventDisableTiming));
-  CHECK(cudaEventCreateWithFlags(&s->landed, cudaEventDisableTiming));
+  PKB_CHECK(cublasCreate(&s->blas));
+  PKB_CHECK(cublasSetMathMode(s->blas, cublasMath_t(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
+  PKB_CHECK(cudaMalloc(&s->workspace, kWorkspace));
+  PKB_CHECK(cudaMalloc(&s->gathered, m * k * pkb_dtype_size(in[0].dtype)));
+  PKB_CHECK(cudaStreamCreateWithFlags(&s->copies, cudaStreamNonBlocking));
+  PKB_CHECK(cudaEventCreateWithFlags(&s->fork, cudaEventDisableTiming));
+  PKB_CHECK(cudaEventCreateWithFlags(&s->landed, cudaEventDisableTiming));
   return 0;
 }
 
@@ -127,17 +108,17 @@ PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int, pkb_tensor* out,
   char* c = static_cast<char*>(out[0].data);
   char* gathered = static_cast<char*>(s->gathered);
 
-  CHECK(cublasSetStream(s->blas, stream));  // this resets the workspace, so set it after
-  CHECK(cublasSetWorkspace(s->blas, s->workspace, kWorkspace));
+  PKB_CHECK(cublasSetStream(s->blas, stream));  // this resets the workspace, so set it after
+  PKB_CHECK(cublasSetWorkspace(s->blas, s->workspace, kWorkspace));
   if (world == 1) {
-    CHECK(gemm(s->blas, s->type, m, n, k, a, k, b, n, c, n));
+    PKB_CHECK(gemm(s->blas, s->type, m, n, k, a, k, b, n, c, n));
     return 0;
   }
 
   pkb::dev::barrier(ctx, stream, kChannel);
-  CHECK(cudaGetLastError());
-  CHECK(cudaEventRecord(s->fork, stream));
-  CHECK(cudaStreamWaitEvent(s->copies, s->fork, 0));
+  PKB_CHECK(cudaGetLastError());
+  PKB_CHECK(cudaEventRecord(s->fork, stream));
+  PKB_CHECK(cudaStreamWaitEvent(s->copies, s->fork, 0));
   const int64_t rows = (m + kChunks - 1) / kChunks;
   for (int64_t i0 = 0; i0 < m; i0 += rows) {
     const int64_t h = std::min(rows, m - i0);
@@ -147,15 +128,15 @@ PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int, pkb_tensor* out,
     for (int j = 0; j < world; ++j) {
       int p = (rank + j) % world;
       const char* src = static_cast<const char*>(ctx->peer_ptr(ctx, a, p)) + i0 * kl * es;
-      CHECK(cudaMemcpy2DAsync(chunk + p * kl * es, k * es, src, kl * es, kl * es, h, cudaMemcpyDeviceToDevice,
+      PKB_CHECK(cudaMemcpy2DAsync(chunk + p * kl * es, k * es, src, kl * es, kl * es, h, cudaMemcpyDeviceToDevice,
                               s->copies));
     }
     // The GEMM waits for its chunk only; the last wait also joins the copies back.
-    CHECK(cudaEventRecord(s->landed, s->copies));
-    CHECK(cudaStreamWaitEvent(stream, s->landed, 0));
-    CHECK(gemm(s->blas, s->type, h, n, k, chunk, k, b, n, c + i0 * n * es, n));
+    PKB_CHECK(cudaEventRecord(s->landed, s->copies));
+    PKB_CHECK(cudaStreamWaitEvent(stream, s->landed, 0));
+    PKB_CHECK(gemm(s->blas, s->type, h, n, k, chunk, k, b, n, c + i0 * n * es, n));
   }
   pkb::dev::barrier(ctx, stream, kChannel);
-  CHECK(cudaGetLastError());
+  PKB_CHECK(cudaGetLastError());
   return 0;
 }

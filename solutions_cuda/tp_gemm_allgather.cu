@@ -50,25 +50,6 @@ struct State {
   }
 };
 
-// Records a failed CUDA or cuBLAS call in ctx; says whether it failed.
-bool failed(pkb_ctx* ctx, cudaError_t e, const char* call) {
-  if (e == cudaSuccess) return false;
-  ctx->set_error(ctx, (std::string(call) + ": " + cudaGetErrorString(e)).c_str());
-  return true;
-}
-
-bool failed(pkb_ctx* ctx, cublasStatus_t s, const char* call) {
-  if (s == CUBLAS_STATUS_SUCCESS) return false;
-  ctx->set_error(ctx, (std::string(call) + ": " + cublasGetStatusString(s)).c_str());
-  return true;
-}
-
-// In pkb_init and pkb_run: return 1 (the error set in ctx) when `call` fails.
-#define CHECK(call)                              \
-  do {                                           \
-    if (failed(ctx, (call), #call)) return 1;    \
-  } while (0)
-
 // The cuBLAS type of a pkb dtype; false for dtypes this candidate does not handle.
 bool blas_type(int dtype, cudaDataType* type) {
   switch (dtype) {
@@ -99,12 +80,12 @@ PKB_EXPORT int pkb_init(pkb_ctx* ctx, const pkb_tensor* in, int, const pkb_tenso
     ctx->set_error(ctx, "tp_gemm_allgather: needs bf16, fp16 or fp32");
     return 1;
   }
-  CHECK(cublasCreate(&s->blas));
-  CHECK(cublasSetMathMode(s->blas, cublasMath_t(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
-  CHECK(cudaMalloc(&s->workspace, kWorkspace));
-  CHECK(cudaStreamCreateWithFlags(&s->pushes, cudaStreamNonBlocking));
-  CHECK(cudaEventCreateWithFlags(&s->computed, cudaEventDisableTiming));
-  CHECK(cudaEventCreateWithFlags(&s->pushed, cudaEventDisableTiming));
+  PKB_CHECK(cublasCreate(&s->blas));
+  PKB_CHECK(cublasSetMathMode(s->blas, cublasMath_t(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
+  PKB_CHECK(cudaMalloc(&s->workspace, kWorkspace));
+  PKB_CHECK(cudaStreamCreateWithFlags(&s->pushes, cudaStreamNonBlocking));
+  PKB_CHECK(cudaEventCreateWithFlags(&s->computed, cudaEventDisableTiming));
+  PKB_CHECK(cudaEventCreateWithFlags(&s->pushed, cudaEventDisableTiming));
   return 0;
 }
 
@@ -123,31 +104,31 @@ PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int, pkb_tensor* out,
   const void* b = in[1].data;
   char* c = static_cast<char*>(out[0].data);
 
-  CHECK(cublasSetStream(s->blas, stream));  // this resets the workspace, so set it after
-  CHECK(cublasSetWorkspace(s->blas, s->workspace, kWorkspace));
+  PKB_CHECK(cublasSetStream(s->blas, stream));  // this resets the workspace, so set it after
+  PKB_CHECK(cublasSetWorkspace(s->blas, s->workspace, kWorkspace));
   if (world == 1) {
-    CHECK(gemm(s->blas, s->type, m, nl, k, a, k, b, nl, c, n));
+    PKB_CHECK(gemm(s->blas, s->type, m, nl, k, a, k, b, nl, c, n));
     return 0;
   }
 
   pkb::dev::barrier(ctx, stream, kChannel);
-  CHECK(cudaGetLastError());
+  PKB_CHECK(cudaGetLastError());
   const int64_t rows = (m + kChunks - 1) / kChunks;
   for (int64_t i0 = 0; i0 < m; i0 += rows) {
     const int64_t h = std::min(rows, m - i0);
     char* chunk = c + (i0 * n + rank * nl) * es;  // rows [i0, i0 + h) of column block `rank`
-    CHECK(gemm(s->blas, s->type, h, nl, k, a + i0 * k * es, k, b, nl, chunk, n));
-    CHECK(cudaEventRecord(s->computed, stream));
-    CHECK(cudaStreamWaitEvent(s->pushes, s->computed, 0));
+    PKB_CHECK(gemm(s->blas, s->type, h, nl, k, a + i0 * k * es, k, b, nl, chunk, n));
+    PKB_CHECK(cudaEventRecord(s->computed, stream));
+    PKB_CHECK(cudaStreamWaitEvent(s->pushes, s->computed, 0));
     // To rank+1 first, then rank+2, ...: at any time each rank writes to a different peer.
     for (int j = 1; j < world; ++j) {
       void* dst = ctx->peer_ptr(ctx, chunk, (rank + j) % world);
-      CHECK(cudaMemcpy2DAsync(dst, n * es, chunk, n * es, nl * es, h, cudaMemcpyDeviceToDevice, s->pushes));
+      PKB_CHECK(cudaMemcpy2DAsync(dst, n * es, chunk, n * es, nl * es, h, cudaMemcpyDeviceToDevice, s->pushes));
     }
   }
-  CHECK(cudaEventRecord(s->pushed, s->pushes));
-  CHECK(cudaStreamWaitEvent(stream, s->pushed, 0));
+  PKB_CHECK(cudaEventRecord(s->pushed, s->pushes));
+  PKB_CHECK(cudaStreamWaitEvent(stream, s->pushed, 0));
   pkb::dev::barrier(ctx, stream, kChannel);
-  CHECK(cudaGetLastError());
+  PKB_CHECK(cudaGetLastError());
   return 0;
 }

@@ -38,25 +38,6 @@ constexpr int kSignal = 1;                       // the channel of "your block h
 constexpr int kThreads = 512;                    // threads per block of the sum
 constexpr size_t kWorkspace = size_t{32} << 20;  // cuBLAS workspace, its recommendation for Hopper
 
-// Records a failed CUDA or cuBLAS call in ctx; says whether it failed.
-bool failed(pkb_ctx* ctx, cudaError_t e, const char* call) {
-  if (e == cudaSuccess) return false;
-  ctx->set_error(ctx, (std::string(call) + ": " + cudaGetErrorString(e)).c_str());
-  return true;
-}
-
-bool failed(pkb_ctx* ctx, cublasStatus_t s, const char* call) {
-  if (s == CUBLAS_STATUS_SUCCESS) return false;
-  ctx->set_error(ctx, (std::string(call) + ": " + cublasGetStatusString(s)).c_str());
-  return true;
-}
-
-// In pkb_init and pkb_run: return 1 (the error set in ctx) when `call` fails.
-#define CHECK(call)                              \
-  do {                                           \
-    if (failed(ctx, (call), #call)) return 1;    \
-  } while (0)
-
 // Row-major C (m, n) = A (m, k) @ B (k, n), each with its own row pitch (ld*), all of `type`,
 // accumulated in fp32. cuBLAS is column-major, so it computes C^T = B^T A^T.
 cublasStatus_t gemm(cublasHandle_t h, cudaDataType type, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
@@ -169,21 +150,21 @@ PKB_EXPORT int pkb_init(pkb_ctx* ctx, const pkb_tensor* in, int, const pkb_tenso
     ctx->set_error(ctx, "tp_gemm_reducescatter: needs bf16, fp16 or fp32");
     return 1;
   }
-  CHECK(cublasCreate(&s->blas));
-  CHECK(cublasSetMathMode(s->blas, cublasMath_t(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
-  CHECK(cudaMalloc(&s->workspace, kWorkspace));
+  PKB_CHECK(cublasCreate(&s->blas));
+  PKB_CHECK(cublasSetMathMode(s->blas, cublasMath_t(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
+  PKB_CHECK(cudaMalloc(&s->workspace, kWorkspace));
   if (ctx->world == 1) return 0;
 
   int sms = 0;
-  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx->device));
+  PKB_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx->device));
   s->sum_blocks = std::max(1, 4 * sms);
   size_t bytes = size_t(in[0].sizes[0]) * out[0].sizes[1] * pkb_dtype_size(in[0].dtype);  // M * N elements
   s->inbox = ctx->symm_alloc(ctx, bytes);
   if (!s->inbox) return 1;  // symm_alloc has said why
-  CHECK(cudaMalloc(&s->staging, bytes));
-  CHECK(cudaStreamCreateWithFlags(&s->pushes, cudaStreamNonBlocking));
-  CHECK(cudaEventCreateWithFlags(&s->computed, cudaEventDisableTiming));
-  CHECK(cudaEventCreateWithFlags(&s->pushed, cudaEventDisableTiming));
+  PKB_CHECK(cudaMalloc(&s->staging, bytes));
+  PKB_CHECK(cudaStreamCreateWithFlags(&s->pushes, cudaStreamNonBlocking));
+  PKB_CHECK(cudaEventCreateWithFlags(&s->computed, cudaEventDisableTiming));
+  PKB_CHECK(cudaEventCreateWithFlags(&s->pushed, cudaEventDisableTiming));
   return 0;
 }
 
@@ -202,10 +183,10 @@ PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int, pkb_tensor* out,
   const void* b = in[1].data;
   void* c = out[0].data;
 
-  CHECK(cublasSetStream(s->blas, stream));  // this resets the workspace, so set it after
-  CHECK(cublasSetWorkspace(s->blas, s->workspace, kWorkspace));
+  PKB_CHECK(cublasSetStream(s->blas, stream));  // this resets the workspace, so set it after
+  PKB_CHECK(cublasSetWorkspace(s->blas, s->workspace, kWorkspace));
   if (world == 1) {
-    CHECK(gemm(s->blas, s->type, m, n, kl, a, kl, b, n, c, n));
+    PKB_CHECK(gemm(s->blas, s->type, m, n, kl, a, kl, b, n, c, n));
     return 0;
   }
 
@@ -213,24 +194,24 @@ PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int, pkb_tensor* out,
   char* inbox = static_cast<char*>(s->inbox);
   char* staging = static_cast<char*>(s->staging);
   pkb::dev::barrier(ctx, stream, kChannel);
-  CHECK(cudaGetLastError());
+  PKB_CHECK(cudaGetLastError());
   for (int j = 1; j < world; ++j) {
     const int t = (rank + j) % world;  // the block's owner: rank+1 first, so every rank starts on another
     char* part = staging + t * block;
-    CHECK(gemm(s->blas, s->type, ml, n, kl, a + t * ml * kl * es, kl, b, n, part, n));
-    CHECK(cudaEventRecord(s->computed, stream));
-    CHECK(cudaStreamWaitEvent(s->pushes, s->computed, 0));
+    PKB_CHECK(gemm(s->blas, s->type, ml, n, kl, a + t * ml * kl * es, kl, b, n, part, n));
+    PKB_CHECK(cudaEventRecord(s->computed, stream));
+    PKB_CHECK(cudaStreamWaitEvent(s->pushes, s->computed, 0));
     char* slot = static_cast<char*>(ctx->peer_ptr(ctx, inbox, t)) + rank * block;
-    CHECK(cudaMemcpyAsync(slot, part, block, cudaMemcpyDeviceToDevice, s->pushes));
+    PKB_CHECK(cudaMemcpyAsync(slot, part, block, cudaMemcpyDeviceToDevice, s->pushes));
     signal_kernel<<<1, 1, 0, s->pushes>>>(ctx->pads_dev, rank, world, t);
-    CHECK(cudaGetLastError());
+    PKB_CHECK(cudaGetLastError());
   }
   // The own block last, straight into the own slot, while the last push is in flight.
-  CHECK(gemm(s->blas, s->type, ml, n, kl, a + rank * ml * kl * es, kl, b, n, inbox + rank * block, n));
+  PKB_CHECK(gemm(s->blas, s->type, ml, n, kl, a + rank * ml * kl * es, kl, b, n, inbox + rank * block, n));
   wait_kernel<<<1, (world + 31) / 32 * 32, 0, stream>>>(ctx->pads_dev, rank, world);
-  CHECK(cudaGetLastError());
-  CHECK(cudaEventRecord(s->pushed, s->pushes));
-  CHECK(cudaStreamWaitEvent(stream, s->pushed, 0));
-  CHECK(s->sum(inbox, world, size_t(ml) * n, c, s->sum_blocks, stream));
+  PKB_CHECK(cudaGetLastError());
+  PKB_CHECK(cudaEventRecord(s->pushed, s->pushes));
+  PKB_CHECK(cudaStreamWaitEvent(stream, s->pushed, 0));
+  PKB_CHECK(s->sum(inbox, world, size_t(ml) * n, c, s->sum_blocks, stream));
   return 0;
 }

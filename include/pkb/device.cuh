@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include <algorithm>
+#include <string>
 
 #include "pkb/solution.h"
 
@@ -109,5 +110,37 @@ inline int launch_status(pkb_ctx* ctx) {
   return 1;
 }
 
+// Records a failed call in ctx (the call's text and the library's message) and says whether
+// it failed: CUDA runtime calls, and cuBLAS and cuFFT calls where cublas_v2.h or cufft.h is
+// included before this header.
+inline bool failed(pkb_ctx* ctx, cudaError_t e, const char* call) {
+  if (e == cudaSuccess) return false;
+  ctx->set_error(ctx, (std::string(call) + ": " + cudaGetErrorString(e)).c_str());
+  return true;
+}
+
+#ifdef CUBLAS_API_H_
+inline bool failed(pkb_ctx* ctx, cublasStatus_t s, const char* call) {
+  if (s == CUBLAS_STATUS_SUCCESS) return false;
+  ctx->set_error(ctx, (std::string(call) + ": " + cublasGetStatusString(s)).c_str());
+  return true;
+}
+#endif
+
+#ifdef _CUFFT_H_
+inline bool failed(pkb_ctx* ctx, cufftResult r, const char* call) {
+  if (r == CUFFT_SUCCESS) return false;
+  ctx->set_error(ctx, (std::string(call) + ": cuFFT error " + std::to_string(int(r))).c_str());
+  return true;
+}
+#endif
+
 }  // namespace dev
 }  // namespace pkb
+
+// In pkb_init and pkb_run (where `ctx` is the pkb_ctx*): return 1, the error said through
+// ctx, when `call` fails.
+#define PKB_CHECK(call)                                   \
+  do {                                                    \
+    if (::pkb::dev::failed(ctx, (call), #call)) return 1; \
+  } while (0)
