@@ -14,6 +14,7 @@
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
+# strict_zero2[:TRIALS],
 # torchbw[:W].
 # NVLink multicast stays off.
 set -uo pipefail
@@ -222,8 +223,9 @@ stage_allrefs() {
   # Every problem's reference but the collectives' (done by refs), each rank's saved
   # outputs recomputed in Python (tests/check_problem.py). Ranks sharing a GPU (W=4 on 2
   # GPUs) communicate through gloo and need no MPS for a dryrun.
+  # ONLY (a regex, optional) picks the problems, e.g. ONLY='^(cp|ep|sci)_'.
   local worlds=${1:-1,2,4} w p
-  local problems=$("$PKB" list | awk 'NR>1 && $2 ~ /^[a-z]+_/ && $2 !~ /^(coll|test)_/ {print $2}')
+  local problems=$("$PKB" list | awk 'NR>1 && $2 ~ /^[a-z]+_/ && $2 !~ /^(coll|test)_/ {print $2}' | grep -E "${ONLY:-.}")
   for w in ${worlds//,/ }; do
     for p in $problems; do
       printf "dryrun %s W=%s\t0\td=\$(mktemp -d) && %q dryrun -p %s -w %s --no-mps --trials 2 --save-outputs \$d && python3 %q %s \$d %s\n" \
@@ -261,18 +263,34 @@ stage_candidates() {
 
 stage_family_candidates() {
   # The family candidates at W=2 (timed alone), over 100 trials. ARG: sizes (default
-  # default,large). Where the machine has one GPU (ranks share it, gloo reference at
-  # ~1 s a call for the large attention), --size large runs 10 trials and 5 + 10 calls.
+  # default,large). Where the machine has one GPU (ranks share it: the timings mean
+  # nothing, and the gloo reference takes ~1 s a call for the large attention), the calls
+  # timed are few (20 + 20 at the default size, 3 + 10 at large); the 100 trials stay.
   local sizes=${1:-default,large} p size few=""
-  [ "$(nvidia-smi -L | wc -l)" -lt 2 ] && few="--trials 10 --warmup 5 --iters 10"
   for size in ${sizes//,/ }; do
-    for p in cp_ring_attention sp_gather_seq_scatter_heads ep_moe_dispatch_permute fsdp_zero2_adam_step \
-             rec_sharded_embedding_lookup sci_distributed_rfft2; do
+    few=""
+    [ "$(nvidia-smi -L | wc -l)" -lt 2 ] && few=$([ $size = large ] && echo "--warmup 3 --iters 10" || echo "--warmup 20 --iters 20")
+    for p in rec_sharded_embedding_lookup ep_moe_dispatch_permute sp_gather_seq_scatter_heads sci_distributed_rfft2 \
+             cp_ring_attention fsdp_zero2_adam_step; do
       [ -f "$SRC/solutions_cuda/$p.cu" ] || continue
-      printf "candidate %s %s W=2\t0\t%q eval --json {json} -p %s -s %q -w 2 --size %s %s\n" $p $size "$PKB" $p \
-        "$SRC/solutions_cuda/$p.cu" $size "$([ $size = large ] && echo "$few")"
+      printf "candidate %s %s W=2\t0\t%q eval --json {json} -p %s -s %q -w 2 --size %s --trials 100 %s\n" $p $size "$PKB" $p \
+        "$SRC/solutions_cuda/$p.cu" $size "$few"
     done
   done | batch 1
+}
+
+stage_strict_zero2() {
+  # fsdp_zero2_adam_step's example with the mismatch allowance taken out of its spec
+  # (a copy of the tree under /tmp/strict): what a failing trial looks like (one element
+  # behind a ReLU at zero, or more), ARG trials (default 300) at the default size, W=2.
+  local n=${1:-300} f
+  rm -rf /tmp/strict && mkdir -p /tmp/strict
+  for f in "$SRC"/*; do ln -s "$f" /tmp/strict/; done
+  rm /tmp/strict/problems && cp -r "$SRC/problems" /tmp/strict/problems
+  sed -i '/^mismatch = /d' /tmp/strict/problems/fsdp_zero2_adam_step.toml
+  (export PKB_ROOT=/tmp/strict
+   eval_json "fsdp_zero2_adam_step strict, $n trials W=2" 0 -p fsdp_zero2_adam_step \
+     -s "$SRC/solutions_cuda/fsdp_zero2_adam_step.cu" -w 2 --trials $n --warmup 5 --iters 5)
 }
 
 stage_triton() {

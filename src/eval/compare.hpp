@@ -25,8 +25,11 @@ struct Mismatch {
   nlohmann::json to_json() const;
 };
 
-Mismatch compare(const at::Tensor& got, const at::Tensor& want, double atol, double rtol);
-// The same within the output's tolerances (the spec's, else its dtype's defaults).
+// Up to `allowed` elements may lie outside atol/rtol (still counted in `bad`); a NaN
+// where the reference has a number never passes.
+Mismatch compare(const at::Tensor& got, const at::Tensor& want, double atol, double rtol, int64_t allowed = 0);
+// The same within the output's tolerances (the spec's, else its dtype's defaults) and its
+// mismatch allowance.
 Mismatch compare_output(const spec::TensorSpec& output, const at::Tensor& got, const at::Tensor& want);
 
 // Fills an output before a candidate call: NaN for floating types; for integers and bool a

@@ -143,6 +143,7 @@ std::string problem_facts(const spec::ProblemSpec& s, const Setting& at) {
     double atol = t.atol.value_or(spec::default_atol(d)), rtol = t.rtol.value_or(spec::default_rtol(d));
     o << "  out[" << i << "] " << t.name << ": " << type << " " << shape_formula(t) << " = " << shapes_by_rank(s, t, at)
       << "; checked on every rank like torch.allclose(atol=" << number(atol) << ", rtol=" << number(rtol) << ")"
+      << (t.mismatch > 0 ? ", save that a fraction " + number(t.mismatch) + " of its elements may lie outside" : "")
       << (t.host ? "; in host memory" : "") << "\n";
     for (auto& dim : t.shape)
       if (dim.dynamic) {

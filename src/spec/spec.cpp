@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "io/text.hpp"
 #include "io/toml_reader.hpp"
 #include "spec/dtype.hpp"
 
@@ -86,7 +87,7 @@ TensorSpec read_tensor(const Reader& r, const toml::node& n, bool is_input) {
   if (!t) r.fail(n, std::string(kind) + " entries must be tables");
   std::set<std::string> keys = {"name", "shape", "dtype", "host"};
   if (is_input) keys.insert({"init", "shared", "readonly"});
-  else keys.insert({"atol", "rtol"});
+  else keys.insert({"atol", "rtol", "mismatch"});
   TensorSpec ts;
   ts.line = static_cast<int>(t->source().begin.line);
   ts.name = r.str(r.need(*t, "name", kind, "name = \"x\""), "name");
@@ -112,6 +113,12 @@ TensorSpec read_tensor(const Reader& r, const toml::node& n, bool is_input) {
   } else {
     if (auto* a = t->get("atol")) ts.atol = r.real(*a, where + " atol");
     if (auto* rt = t->get("rtol")) ts.rtol = r.real(*rt, where + " rtol");
+    if (auto* mm = t->get("mismatch")) {
+      ts.mismatch = r.real(*mm, where + " mismatch");
+      if (!(ts.mismatch >= 0 && ts.mismatch <= kMaxMismatch))
+        r.fail(*mm, where + ": mismatch is the fraction of elements allowed outside atol/rtol, from 0 to " +
+                        io::format("%g", kMaxMismatch) + " (e.g. mismatch = 1e-3), not " + io::format("%g", ts.mismatch));
+    }
   }
   return ts;
 }

@@ -26,6 +26,8 @@ struct Dim {
   bool dynamic = false;  // written "<= expr": the output's size along it depends on data
 };
 
+inline constexpr double kMaxMismatch = 0.01;
+
 struct TensorSpec {
   std::string name;
   std::vector<Dim> shape;
@@ -36,6 +38,10 @@ struct TensorSpec {
   bool readonly = true;   // inputs: the candidate must leave it unchanged
   bool host = false;      // lives in host memory even on the CUDA device
   std::optional<double> atol, rtol;  // outputs; defaults by dtype
+  // Outputs: the fraction of elements (rounded down to a count) that may lie outside
+  // atol/rtol, never NaN, for answers with a few legitimately unstable elements (a ReLU
+  // whose input rounds to either side of zero); at most kMaxMismatch.
+  double mismatch = 0;
   int line = 0;
 };
 

@@ -66,6 +66,31 @@ TEST(Compare, NanDtypeShapeAndComplexParts) {
   EXPECT_FALSE(eval::compare(at::tensor({1, 2}, at::kInt), at::tensor({1, 3}, at::kInt), 0, 0).ok);
 }
 
+TEST(Compare, AMismatchAllowanceCountsElementsAndNeverPassesNan) {
+  at::Tensor want = at::zeros({1000});
+  at::Tensor got = want.clone();
+  got[7] = 1;
+  got[500] = -1;
+  EXPECT_FALSE(eval::compare(got, want, 0.1, 0).ok);
+  EXPECT_FALSE(eval::compare(got, want, 0.1, 0, 1).ok);
+  eval::Mismatch m = eval::compare(got, want, 0.1, 0, 2);
+  EXPECT_TRUE(m.ok);
+  EXPECT_EQ(m.bad, 2);
+  got[9] = NAN;
+  EXPECT_EQ(eval::compare(got, want, 0.1, 0, 10).reason, "nan");
+  // Through the spec: a fraction of the elements, rounded down.
+  spec::TensorSpec out;
+  out.atol = 0.1;
+  out.rtol = 0;
+  out.mismatch = 2e-3;  // 2 of 1000
+  got[9] = 0;
+  EXPECT_TRUE(eval::compare_output(out, got, want).ok);
+  out.mismatch = 1.9e-3;  // 1 of 1000
+  eval::Mismatch one = eval::compare_output(out, got, want);
+  EXPECT_FALSE(one.ok);
+  EXPECT_NE(one.detail.find("2 of 1000 elements differ (1 may)"), std::string::npos) << one.detail;
+}
+
 TEST(Poison, FloatsBecomeNanIntegersAlternateBetweenExtremes) {
   at::Tensor f = at::zeros({5});
   eval::poison(f, false);

@@ -207,3 +207,14 @@ TEST(ShippedProblems, RooflineBytesFollowTheElementType) {
   }
   EXPECT_GE(checked, 23);
 }
+
+TEST_F(SpecFiles, MismatchIsASmallFraction) {
+  std::string ok = kGood;
+  ok.replace(ok.find("atol = 1e-3"), 11, "atol = 1e-3\nmismatch = 1e-3");
+  EXPECT_EQ(load_spec(write("tp_demo", ok)).outputs[0].mismatch, 1e-3);
+  EXPECT_EQ(load_spec(write("tp_demo", kGood)).outputs[0].mismatch, 0);
+  std::string e = error_for("atol = 1e-3", "mismatch = 0.5");
+  EXPECT_NE(e.find("mismatch is the fraction of elements allowed outside atol/rtol, from 0 to 0.01"), std::string::npos)
+      << e;
+  EXPECT_NE(error_for("atol = 1e-3", "mismatch = -1e-3").find("not -0.001"), std::string::npos);
+}
