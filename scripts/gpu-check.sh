@@ -264,17 +264,19 @@ stage_candidates() {
 stage_family_candidates() {
   # The family candidates at W=2 (timed alone), over 100 trials. ARG: sizes (default
   # default,large). Where the machine has one GPU (ranks share it: the timings mean
-  # nothing, and the gloo reference takes ~1 s a call for the large attention), the calls
-  # timed are few (20 + 20 at the default size, 3 + 10 at large); the 100 trials stay.
+  # nothing, and the gloo reference takes 1-5 s a call at large, for the trials, the timed
+  # calls' checks and its own timing alike), the calls timed are few (20 + 20 at the
+  # default size, 1 + 3 at large). FAMILY (a regex, optional) picks the candidates; TRIALS
+  # (default 100) splits a long one over device calls (each run draws its own seed).
   local sizes=${1:-default,large} p size few=""
   for size in ${sizes//,/ }; do
     few=""
-    [ "$(nvidia-smi -L | wc -l)" -lt 2 ] && few=$([ $size = large ] && echo "--warmup 3 --iters 10" || echo "--warmup 20 --iters 20")
+    [ "$(nvidia-smi -L | wc -l)" -lt 2 ] && few=$([ $size = large ] && echo "--warmup 1 --iters 3" || echo "--warmup 20 --iters 20")
     for p in rec_sharded_embedding_lookup ep_moe_dispatch_permute sp_gather_seq_scatter_heads sci_distributed_rfft2 \
              cp_ring_attention fsdp_zero2_adam_step; do
-      [ -f "$SRC/solutions_cuda/$p.cu" ] || continue
-      printf "candidate %s %s W=2\t0\t%q eval --json {json} -p %s -s %q -w 2 --size %s --trials 100 %s\n" $p $size "$PKB" $p \
-        "$SRC/solutions_cuda/$p.cu" $size "$few"
+      [ -f "$SRC/solutions_cuda/$p.cu" ] && [[ $p =~ ${FAMILY:-.} ]] || continue
+      printf "candidate %s %s W=2\t0\t%q eval --json {json} -p %s -s %q -w 2 --size %s --trials %s %s\n" $p $size "$PKB" $p \
+        "$SRC/solutions_cuda/$p.cu" $size "${TRIALS:-100}" "$few"
     done
   done | batch 1
 }

@@ -65,13 +65,18 @@ def tolerance(o, spec):
     return o.get("atol", atol), o.get("rtol", rtol)
 
 
-def fails(got, want, atol, rtol):
-    """pkb's comparison (eval/compare.cpp): does `got` fail against the reference `want`?"""
+def fails(got, want, atol, rtol, mismatch=0.0):
+    """pkb's comparison (eval/compare.cpp): does `got` fail against the reference `want`?
+    Up to floor(mismatch * numel) elements may lie outside, none of them NaN."""
     if got.dtype != want.dtype or got.shape != want.shape:
         return True
     g, w = real(got), real(want)
     fine = g.eq(w) | (g.isnan() & w.isnan()) | (g - w).abs().le(atol + rtol * w.abs())
-    return not bool(fine.all())
+    if got.is_complex():
+        fine = fine.all(-1)
+    if bool((g.isnan() & ~w.isnan()).any()):
+        return True
+    return int((~fine).sum()) > int(mismatch * want.numel())
 
 
 def passthrough(inputs, want):
@@ -141,7 +146,8 @@ def main():
                 errors.append(f"rank {r} {o['name']}: reference off the exact answer by {ratio:.3f} of the tolerance")
 
     def rejected(answers):
-        return any(fails(answers[r][i], got[r][i], *tolerance(o, spec)) for r in range(w) for i, o in enumerate(outs))
+        return any(fails(answers[r][i], got[r][i], *tolerance(o, spec), o.get("mismatch", 0.0))
+                   for r in range(w) for i, o in enumerate(outs))
 
     if w > 1:
         if not rejected([[torch.zeros_like(y) for y in got[r]] for r in range(w)]):

@@ -32,14 +32,15 @@ def attention(q, k, v, causal, scale=None):
     scale = scale or q.shape[-1] ** -0.5
     b, tq, h, _ = q.shape
     tk = k.shape[1]
-    out = torch.empty(b, tq, h, v.shape[-1], dtype=torch.promote_types(q.dtype, v.dtype))
+    out = torch.empty(b, tq, h, v.shape[-1], dtype=torch.promote_types(q.dtype, v.dtype), device=q.device)
     block = max(1, (1 << 25) // (b * tk))
     for hh in range(h):
         for s in range(0, tq, block):
             e = min(tq, s + block)
             sc = torch.einsum("bqd,bkd->bqk", q[:, s:e, hh], k[:, :, hh]) * scale
             if causal:  # query i sees keys 0..i
-                sc = sc.masked_fill(torch.arange(s, e).unsqueeze(1) < torch.arange(tk).unsqueeze(0), -math.inf)
+                qi, ki = torch.arange(s, e, device=q.device), torch.arange(tk, device=q.device)
+                sc = sc.masked_fill(qi.unsqueeze(1) < ki.unsqueeze(0), -math.inf)
             out[:, s:e, hh] = torch.einsum("bqk,bkd->bqd", sc.softmax(-1), v[:, :, hh])
     return out
 
@@ -235,14 +236,17 @@ def magi_cso(xs, w, spec):
     assert -(-chunk // w) == spb, "k_ranges does not end at R * chunk"
     q = torch.stack([x["query"].to(f64).view(rr, spb, hq, d) for x in xs], 1).reshape(rr, w * spb, hq, d)
     kv = torch.stack([x["key_value"].to(f64).view(rr, spb, hkv, 2 * d) for x in xs], 1).reshape(rr, w * spb, hkv, 2 * d)
-    keys = kv[:, :chunk].reshape(rr * chunk, hkv, 2 * d)
+    # fp64 over the default's 48k tokens takes minutes on a CPU: on a GPU where there is one
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    q = q.to(dev)
+    keys = kv[:, :chunk].reshape(rr * chunk, hkv, 2 * d).to(dev)
     out = torch.empty_like(q)
     for i in range(rr):
         s, e = (int(v) for v in xs[0]["k_ranges"][i])
         k = keys[s:e, :, :d].repeat_interleave(hq // hkv, 1)
         v = keys[s:e, :, d:].repeat_interleave(hq // hkv, 1)
         out[i] = attention(q[i].unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), causal=False)[0]
-    out = out.view(rr, w, spb, hq, d)
+    out = out.cpu().view(rr, w, spb, hq, d)
     return [[out[:, r].reshape(rr * spb, hq, d)] for r in range(w)]
 
 
