@@ -304,3 +304,33 @@ TEST(Build, EveryThunderKittensExampleCompiles) {
     EXPECT_TRUE(contains(r.out, "candidate.so")) << r.out;
   }
 }
+
+// An output's mismatch allowance (the spec key `mismatch`) lets a few elements lie outside
+// atol/rtol, and the verdict says how many did. Under a copy of the tree whose
+// coll_allreduce allows 1e-5 of its elements (10 of 1M), two wrong elements on rank 0 pass;
+// under the real spec they fail (the gallery's few_elements_off).
+TEST(Eval, MismatchAllowanceIsReported) {
+  namespace fs = std::filesystem;
+  std::string root = temp_dir("mismatch-root");
+  for (auto& e : fs::directory_iterator(kSrc))
+    if (e.path().filename() != "problems") fs::create_symlink(e.path(), root + "/" + e.path().filename().string());
+  fs::copy(kSrc + "/problems", root + "/problems");
+  std::string spec_path = root + "/problems/coll_allreduce.toml";
+  std::stringstream text;
+  text << std::ifstream(spec_path).rdbuf();
+  std::string s = text.str();
+  ASSERT_NE(s.find("rtol = 0\n"), std::string::npos);
+  s.replace(s.find("rtol = 0\n"), 9, "rtol = 0\nmismatch = 1e-5\n");
+  std::ofstream(spec_path) << s;
+  std::string out = root + "/r.json";
+  PkbRun r = eval("coll_allreduce", kSrc + "/tests/candidates/cpu/few_elements_off.cpp", out, {"--trials", "5"},
+                  {{"PKB_ROOT", root}}, 2);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  json j = read_json(out);
+  EXPECT_EQ(j["verdict"], "correct");
+  EXPECT_EQ(j["mismatch_tolerated"]["max_elements"], 2);
+  // 5 trials and 20 timed calls checked on rank 0, each with two elements off
+  EXPECT_GE(j["mismatch_tolerated"]["outputs"].get<int>(), 5);
+  EXPECT_NE(j["message"].get<std::string>().find("within the spec's mismatch allowance"), std::string::npos)
+      << j["message"];
+}

@@ -168,3 +168,17 @@ TEST(Verdict, FlagsThatPutTimingsInDoubt) {
   j.res["run"] = {{"device", "cuda"}, {"ranks_per_gpu", 1}};
   EXPECT_FALSE(eval::timing_counts(j.res));
 }
+
+TEST(Verdict, ToleratedMismatchesAreSaid) {
+  json r = timed(100, 300);
+  Judged exact = judge(finished(2, r), cuda(2));
+  EXPECT_FALSE(exact.res.contains("mismatch_tolerated"));
+  r["tolerated"] = {{"calls", 3}, {"max_elements", 2}};
+  Judged j = judge(finished(2, r), cuda(2));
+  EXPECT_EQ(j.res["verdict"], "correct");
+  EXPECT_EQ(j.res["mismatch_tolerated"]["outputs"], 6);  // over both ranks
+  EXPECT_EQ(j.res["mismatch_tolerated"]["max_elements"], 2);
+  EXPECT_NE(j.res["message"].get<std::string>().find("6 outputs (over ranks and calls) had up to 2 elements outside"),
+            std::string::npos)
+      << j.res["message"];
+}
