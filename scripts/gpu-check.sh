@@ -14,7 +14,7 @@
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
-# strict_zero2[:TRIALS],
+# strict_zero2[:TRIALS], refcomm,
 # torchbw[:W].
 # NVLink multicast stays off.
 set -uo pipefail
@@ -134,7 +134,8 @@ stage_runtime() {
 
 stage_api() {
   # The reference-API test problems (tests/api): W=1 under NCCL (ncclCommSplit), W=2 and 4
-  # through gloo on CUDA tensors; tests/check_api.py recomputes every saved output.
+  # (ranks sharing the GPU) through pkb's shared-memory communicator on CUDA tensors;
+  # tests/check_api.py recomputes every saved output.
   for p in test_api_grid test_api_ring test_api_uneven test_api_dynamic test_api_dtypes; do
     for w in 1 2 4; do
       [ $p = test_api_ring ] && [ $w = 1 ] && continue
@@ -222,7 +223,7 @@ GALLERY="--problem-dir $SRC/tests/candidates/problems --reference-lib $PWD/build
 stage_allrefs() {
   # Every problem's reference but the collectives' (done by refs), each rank's saved
   # outputs recomputed in Python (tests/check_problem.py). Ranks sharing a GPU (W=4 on 2
-  # GPUs) communicate through gloo and need no MPS for a dryrun.
+  # GPUs) communicate through pkb's shared-memory communicator and need no MPS for a dryrun.
   # ONLY (a regex, optional) picks the problems, e.g. ONLY='^(cp|ep|sci)_'.
   local worlds=${1:-1,2,4} w p
   local problems=$("$PKB" list | awk 'NR>1 && $2 ~ /^[a-z]+_/ && $2 !~ /^(coll|test)_/ {print $2}' | grep -E "${ONLY:-.}")
@@ -264,8 +265,8 @@ stage_candidates() {
 stage_family_candidates() {
   # The family candidates at W=2 (timed alone), over 100 trials. ARG: sizes (default
   # default,large). Where the machine has one GPU (ranks share it: the timings mean
-  # nothing, and the gloo reference takes 1-5 s a call at large, for the trials, the timed
-  # calls' checks and its own timing alike), the calls timed are few (20 + 20 at the
+  # nothing, and the reference took 1-5 s a call at large through gloo, for the trials, the
+  # timed calls' checks and its own timing alike), the calls timed are few (20 + 20 at the
   # default size, 1 + 3 at large). FAMILY (a regex, optional) picks the candidates; TRIALS
   # (default 100) splits a long one over device calls (each run draws its own seed).
   local sizes=${1:-default,large} p size few=""
@@ -318,6 +319,18 @@ stage_sandbox() {
   step "selftest W=4 (ranks sharing GPUs, MPS)" 0 "$PKB" selftest -w 4
 }
 
+stage_refcomm() {
+  # The references' communicators where ranks share a GPU: pkb's shared memory against
+  # gloo, reference milliseconds a trial at --size large, W=2 (dryrun, 3 trials each).
+  local p c
+  for p in sci_distributed_rfft2 ep_moe_dispatch_permute fsdp_zero2_adam_step; do
+    for c in shm gloo; do
+      step "reference $p large W=2 over $c" 0 "$PKB" dryrun -p $p -w 2 --size large --trials 3 --ref-comm $c --no-mps
+      tail -4 "$LOG" | awk -v s="$p $c" '$1 ~ /^[0-9]+$/ {printf "|  ↳ %s rank %s: %s ms a trial | | | |\n", s, $1, $2}' >>"$SUM"
+    done
+  done
+}
+
 stage_torchbw() {
   # torch.distributed's collectives beside pkb's references (bench/busbw_table.py).
   local w=${1:-2}
@@ -361,8 +374,8 @@ stage_tp_candidates() {
 
 stage_tp_shared() {
   # The overlap candidates with ranks sharing the GPU: default at W=4, large at W=2 and 4.
-  # Large runs time 10 + 20 calls: the gloo reference takes ~0.4 s a call there, and shared
-  # timings mean nothing anyway. ARG: problems, comma-separated (default: all three).
+  # Large runs time 10 + 20 calls: the reference takes ~0.4 s a call there through gloo,
+  # and shared timings mean nothing anyway. ARG: problems, comma-separated (default: all three).
   local problems=${1:-tp_gemm_allgather,tp_allgather_gemm,tp_gemm_reducescatter} p
   for p in ${problems//,/ }; do
     eval_json "eval $p default W=4 shared" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" -w 4

@@ -1,9 +1,10 @@
 // The communicator references use: the collectives of torch.distributed over NCCL on the
-// CUDA device and over gloo on the CPU device (and when ranks share a GPU).
+// CUDA device, over gloo on the CPU device, and over pkb's shared-memory communicator where
+// ranks share a GPU (--ref-comm picks gloo or shm wherever there is no NCCL).
 //
 // All tensors are on the rank's device. NCCL calls are enqueued on the current CUDA
-// stream, like torch.distributed's; gloo calls return when done. Tensors need not be
-// contiguous for inputs; outputs must be contiguous. Any dtype moves; reductions take
+// stream, like torch.distributed's; gloo and shm calls return when done. Tensors need not
+// be contiguous for inputs; outputs must be contiguous. Any dtype moves; reductions take
 // floating, integer and complex types (complex sums only).
 #pragma once
 
@@ -30,7 +31,7 @@ class Comm {
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  virtual std::string backend() const = 0;  // "nccl", "gloo", "none" (no communication)
+  virtual std::string backend() const = 0;  // "nccl", "gloo", "shm", "none" (no communication)
   virtual at::Device device() const = 0;
 
   virtual void all_reduce(at::Tensor& t, ReduceOp op = ReduceOp::Sum) = 0;

@@ -90,6 +90,10 @@ void RunOptions::add_to(CLI::App* app) {
   app->add_flag("--echo", echo, "print every rank's output as it comes");
   app->add_flag("--multicast", place.multicast, "allow NVLink multicast (NVLS) in NCCL; off by default");
   app->add_flag("--no-mps", place.no_mps, "do not start a private MPS daemon when ranks share a GPU");
+  app->add_option("--ref-comm", place.ref_comm,
+                  "the references' communicator where ranks do not each have a GPU: shm (shared memory; the "
+                  "default where ranks share a GPU) or gloo (the CPU device's default); NCCL with a GPU per rank")
+      ->check(CLI::IsMember({"auto", "shm", "gloo"}));
   app->add_flag("--no-sandbox", no_sandbox,
                 "run candidates unconfined: every environment variable, any file, the network (debugging only)");
   app->add_option("--pass-env", pass_env, "an environment variable ranks keep although it looks secret (repeatable)");

@@ -12,6 +12,10 @@ namespace pkb::comm {
 // gloo over the parent's store; tensors on a CUDA device are staged through the host.
 std::unique_ptr<Comm> make_gloo(launch::Client& client, int rank, int world, at::Device device);
 
+// Shared memory between the ranks (one memfd region each, staged in pieces; CUDA tensors
+// through the host): for ranks sharing a GPU, where NCCL cannot run. Up to 64 ranks.
+std::unique_ptr<Comm> make_shm(launch::Client& client, int rank, int world, at::Device device);
+
 // NCCL on the rank's GPU (the unique id travels through the parent's store). Throws
 // where pkb was built without CUDA.
 std::unique_ptr<Comm> make_nccl(launch::Client& client, int rank, int world, at::Device device);

@@ -33,11 +33,11 @@ void place_on_gpus(const PlaceRequest& req, Placement& p) {
     throw io::InputError("W=" + std::to_string(p.world) + " ranks do not fit " + std::to_string(p.gpus) +
                          " GPU(s) at " + std::to_string(k) + " per GPU; raise --ranks-per-gpu");
   p.ranks_per_gpu = k;
-  // NCCL refuses two ranks on one GPU; gloo (through the host) does not mind.
-  p.comm = k > 1 ? "gloo" : "nccl";
+  // NCCL refuses two ranks on one GPU; shared memory (through the host) does not mind.
+  p.comm = k > 1 ? (req.ref_comm == "gloo" ? "gloo" : "shm") : "nccl";
   if (k == 1) return;
-  p.warnings.push_back(std::to_string(k) + " ranks share each GPU: the reference communicates through gloo and "
-                       "timings mean nothing");
+  p.warnings.push_back(std::to_string(k) + " ranks share each GPU: the reference communicates through " + p.comm +
+                       " and timings mean nothing");
   if (req.no_mps) {
     p.warnings.push_back("MPS is off (--no-mps): device barriers between co-resident ranks take milliseconds");
     return;
@@ -71,7 +71,7 @@ Placement place(const PlaceRequest& req, const spec::ProblemSpec* spec, const st
   if (device == "cpu") {
     p.world = req.world ? req.world : 4;
     p.ranks_per_gpu = 1;
-    p.comm = "gloo";
+    p.comm = req.ref_comm == "shm" ? "shm" : "gloo";
   } else {
     place_on_gpus(req, p);
   }

@@ -23,6 +23,9 @@ struct PlaceRequest {
   int ranks_per_gpu = 0;        // 0: as few as W needs
   bool multicast = false;       // allow NVLink multicast (NVLS); never on shared machines
   bool no_mps = false;
+  // Without a GPU per rank: "shm" or "gloo"; "auto" is shm where ranks share a GPU, gloo
+  // on the CPU device. A GPU per rank always takes NCCL.
+  std::string ref_comm = "auto";
 };
 
 struct Placement {
@@ -30,7 +33,7 @@ struct Placement {
   int world = 1;
   int ranks_per_gpu = 1;
   int gpus = 0;        // visible GPUs
-  std::string comm;    // "nccl" or "gloo"
+  std::string comm;    // "nccl", "shm" or "gloo"
   std::string gpu_name;
   nlohmann::json probe = nlohmann::json::object();
   std::unique_ptr<MpsDaemon> mps;

@@ -20,7 +20,7 @@ struct Job {
   int rank = 0, world = 1;
   std::string device = "cpu";  // cpu or cuda
   int gpu = -1;                // CUDA ordinal, -1 on the CPU device
-  std::string comm = "gloo";   // the references' communicator: nccl or gloo
+  std::string comm = "gloo";   // the references' communicator: nccl, shm or gloo
 
   // The problem.
   std::string spec;            // path of problems/<slug>.toml

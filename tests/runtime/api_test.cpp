@@ -25,32 +25,40 @@ PkbRun run_api(std::vector<std::string> args, double timeout = 600) {
 
 }  // namespace
 
-class ApiReference : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+// (problem, W, the references' communicator: gloo, or pkb's shared-memory one)
+class ApiReference : public ::testing::TestWithParam<std::tuple<std::string, int, std::string>> {};
 
 TEST_P(ApiReference, SavedOutputsMatchAnIndependentRecomputation) {
-  auto [problem, world] = GetParam();
-  std::string dir = temp_dir(problem + "-" + std::to_string(world));
+  auto [problem, world, comm] = GetParam();
+  std::string dir = temp_dir(problem + "-" + std::to_string(world) + comm);
   PkbRun r = run_api({"dryrun", "-p", problem, "--device", "cpu", "-w", std::to_string(world), "--trials", "3",
-                      "--save-outputs", dir});
+                      "--ref-comm", comm, "--save-outputs", dir});
   if (problem == "test_api_ring" && world == 1) {  // the spec asks for W >= 2
     EXPECT_EQ(r.code, 2) << r.err;
     EXPECT_TRUE(contains(r.err, "pick another --world-size")) << r.err;
     return;
   }
   ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "comm=" + comm)) << r.out;
   auto check = pkb::launch::run_process(
       {PKB_PYTHON, std::string(PKB_SOURCE_DIR) + "/tests/check_api.py", problem, dir, std::to_string(world)}, 300);
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
   EXPECT_TRUE(survivors(r.tag).empty());
 }
 
+const auto kApiProblems =
+    ::testing::Values("test_api_grid", "test_api_ring", "test_api_uneven", "test_api_dynamic", "test_api_dtypes");
+std::string api_name(const ::testing::TestParamInfo<std::tuple<std::string, int, std::string>>& info) {
+  return std::get<0>(info.param) + "_W" + std::to_string(std::get<1>(info.param)) + "_" + std::get<2>(info.param);
+}
 INSTANTIATE_TEST_SUITE_P(Api, ApiReference,
-                         ::testing::Combine(::testing::Values("test_api_grid", "test_api_ring", "test_api_uneven",
-                                                              "test_api_dynamic", "test_api_dtypes"),
-                                            ::testing::Values(1, 2, 3, 4, 8)),
-                         [](const auto& info) {
-                           return std::get<0>(info.param) + "_W" + std::to_string(std::get<1>(info.param));
-                         });
+                         ::testing::Combine(kApiProblems, ::testing::Values(1, 2, 3, 4, 8), ::testing::Values("gloo")),
+                         api_name);
+// The shared-memory communicator (ranks sharing a GPU use it) on the same problems: splits,
+// rings, uneven all_to_all, every dtype.
+INSTANTIATE_TEST_SUITE_P(ApiShm, ApiReference,
+                         ::testing::Combine(kApiProblems, ::testing::Values(2, 3, 8), ::testing::Values("shm")),
+                         api_name);
 
 class ApiCandidate : public ::testing::TestWithParam<std::tuple<std::string, std::string, std::string>> {};
 

@@ -1,5 +1,6 @@
 // pkb dryrun --solution reference for every collective at W = 1, 2, 4 and 8 on the CPU
-// device; the saved rank_*.pt load in Python torch and hold what the problem says.
+// device, through gloo and (W = 2 and 4) pkb's shared-memory communicator; the saved
+// rank_*.pt load in Python torch and hold what the problem says.
 #include <gtest/gtest.h>
 
 #include "launch/subprocess.hpp"
@@ -7,29 +8,34 @@
 
 using namespace pkbtest;
 
-class Dryrun : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+class Dryrun : public ::testing::TestWithParam<std::tuple<std::string, int, std::string>> {};
 
 TEST_P(Dryrun, SavedOutputsHoldWhatTheProblemSays) {
-  auto [problem, world] = GetParam();
-  std::string dir = temp_dir(problem + "-" + std::to_string(world));
+  auto [problem, world, comm] = GetParam();
+  std::string dir = temp_dir(problem + "-" + std::to_string(world) + comm);
   PkbRun r = run_pkb({"dryrun", "--problem", problem, "--solution", "reference", "--device", "cpu", "-w",
-                      std::to_string(world), "--trials", "2", "--save-outputs", dir});
+                      std::to_string(world), "--trials", "2", "--ref-comm", comm, "--save-outputs", dir});
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "ok (")) << r.out;
+  EXPECT_TRUE(contains(r.out, "comm=" + comm)) << r.out;
   auto check = pkb::launch::run_process(
       {PKB_PYTHON, std::string(PKB_SOURCE_DIR) + "/tests/check_dryrun.py", problem, dir, std::to_string(world)}, 300);
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
   EXPECT_TRUE(survivors(r.tag).empty());
 }
 
+const auto kCollectives = ::testing::Values("coll_allreduce", "coll_allgather", "coll_broadcast", "coll_reduce",
+                                            "coll_scatter", "coll_gather", "coll_reducescatter", "coll_alltoall");
+std::string dryrun_name(const ::testing::TestParamInfo<std::tuple<std::string, int, std::string>>& info) {
+  std::string comm = std::get<2>(info.param);
+  return std::get<0>(info.param) + "_W" + std::to_string(std::get<1>(info.param)) + (comm == "gloo" ? "" : "_" + comm);
+}
 INSTANTIATE_TEST_SUITE_P(Collectives, Dryrun,
-                         ::testing::Combine(::testing::Values("coll_allreduce", "coll_allgather", "coll_broadcast",
-                                                              "coll_reduce", "coll_scatter", "coll_gather",
-                                                              "coll_reducescatter", "coll_alltoall"),
-                                            ::testing::Values(1, 2, 4, 8)),
-                         [](const auto& info) {
-                           return std::get<0>(info.param) + "_W" + std::to_string(std::get<1>(info.param));
-                         });
+                         ::testing::Combine(kCollectives, ::testing::Values(1, 2, 4, 8), ::testing::Values("gloo")),
+                         dryrun_name);
+INSTANTIATE_TEST_SUITE_P(CollectivesShm, Dryrun,
+                         ::testing::Combine(kCollectives, ::testing::Values(2, 4), ::testing::Values("shm")),
+                         dryrun_name);
 
 TEST(DryrunIds, AcceptsOriginalIdAndStem) {
   for (std::string key : {"7", "7_reducescatter", "coll_reducescatter"}) {

@@ -334,3 +334,16 @@ TEST(Eval, MismatchAllowanceIsReported) {
   EXPECT_NE(j["message"].get<std::string>().find("within the spec's mismatch allowance"), std::string::npos)
       << j["message"];
 }
+
+// Ranks that share a GPU talk through pkb's shared-memory communicator (--ref-comm shm);
+// here on the CPU device, the candidate sandboxed beside it.
+TEST(Eval, ReferenceOverSharedMemory) {
+  std::string out = temp_dir("shm-comm") + "/r.json";
+  PkbRun r = eval("coll_reducescatter", kSrc + "/solutions_cpu/coll_reducescatter.cpp", out,
+                  {"--trials", "10", "--ref-comm", "shm"}, {}, 4);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  json j = read_json(out);
+  EXPECT_EQ(j["verdict"], "correct") << j["message"];
+  EXPECT_EQ(j["run"]["comm"], "shm");
+  EXPECT_TRUE(survivors(r.tag).empty());
+}
