@@ -128,7 +128,7 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
   int64_t most = 0;
   for (auto& r : ranks)
     if (r.contains("tolerated")) {
-      tolerated += r["tolerated"]["calls"].get<int>();
+      tolerated += r["tolerated"]["outputs"].get<int>();
       most = std::max(most, r["tolerated"]["max_elements"].get<int64_t>());
     }
   if (tolerated > 0) {

@@ -154,7 +154,7 @@ class EvalJob {
       out["failure"] = fail;
       times_["timing_ms"] = ms_since(t0);
     }
-    out["tolerated"] = {{"calls", tolerated_calls_}, {"max_elements", tolerated_max_}};
+    out["tolerated"] = {{"outputs", tolerated_outputs_}, {"max_elements", tolerated_max_}};
     r_.client.phase(phase::kFinish);
     cand_->finalize(cctx_->get());
     device::synchronize(r_.device);
@@ -356,7 +356,7 @@ class EvalJob {
         return f;
       }
       if (m.bad > 0) {  // within the output's mismatch allowance: said in the verdict
-        ++tolerated_calls_;
+        ++tolerated_outputs_;
         tolerated_max_ = std::max(tolerated_max_, m.bad);
       }
     }
@@ -603,7 +603,7 @@ class EvalJob {
   void* stream_ = nullptr;
   int timed_sets_ = 1;
   int trials_run_ = 0;
-  int tolerated_calls_ = 0;    // outputs compared with elements outside atol/rtol, within mismatch
+  int tolerated_outputs_ = 0;  // outputs compared with elements outside atol/rtol, within mismatch
   int64_t tolerated_max_ = 0;  // the most such elements in one output
   json times_ = json::object();
 };

@@ -173,7 +173,7 @@ TEST(Verdict, ToleratedMismatchesAreSaid) {
   json r = timed(100, 300);
   Judged exact = judge(finished(2, r), cuda(2));
   EXPECT_FALSE(exact.res.contains("mismatch_tolerated"));
-  r["tolerated"] = {{"calls", 3}, {"max_elements", 2}};
+  r["tolerated"] = {{"outputs", 3}, {"max_elements", 2}};
   Judged j = judge(finished(2, r), cuda(2));
   EXPECT_EQ(j.res["verdict"], "correct");
   EXPECT_EQ(j.res["mismatch_tolerated"]["outputs"], 6);  // over both ranks
