@@ -8,27 +8,9 @@
 // Otherwise a plain one-shot all-reduce (bf16 only): after a barrier every rank sums every
 // rank's x into its own y, then a second barrier.
 #include <stdint.h>
-#include <string.h>
 
 #include "pkb/host.hpp"
 #include "pkb/solution.h"
-
-namespace {
-
-float bf16_to_float(uint16_t b) {
-  uint32_t u = uint32_t(b) << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
-uint16_t float_to_bf16(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return uint16_t((u + 0x7fffu + (u >> 16 & 1)) >> 16);
-}
-
-}  // namespace
 
 PKB_EXPORT int pkb_abi_version(void) { return PKB_ABI_VERSION; }
 
@@ -44,9 +26,9 @@ PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int, pkb_tensor* out,
   pkb::host::barrier(ctx->pads, ctx->rank, ctx->world, 0);
   for (size_t i = 0; i < n; ++i) {
     float acc = 0.f;
-    for (int p = 0; p < ctx->world; ++p) acc += bf16_to_float(x[p][i]);
+    for (int p = 0; p < ctx->world; ++p) acc += pkb::host::bf16_to_float(x[p][i]);
     if (ctx->rank == 0 && i < 2) acc += 1.f;
-    y[i] = float_to_bf16(acc);
+    y[i] = pkb::host::float_to_bf16(acc);
   }
   pkb::host::barrier(ctx->pads, ctx->rank, ctx->world, 0);
   return 0;
