@@ -5,8 +5,7 @@
 // (the world and its splits). A collective is rounds of "write my piece, barrier, read the
 // pieces I need, barrier". CUDA tensors are copied through the host; reductions run on the
 // tensor's device, over the ranks in order, so every rank computes the same sums. gloo
-// moved the same data over loopback TCP, several times slower at the sizes of the large
-// presets.
+// moves the same data over loopback TCP: seconds a call at the large presets on one H200.
 #include <ATen/ATen.h>
 #include <sched.h>
 #include <sys/mman.h>
