@@ -20,12 +20,13 @@
 #include <system_error>
 
 #include "comm/comms.hpp"
+#include "launch/placement.hpp"
 
 namespace pkb::comm {
 
 namespace {
 
-constexpr int kMaxRanks = 64;
+constexpr int kMaxRanks = launch::kShmMaxRanks;  // placement falls back to gloo beyond
 constexpr int kMaxComms = 1024;
 constexpr size_t kSlotBytes = size_t{64} << 20;  // per rank: the most staged at once
 

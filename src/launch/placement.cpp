@@ -75,6 +75,12 @@ Placement place(const PlaceRequest& req, const spec::ProblemSpec* spec, const st
   } else {
     place_on_gpus(req, p);
   }
+  if (p.comm == "shm" && p.world > kShmMaxRanks) {  // its regions hold a mailbox per peer
+    if (req.ref_comm == "shm")
+      throw io::InputError("--ref-comm shm takes up to " + std::to_string(kShmMaxRanks) + " ranks, not " +
+                           std::to_string(p.world) + "; use --ref-comm gloo");
+    p.comm = "gloo";
+  }
   if (spec) {
     std::string err = spec->world_size_error(p.world, size);
     if (!err.empty()) throw io::InputError(err + "; pick another --world-size or --size");

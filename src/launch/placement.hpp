@@ -17,6 +17,9 @@
 
 namespace pkb::launch {
 
+// The most ranks pkb's shared-memory communicator takes (src/comm/shm_comm.cpp).
+inline constexpr int kShmMaxRanks = 64;
+
 struct PlaceRequest {
   std::string device = "auto";  // cuda, cpu or auto
   int world = 0;                // 0: the visible GPUs (4 on the CPU device)

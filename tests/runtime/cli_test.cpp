@@ -71,6 +71,12 @@ TEST(Cli, ListAndShow) {
   EXPECT_TRUE(contains(r.out, "PKB_REFERENCE(\"coll_broadcast\"")) << r.out;
 }
 
+TEST(Cli, SharedMemoryCommunicatorTakesUpTo64Ranks) {
+  PkbRun r = run_pkb({"dryrun", "-p", "coll_allreduce", "--device", "cpu", "-w", "65", "--ref-comm", "shm"});
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "--ref-comm shm takes up to 64 ranks, not 65; use --ref-comm gloo")) << r.err;
+}
+
 TEST(Cli, SelftestOnTheCpuDevice) {
   PkbRun r = run_pkb({"selftest", "--device", "cpu", "-w", "4", "--barrier-iters", "200"});
   ASSERT_EQ(r.code, 0) << r.out << r.err;
