@@ -29,7 +29,8 @@ elif [ -x .venv/bin/python3 ] && has_torch .venv/bin/python3; then
 elif command -v python3 >/dev/null && has_torch python3; then
   echo "pkb: using $(command -v python3)'s torch"
 else
+  # No pip cache: the wheels with their CUDA libraries are some 3 GB that would sit there twice.
   echo "pkb: installing torch 2.11.0 (libtorch) into .venv"
   python3 -m venv .venv
-  .venv/bin/pip install -q --disable-pip-version-check torch==2.11.0 numpy
+  .venv/bin/pip install -q --disable-pip-version-check --no-cache-dir torch==2.11.0 numpy
 fi

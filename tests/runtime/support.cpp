@@ -1,6 +1,7 @@
 #include "support.hpp"
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -55,8 +56,27 @@ std::vector<pid_t> survivors(const std::string& tag, double grace_s) {
   }
 }
 
+namespace {
+// One folder per test process, removed when that process exits (not by a forked child) unless
+// a test failed, so that runs of the suite do not fill /tmp and a failure can still be looked at.
+struct ScratchRoot {
+  fs::path path = fs::temp_directory_path() / ("pkb-test-" + std::to_string(getpid()));
+  pid_t owner = getpid();
+  ~ScratchRoot() {
+    if (getpid() != owner) return;
+    if (::testing::UnitTest::GetInstance()->Failed()) {
+      fprintf(stderr, "pkb tests: scratch kept in %s\n", path.c_str());
+      return;
+    }
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+}  // namespace
+
 std::string temp_dir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("pkb-test-" + std::to_string(getpid())) / name;
+  static ScratchRoot root;
+  fs::path p = root.path / name;
   fs::remove_all(p);
   fs::create_directories(p);
   return p.string();

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "support.hpp"
 #include "sweep/candidates.hpp"
 #include "sweep/results_file.hpp"
 #include "sweep/runner.hpp"
@@ -20,12 +21,7 @@ using json = nlohmann::json;
 
 namespace {
 
-fs::path fresh_dir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("pkb-sweep-unit-" + std::to_string(getpid())) / name;
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
+fs::path fresh_dir(const std::string& name) { return pkbtest::temp_dir(name); }
 
 void touch(const fs::path& p, const std::string& text = "// candidate\n") {
   fs::create_directories(p.parent_path());
