@@ -3,6 +3,10 @@
 // rank_*.pt load in Python torch and hold what the problem says.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
 #include "launch/subprocess.hpp"
 #include "support.hpp"
 
@@ -42,5 +46,31 @@ TEST(DryrunIds, AcceptsOriginalIdAndStem) {
     PkbRun r = run_pkb({"dryrun", "-p", key, "--device", "cpu", "-w", "2"});
     EXPECT_EQ(r.code, 0) << key << r.err;
     EXPECT_TRUE(contains(r.out, "coll_reducescatter")) << r.out;
+  }
+}
+
+// The saved outputs above are hundreds of MB a test: the test process's scratch goes when it
+// ends (a suite that kept it once filled /tmp with 60 GB), and stays where a test failed.
+TEST(Scratch, GoesWithTheTestProcessThatPassed) {
+  if (std::getenv("PKB_SCRATCH_CHILD")) {
+    std::string dir = temp_dir("kept-until-exit");
+    std::ofstream(dir + "/rank_0.pt") << "bytes";
+    printf("scratch=%s\n", dir.c_str());
+    if (std::string(std::getenv("PKB_SCRATCH_CHILD")) == "fail") ADD_FAILURE() << "asked to fail";
+    return;
+  }
+  for (std::string how : {"pass", "fail"}) {
+    auto p = pkb::launch::run_process({"/proc/self/exe", "--gtest_filter=Scratch.GoesWithTheTestProcessThatPassed"}, 60,
+                                      {{"PKB_SCRATCH_CHILD", how}});
+    size_t at = p.out.find("scratch=");
+    ASSERT_NE(at, std::string::npos) << p.out << p.err;
+    std::string dir = p.out.substr(at + 8, p.out.find('\n', at) - at - 8);
+    std::filesystem::path root = std::filesystem::path(dir).parent_path();
+    EXPECT_EQ(p.exit_code, how == "pass" ? 0 : 1) << p.out;
+    EXPECT_EQ(std::filesystem::exists(root), how == "fail") << how << ": " << root;
+    if (how == "fail") {
+      EXPECT_TRUE(contains(p.err + p.out, "scratch kept in " + root.string())) << p.err;
+      std::filesystem::remove_all(root);
+    }
   }
 }
