@@ -22,7 +22,8 @@ PkbRun run_pkb(const std::vector<std::string>& args, double timeout_s = 600,
 // Processes whose environment holds PKB_TEST_TAG=tag (waits up to `grace_s` for them to go).
 std::vector<pid_t> survivors(const std::string& tag, double grace_s = 2.0);
 
-// A fresh folder under this test process's scratch, which goes when the process ends.
+// A fresh folder under this test process's scratch, which goes when the process ends with
+// its tests passed (kept, and named on stderr, after a failure).
 std::string temp_dir(const std::string& name);
 bool contains(const std::string& haystack, const std::string& needle);
 
