@@ -10,14 +10,11 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <cstring>
 #include <stdexcept>
-#include <system_error>
 
 #include "comm/comms.hpp"
 #include "launch/placement.hpp"
@@ -419,19 +416,7 @@ std::unique_ptr<Comm> make_shm(launch::Client& client, int rank, int world, at::
   auto sh = std::make_shared<Shared>();
   sh->world_rank = rank;
   sh->world = world;
-  int fd = memfd_create("pkb-comm", MFD_CLOEXEC);
-  if (fd < 0) throw std::system_error(errno, std::generic_category(), "memfd_create");
-  if (ftruncate(fd, static_cast<off_t>(kRegionBytes)) != 0)
-    throw std::system_error(errno, std::generic_category(), "ftruncate");
-  client.set_fd("comm/shm/" + std::to_string(rank), fd);
-  for (int r = 0; r < world; ++r) {
-    int peer = r == rank ? fd : client.get_fd("comm/shm/" + std::to_string(r));
-    void* p = mmap(nullptr, kRegionBytes, PROT_READ | PROT_WRITE, MAP_SHARED, peer, 0);
-    if (p == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap of a peer's region");
-    if (peer != fd) close(peer);
-    sh->regions.push_back(static_cast<Region*>(p));
-  }
-  close(fd);
+  for (void* p : client.map_shared("pkb-comm", rank, world, kRegionBytes)) sh->regions.push_back(static_cast<Region*>(p));
   // Barrier 0 is the world's; splits take the next ones. Fresh memfds are zero, so the
   // counters start at zero everywhere.
   if (rank == 0) sh->control().next_comm.store(1);

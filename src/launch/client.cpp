@@ -3,7 +3,11 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <system_error>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <nlohmann/json.hpp>
 
@@ -69,6 +73,31 @@ std::vector<std::string> Client::all_gather(int rank, int world, const std::stri
   std::vector<std::string> all;
   for (int r = 0; r < world; ++r) all.push_back(r == rank ? blob : get(tag + std::to_string(r)));
   return all;
+}
+
+std::vector<void*> Client::map_shared(const std::string& name, int rank, int world, size_t bytes) {
+  int fd = memfd_create(name.c_str(), MFD_CLOEXEC);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "memfd_create");
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    close(fd);
+    throw std::system_error(errno, std::generic_category(), "ftruncate of " + name);
+  }
+  set_fd(name + "/" + std::to_string(rank), fd);
+  std::vector<void*> maps;
+  for (int r = 0; r < world; ++r) {
+    int peer = r == rank ? fd : get_fd(name + "/" + std::to_string(r));
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, peer, 0);
+    if (peer != fd) close(peer);
+    if (p == MAP_FAILED) {
+      int e = errno;
+      for (void* m : maps) munmap(m, bytes);
+      close(fd);
+      throw std::system_error(e, std::generic_category(), "mmap of rank " + std::to_string(r) + "'s " + name);
+    }
+    maps.push_back(p);
+  }
+  close(fd);
+  return maps;
 }
 
 void Client::phase(const std::string& name, int trial) {

@@ -31,6 +31,10 @@ class Client {
   // Store-built collectives over all `world` ranks; every rank calls them in the same order.
   void barrier(int world);
   std::vector<std::string> all_gather(int rank, int world, const std::string& blob);
+  // Every rank's `bytes` of fresh, zero-filled shared memory (a memfd each, passed through the
+  // store under `name`), mapped here in rank order; the caller unmaps them. No barrier: a rank
+  // may still be mapping when this returns elsewhere.
+  std::vector<void*> map_shared(const std::string& name, int rank, int world, size_t bytes);
 
   // One-way events.
   void phase(const std::string& name, int trial = -1);
