@@ -11,6 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
+# integrity[:W,...], large,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -398,6 +399,51 @@ stage_eval() {
 stage_escape_only() {
   eval_json "gallery cuda/side_stream.cu (expect integrity_violation)" 6 -p coll_allreduce \
     -s "$SRC/tests/candidates/cuda/side_stream.cu" -w 2 --trials 10 --warmup 20 --iters 50 --timeout 20
+}
+
+stage_integrity() {
+  # Issue 25: saboteurs that keep the GPU busy once their timed calls are over (spin kernels
+  # from a host thread; a persistent kernel left resident), against the honest example, each
+  # with the reference timed anew; then one sweep with a saboteur first and two honest
+  # candidates after it (the reference timed once, by the saboteur's judges). W=1, and W=2
+  # with ranks sharing the GPU. ARG: W list (default 1,2).
+  local worlds=${1:-1,2} w c
+  for w in ${worlds//,/ }; do
+    for c in solutions_cuda/coll_allreduce.cu tests/candidates/cuda/spin_saboteur.cu tests/candidates/cuda/resident_kernel.cu; do
+      eval_json "integrity $(basename $c) W=$w (alone)" 0 -p coll_allreduce -s "$SRC/$c" -w $w --no-reference-cache \
+        --trials 10 --warmup 20 --iters 50
+    done
+    rm -rf /tmp/isweep && mkdir -p /tmp/isweep/solutions_cuda/{a_saboteur,b_honest,c_honest}/coll_allreduce
+    cp "$SRC/tests/candidates/cuda/spin_saboteur.cu" /tmp/isweep/solutions_cuda/a_saboteur/coll_allreduce/sample_0.cu
+    cp "$SRC/solutions_cuda/coll_allreduce.cu" /tmp/isweep/solutions_cuda/b_honest/coll_allreduce/sample_0.cu
+    cp "$SRC/tests/candidates/cuda/honest_allreduce.cu" /tmp/isweep/solutions_cuda/c_honest/coll_allreduce/sample_0.cu
+    rm -rf /tmp/isweep-cache
+    step "integrity sweep W=$w: saboteur first, then two honest" 0 env PKB_CACHE_DIR=/tmp/isweep-cache "$PKB" sweep \
+      --solutions /tmp/isweep/solutions_cuda --problems coll_allreduce -w $w --out /tmp/isweep/r.jsonl \
+      --trials 10 --warmup 20 --iters 50
+    python3 - /tmp/isweep/r.jsonl "$w" >>"$SUM" <<'EOF2'
+import json, sys
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    t = d.get("timing") or {}
+    print(f"|  ↳ sweep W={sys.argv[2]} {d['sweep']['run']}: {d['verdict']} | | | ref {t.get('reference', {}).get('median_us', 0):.1f} us"
+          f" (cached {t.get('reference_cached')}), cand {t.get('candidate', {}).get('median_us', 0):.1f} us, "
+          f"speedup {d.get('speedup') or 0:.2f}x, wall {d.get('wall_s', 0):.1f} s, costs {json.dumps(d.get('costs_s', {}))} |")
+    d["step"] = f"integrity sweep W={sys.argv[2]}"
+    print(json.dumps(d), file=open("/tmp/isweep/lines.jsonl", "a"))
+EOF2
+    cat /tmp/isweep/lines.jsonl >>"$RES" 2>/dev/null
+  done
+}
+
+stage_large() {
+  # Issue 26: the family examples whose large presets ran out of memory or took hours,
+  # with pkb's time budgets (defaults), and tp_gemm_allgather large as before; W=1.
+  local p
+  for p in fsdp_zero2_adam_step cp_ring_attention tp_gemm_allgather; do
+    step "plan $p large W=1" 0 "$PKB" eval -p $p -s "$SRC/solutions_cuda/$p.cu" -w 1 --size large --dry-plan
+    eval_json "large $p W=1 (default budgets)" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" -w 1 --size large
+  done
 }
 
 stage_backends() {

@@ -13,6 +13,7 @@
 #include "agent/feedback.hpp"
 #include "build/builder.hpp"
 #include "build/sha256.hpp"
+#include "eval/record.hpp"
 #include "eval/verdict.hpp"
 #include "gen/error.hpp"
 #include "gen/http.hpp"
@@ -439,6 +440,7 @@ class Agent {
     sweep::Settings ss;
     ss.device = s_.eval.device;
     ss.size = s_.eval.size;
+    ss.dtype = s_.eval.dtype;
     ss.trials = s_.eval.trials;
     ss.warmup = s_.eval.warmup;
     ss.iters = s_.eval.iters;
@@ -515,24 +517,17 @@ class Agent {
                                 s_.extension == "py" ? "raise SystemExit(\"" + note + "\")\n" : "#error \"" + note + "\"\n");
     }
     if (!st.evaluated) {
-      json line = {{"schema", "pkb.eval/1"},
-                   {"problem", p.spec->slug},
-                   {"problem_id", p.spec->id},
-                   {"category", p.spec->category},
-                   {"candidate",
-                    {{"path", file.string()},
-                     {"sha256", build::sha256_hex(io::read_file(file.string()))},
-                     {"backend", s_.backend}}},
-                   {"run", {{"world", p.world}, {"device", s_.eval.device}, {"size", s_.eval.size}}},
-                   {"verdict", "compile_error"},
-                   {"message", "the model answered no code in " + std::to_string(st.finished) + " turn(s)"},
-                   {"failure", nullptr},
-                   {"timing", nullptr},
-                   {"speedup", nullptr},
-                   {"busbw_gbps", nullptr},
-                   {"roofline", nullptr},
-                   {"flags", {"no_code"}},
-                   {"wall_s", 0.0}};
+      eval::RecordHead head;
+      head.problem = p.spec->slug;
+      head.problem_id = p.spec->id;
+      head.category = p.spec->category;
+      head.candidate_path = file.string();
+      head.candidate_sha256 = build::sha256_hex(io::read_file(file.string()));
+      head.backend = s_.backend;
+      head.run = {{"world", p.world}, {"device", s_.eval.device}, {"size", s_.eval.size}};
+      json line = eval::unmeasured_record(head, eval::Verdict::compile_error,
+                                          "the model answered no code in " + std::to_string(st.finished) + " turn(s)",
+                                          "no_code", 0.0);
       line["sweep"] = {{"run", targets_[j.target].run_name},
                        {"sample", j.sample},
                        {"task", task_key(j, "no_code,turn=" + std::to_string(st.finished))}};

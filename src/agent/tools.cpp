@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "eval/record.hpp"
 #include "io/files.hpp"
 
 namespace pkb::agent {
@@ -37,14 +38,22 @@ std::string relative(const std::string& path, const std::string& root) {
 
 std::vector<std::string> eval_argv(const EvalSettings& s, const std::string& problem, int world,
                                    const std::string& candidate, const std::string& json_out) {
-  std::vector<std::string> a = common(s, "eval", problem, world);
-  a.insert(a.end(), {"--solution", candidate});
-  if (s.trials >= 0) a.insert(a.end(), {"--trials", std::to_string(s.trials)});
-  if (s.warmup >= 0) a.insert(a.end(), {"--warmup", std::to_string(s.warmup)});
-  if (s.iters >= 0) a.insert(a.end(), {"--iters", std::to_string(s.iters)});
-  if (!s.timing) a.push_back("--no-timing");
-  a.insert(a.end(), {"--json", json_out});
-  return a;
+  eval::EvalCommand c;
+  c.pkb = s.pkb;
+  c.global_args = s.global_args;
+  c.problem = problem;
+  c.solution = candidate;
+  c.world = world;
+  c.device = s.device;
+  c.size = s.size;
+  c.dtype = s.dtype;
+  c.trials = s.trials;
+  c.warmup = s.warmup;
+  c.iters = s.iters;
+  c.timing = s.timing;
+  c.timeout = s.timeout;
+  c.json_out = json_out;
+  return c.argv();
 }
 
 std::vector<std::string> dryrun_argv(const EvalSettings& s, const std::string& problem, int world) {

@@ -2,7 +2,10 @@
 #include <filesystem>
 
 #include "cli/commands.hpp"
+#include "eval/stats.hpp"
 #include "eval/verdict.hpp"
+#include "io/files.hpp"
+#include "spec/hardware.hpp"
 #include "spec/dtype.hpp"
 
 namespace pkb::cli {
@@ -10,10 +13,37 @@ namespace pkb::cli {
 namespace {
 
 struct DryrunOptions {
-  std::string problem, solution = "reference", seed, save;
+  std::string problem, solution = "reference", seed, save, json_out, hardware = "auto";
+  bool time = false;
   rank::Job job;
   RunOptions run;
 };
+
+// The reference's timing over the ranks' reports: statistics of the slowest rank per
+// call, the counts used, the roofline, the peak device memory of a rank.
+nlohmann::json timing_of(const launch::GroupReport& r, const spec::ProblemSpec& s, const rank::Job& j, int world,
+                         const std::string& dtype, const spec::HardwareProfile* hw) {
+  std::vector<std::vector<double>> per_rank;
+  double peak = 0;
+  int warmup = 0;
+  for (auto& rk : r.ranks) {
+    auto res = nlohmann::json::parse(rk.result);
+    per_rank.push_back(res["timing"]["us"].get<std::vector<double>>());
+    warmup = res["timing"]["warmup"].get<int>();
+    peak = std::max(peak, res.value("peak_bytes", 0.0));
+  }
+  eval::Stats st = eval::stats_of(eval::slowest_per_call(per_rank));
+  nlohmann::json out = {{"timing", st.to_json()},
+                        {"counts", {{"warmup", warmup}, {"iters", st.samples}}},
+                        {"memory", {{"peak_bytes", peak}}},
+                        {"roofline", nullptr}};
+  if (hw) {
+    eval::Bound b = eval::roofline_bound(s, j.size, world, dtype, *hw);
+    if (b.us > 0 && st.median > 0)
+      out["roofline"] = {{"bound_us", b.us}, {"fraction", b.us / st.median}, {"limiter", b.limiter}, {"hardware", hw->name}};
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -32,6 +62,15 @@ void add_dryrun_command(CLI::App& app, Globals& g, Action& run) {
   cmd->add_option("--seed", o.seed, "replay a run's seed");
   cmd->add_option("--save-outputs", o.save, "write rank_<r>.pt and rank_<r>_inputs.pt of trial 0 here");
   cmd->add_flag("--no-comm", j.no_comm, "turn every collective into a no-op (what pkb validate checks)");
+  cmd->add_flag("--time", o.time, "then time the reference as pkb eval's judges do (warm-up, timed calls on fresh inputs)");
+  cmd->add_option("--warmup", j.warmup, "--time: warm-up calls")->check(CLI::Range(0, 1000000))->capture_default_str();
+  cmd->add_option("--iters", j.iters, "--time: timed calls")->check(CLI::Range(1, 1000000))->capture_default_str();
+  cmd->add_option("--timing-budget", j.timing_budget_s, "--time: seconds of timed calls (never under --min-iters)")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
+  cmd->add_option("--min-iters", j.min_iters, "--time: timed calls whatever the budget")->check(CLI::Range(1, 1000000));
+  cmd->add_option("--hardware", o.hardware, "--time: hardware profile for the roofline (auto: pkb doctor's pick)");
+  cmd->add_option("--json", o.json_out, "--time: write the timing, roofline and peak memory here");
   o.run.add_to(cmd);
   cmd->callback([&] {
     run = [&] {
@@ -42,6 +81,8 @@ void add_dryrun_command(CLI::App& app, Globals& g, Action& run) {
       launch::Placement p = place(o.run, &s, j.size);
       j.spec = s.path;
       j.seed = make_seed(o.seed);
+      j.timing = o.time;
+      if (!o.json_out.empty() && !o.time) throw UsageError("--json writes the reference's timing: add --time");
       if (!o.save.empty()) j.save_dir = std::filesystem::absolute(o.save).string();
       printf("pkb dryrun %s  W=%d  device=%s%s  comm=%s  size=%s  seed=%llu  trials=%d\n", s.slug.c_str(), p.world,
              p.device.c_str(), p.gpu_name.empty() ? "" : (" (" + p.gpu_name + ")").c_str(), p.comm.c_str(),
@@ -65,6 +106,23 @@ void add_dryrun_command(CLI::App& app, Globals& g, Action& run) {
         printf("%-5d %-10.3f %s\n", rk.rank, res.value("run_ms", 0.0) / j.trials, outs.c_str());
       }
       if (!o.save.empty()) printf("saved rank_*.pt and rank_*_inputs.pt (trial 0) under %s\n", o.save.c_str());
+      if (o.time) {
+        std::vector<spec::HardwareProfile> profiles;
+        const spec::HardwareProfile* hw = hardware_for(g, o.hardware, p, profiles);
+        std::string dtype = j.dtype.empty() ? s.dtype : j.dtype;
+        nlohmann::json t = timing_of(r, s, j, p.world, dtype, hw);
+        t["problem"] = s.slug;
+        t["run"] = {{"world", p.world}, {"device", p.device}, {"gpu", p.gpu_name}, {"ranks_per_gpu", p.ranks_per_gpu},
+                    {"size", j.size}, {"dtype", dtype}};
+        const nlohmann::json& st = t["timing"];
+        printf("reference: median %.1f us (IQR %.1f), %d timed calls after %d warm-up", st["median_us"].get<double>(),
+               st["iqr_us"].get<double>(), t["counts"]["iters"].get<int>(), t["counts"]["warmup"].get<int>());
+        if (!t["roofline"].is_null())
+          printf("; %.1f%% of the %s roofline bound %.1f us (%s)", 100 * t["roofline"]["fraction"].get<double>(),
+                 hw->name.c_str(), t["roofline"]["bound_us"].get<double>(), t["roofline"]["limiter"].get<std::string>().c_str());
+        printf("\n");
+        if (!o.json_out.empty()) io::write_file_atomically(o.json_out, t.dump(2) + "\n");
+      }
       printf("ok (%.1f s)\n", r.wall_s);
       return int(eval::kOk);
     };

@@ -15,6 +15,9 @@
 #include "build/builder.hpp"
 #include "build/sha256.hpp"
 #include "cli/commands.hpp"
+#include "eval/layout.hpp"
+#include "eval/memory_plan.hpp"
+#include "eval/record.hpp"
 #include "eval/verdict.hpp"
 #include "io/files.hpp"
 #include "launch/phases.hpp"
@@ -33,14 +36,16 @@ namespace phase = launch::phase;
 
 namespace {
 
+constexpr int kMinCaptures = 20;  // timed calls checked at least, where memory is short
+
 // The command's flags. Trials, timing and budgets bind straight to the rank's job
 // (rank/job.hpp), whose defaults they keep.
 struct EvalOptions {
   std::string problem, solution, seed, json_out, save, hardware = "auto", tk_dir;
   std::string launcher = "local", slurm_dir;  // --launcher slurm: where the job's script, log and result go
   std::vector<std::string> sbatch;
-  bool no_timing = false, no_ref_cache = false;
-  double heap_mib = 0, sets_mib = 0;
+  bool no_timing = false, no_ref_cache = false, dry_plan = false;
+  double heap_mib = 0, capture_mib = 0, memory_limit_gib = 0;
   rank::Job job;
   RunOptions run;
 };
@@ -80,25 +85,18 @@ build::Result build_for(Globals& g, const std::string& solution, const launch::P
   return build::build(req, build::Toolchain::from_build(g.root));
 }
 
-const spec::HardwareProfile* hardware_for(Globals& g, const std::string& wanted, const launch::Placement& p,
-                                          std::vector<spec::HardwareProfile>& store) {
-  store = spec::load_profiles(g.root + "/hardware/profiles.toml");
-  if (wanted != "auto") {
-    auto* hw = spec::find_profile(store, wanted);
-    if (!hw) throw UsageError("no hardware profile '" + wanted + "' in hardware/profiles.toml");
-    return hw;
-  }
-  return spec::pick_profile(store, p.device == "cpu" ? "cpu" : p.gpu_name, p.gpus);
-}
-
-// Reference timings depend on the problem, its reference, sizes, W, seed and machine, not
-// on the candidate: a sweep times each reference once.
+// Reference timings depend on the problem, its reference, sizes, W, the machine and the
+// timing settings, not on the candidate or the seed: the judges time the reference over
+// up to `iters` calls, each on fresh inputs drawn from the run's seed, so the statistics
+// describe the reference's speed over the problem's input distribution, whatever the
+// seed (docs/results.md). A sweep times each reference once.
 std::string reference_timing_key(Globals& g, const spec::ProblemSpec& s, const rank::Job& j,
                                  const launch::Placement& p, const std::string& dtype) {
   std::ostringstream k;
-  k << PKB_VERSION << "|" << io::read_file(s.path) << "|" << io::read_file(g.registry().reference_source(s)) << "|"
-    << j.size << "|" << dtype << "|" << p.world << "|" << p.ranks_per_gpu << "|" << p.device << "|" << p.gpu_name
-    << "|" << j.seed << "|" << j.warmup << "|" << j.iters << "|" << j.cache;
+  k << "v2|" << PKB_VERSION << "|" << io::read_file(s.path) << "|" << io::read_file(g.registry().reference_source(s))
+    << "|" << j.size << "|" << dtype << "|" << p.world << "|" << p.ranks_per_gpu << "|" << p.device << "|"
+    << p.gpu_name << "|" << j.warmup << "|" << j.iters << "|" << j.min_iters << "|" << j.warmup_budget_s << "|"
+    << j.timing_budget_s << "|" << j.cache;
   return build::sha256_hex(k.str()).substr(0, 32);
 }
 
@@ -133,23 +131,83 @@ void print_table(const json& r) {
            r["run"].value("device", "") != "cuda" ? "CPU-device" : "these");
 }
 
-// Where the wall time went (bench/eval_cost.sh): the slowest rank at each step.
-json costs(const launch::GroupReport& rep, double startup_s, double compile_s, bool timing) {
+// Where the wall time went (bench/eval_cost.sh): the slowest candidate rank at each step.
+json costs(const launch::GroupReport& rep, int world, double startup_s, double compile_s, bool timing) {
   auto entered = [&](const char* ph) {
     double t = 0;
-    for (auto& rk : rep.ranks) t = std::max(t, rk.entered_s.count(ph) ? rk.entered_s.at(ph) : 0.0);
+    for (int q = world; q < 2 * world && q < static_cast<int>(rep.ranks.size()); ++q)
+      t = std::max(t, rep.ranks[q].entered_s.count(ph) ? rep.ranks[q].entered_s.at(ph) : 0.0);
     return t;
   };
+  double init = entered(phase::kInit);
   return {{"startup", startup_s},
           {"compile", compile_s},
-          {"bootstrap", entered(phase::kInit)},
-          {"init", entered(phase::kTrial) - entered(phase::kInit)},
+          {"reference_timing", entered(phase::kAwaitReference) > 0 ? init - entered(phase::kAwaitReference) : 0.0},
+          {"bootstrap", init},
+          {"init", entered(phase::kTrial) - init},
           {"trials", (timing ? entered(phase::kTimingSetup) : entered(phase::kFinish)) - entered(phase::kTrial)},
           {"timing", timing ? entered(phase::kFinish) - entered(phase::kTimingSetup) : 0.0},
           {"ranks_total", rep.wall_s}};
 }
 
+// The evaluation's record before anything ran: the problem, the run as placed, versions.
+json new_eval_record(const spec::ProblemSpec& s, const rank::Job& job, const launch::Placement& p,
+                     const spec::HardwareProfile* hw, const std::string& dtype, bool sandbox) {
+  eval::RecordHead head;
+  head.problem = s.slug;
+  head.problem_id = s.id;
+  head.category = s.category;
+  head.run = {{"world", p.world}, {"device", p.device}, {"gpu", p.gpu_name}, {"gpus", p.gpus},
+              {"ranks_per_gpu", p.ranks_per_gpu}, {"comm", p.comm}, {"hardware_profile", hw ? hw->name : ""},
+              {"size", job.size}, {"dtype", dtype}, {"seed", std::to_string(job.seed)}, {"trials", job.trials},
+              {"warmup", job.warmup}, {"iters", job.iters}, {"cache", job.cache}, {"sandbox", sandbox},
+              {"budgets_s", {{"warmup", job.warmup_budget_s}, {"timing", job.timing_budget_s},
+                             {"trials", job.trials_budget_s}}}};
+  json res = eval::new_record(head);
+  res["time"] = utc_now("%Y-%m-%dT%H:%M:%SZ");
+  res["versions"] = {{"pkb", PKB_VERSION}, {"commit", PKB_COMMIT}, {"torch", PKB_TORCH_VERSION},
+                     {"cuda_runtime", p.probe.value("runtime_version", 0)},
+                     {"cuda_driver", p.probe.value("driver_version", 0)}, {"nccl", p.probe.value("nccl_version", 0)}};
+  return res;
+}
+
+// The reference's timing from an earlier evaluation of this problem (same sizes, ranks,
+// machine and timing settings), or null.
+json cached_reference(const std::string& file) {
+  if (!fs::exists(file)) return nullptr;
+  json j = json::parse(io::read_file(file), nullptr, false);
+  return j.is_object() && j.contains("stats") && j.contains("counts") ? j : json();
+}
+
+// The evaluation's memory plan (eval/memory_plan.hpp) on the placed devices.
+eval::MemoryPlan plan_eval_memory(const spec::ProblemSpec& s, const rank::Job& job, const launch::Placement& p,
+                                  const std::string& dtype, const EvalOptions& o, const json& cached) {
+  PlanInputs in = plan_inputs(p, o.memory_limit_gib, cached);
+  eval::MemoryRequest r;
+  r.spec = &s;
+  r.size = job.size;
+  r.dtype = dtype;
+  r.world = p.world;
+  r.ranks_per_gpu = p.device == "cuda" ? p.ranks_per_gpu : p.world;  // the CPU device: every rank on the host
+  r.cuda = p.device == "cuda";
+  r.timing = job.timing;
+  r.nccl = p.comm == "nccl" && p.world > 1;
+  r.memory = in.memory;
+  r.iters = job.iters;
+  r.min_captures = kMinCaptures;
+  double mib = o.capture_mib > 0 ? o.capture_mib : p.device == "cuda" ? 8192.0 / p.ranks_per_gpu : 256.0;
+  r.capture_budget = static_cast<uint64_t>(mib * (1 << 20));
+  r.candidate_heap = static_cast<uint64_t>(o.heap_mib * (1 << 20));
+  r.reference_peak = in.reference_peak;
+  if (in.reference_peak) r.reference_peak_source = "measured";
+  return eval::plan_memory(r);
+}
+
+// An evaluation, phase by phase: the problem and the run placed, the candidate built,
+// the reference's timing looked up, the ranks run (judges time the reference unless it is
+// cached, then the candidate ranks start), the verdict, the record.
 int evaluate(Globals& g, EvalOptions& o) {
+  // The problem, its sizes, the run placed.
   rank::Job& job = o.job;
   job.mode = "eval";
   job.timing = !o.no_timing;
@@ -165,25 +223,36 @@ int evaluate(Globals& g, EvalOptions& o) {
   job.seed = make_seed(o.seed);
   std::vector<spec::HardwareProfile> profiles;
   const spec::HardwareProfile* hw = hardware_for(g, o.hardware, p, profiles);
-
-  json res = {{"schema", "pkb.eval/1"}, {"problem", s.slug}, {"problem_id", s.id}, {"category", s.category},
-              {"time", utc_now("%Y-%m-%dT%H:%M:%SZ")},
-              {"failure", nullptr}, {"timing", nullptr}, {"speedup", nullptr}, {"busbw_gbps", nullptr},
-              {"roofline", nullptr}, {"flags", json::array()}};
-  res["run"] = {{"world", p.world}, {"device", p.device}, {"gpu", p.gpu_name}, {"gpus", p.gpus},
-                {"ranks_per_gpu", p.ranks_per_gpu}, {"comm", p.comm}, {"hardware_profile", hw ? hw->name : ""},
-                {"size", job.size}, {"dtype", dtype}, {"seed", std::to_string(job.seed)}, {"trials", job.trials},
-                {"warmup", job.warmup}, {"iters", job.iters}, {"cache", job.cache}, {"input_sets", nullptr},
-                {"sandbox", !o.run.no_sandbox}};
-  res["versions"] = {{"pkb", PKB_VERSION}, {"commit", PKB_COMMIT}, {"torch", PKB_TORCH_VERSION},
-                     {"cuda_runtime", p.probe.value("runtime_version", 0)},
-                     {"cuda_driver", p.probe.value("driver_version", 0)}, {"nccl", p.probe.value("nccl_version", 0)}};
+  json res = new_eval_record(s, job, p, hw, dtype, !o.run.no_sandbox);
   printf("pkb eval %s  W=%d  device=%s%s  comm=%s  size=%s  seed=%llu  trials=%d\n", s.slug.c_str(), p.world,
          p.device.c_str(), p.gpu_name.empty() ? "" : (" (" + p.gpu_name + ")").c_str(), p.comm.c_str(),
          job.size.c_str(), static_cast<unsigned long long>(job.seed), job.trials);
   if (o.run.no_sandbox) warn("--no-sandbox: the candidate runs with your environment, files and network");
   fflush(stdout);
 
+  // The reference's timing: cached from an earlier evaluation, or timed by the judges first.
+  std::string cache_file =
+      build::default_cache_dir() + "/reference-timing/" + reference_timing_key(g, s, job, p, dtype) + ".json";
+  eval::Context ctx{&s, job.size, dtype, p.device, p.world, p.ranks_per_gpu, job.timing, hw, nullptr};
+  if (job.timing && !o.no_ref_cache) ctx.cached_reference = cached_reference(cache_file);
+  job.time_reference = ctx.cached_reference.is_null();
+
+  // The memory each GPU needs, planned before any rank starts: pkb's own buffers sized to
+  // fit, or one line saying why the problem cannot.
+  eval::MemoryPlan plan = plan_eval_memory(s, job, p, dtype, o, cached_reference(cache_file));
+  if (o.dry_plan) {
+    printf("%s", plan.table().c_str());
+    return plan.fits ? int(eval::kOk) : int(eval::kUsage);
+  }
+  if (!plan.fits) throw UsageError(plan.refusal);
+  for (auto& n : plan.notes) warn(n);
+  job.captures = plan.captures;
+  job.candidate_heap_bytes = plan.candidate_heap;
+  res["run"]["memory_plan"] = {{"per_device_bytes", plan.per_gpu}, {"device_bytes", plan.memory},
+                               {"candidate_rank_bytes", plan.candidate_rank}, {"judge_rank_bytes", plan.judge_rank},
+                               {"reference_peak", plan.reference_source}};
+
+  // The candidate, compiled (or from the cache).
   auto t0 = std::chrono::steady_clock::now();
   build::Result b = build_for(g, o.solution, p, o.tk_dir);
   res["candidate"] = {{"path", o.solution},
@@ -212,44 +281,35 @@ int evaluate(Globals& g, EvalOptions& o) {
   printf("candidate %s (%s, sha256 %.12s, %s)\n", o.solution.c_str(), b.backend.c_str(), b.source_sha256.c_str(),
          b.cached ? "cached build" : ("built in " + fmt_us(b.seconds) + " s").c_str());
 
-  std::string cache_file =
-      build::default_cache_dir() + "/reference-timing/" + reference_timing_key(g, s, job, p, dtype) + ".json";
-  eval::Context ctx{&s, job.size, dtype, p.device, p.world, p.ranks_per_gpu, job.iters, job.timing, hw, nullptr};
-  if (job.timing && !o.no_ref_cache && fs::exists(cache_file)) {
-    ctx.cached_reference = json::parse(io::read_file(cache_file), nullptr, false);
-    if (ctx.cached_reference.is_discarded()) ctx.cached_reference = nullptr;
-  }
-  job.time_reference = ctx.cached_reference.is_null();
-  double mib = p.device == "cuda" ? 8192.0 / p.ranks_per_gpu : 256.0;
-  job.set_budget_bytes = static_cast<size_t>((o.sets_mib > 0 ? o.sets_mib : mib) * (1 << 20));
-  job.capture_budget_bytes = static_cast<size_t>(mib * (1 << 20));
-  job.candidate_heap_bytes = static_cast<size_t>(o.heap_mib * (1 << 20));
   job.library = b.library;
   // Triton's kernel cache lives with pkb's (HOME is a scratch folder removed after the run).
   if (b.backend == "triton" && !std::getenv("TRITON_CACHE_DIR"))
     p.env.push_back({"TRITON_CACHE_DIR", build::default_cache_dir() + "/triton"});
   if (!o.save.empty()) {
     job.save_dir = fs::absolute(o.save).string();
-    // Made here: the sandbox lets ranks write only into folders that exist when they enter it.
     std::error_code ec;
     fs::create_directories(job.save_dir, ec);
     if (ec) throw UsageError("cannot make --save-outputs " + o.save + ": " + ec.message());
   }
+
+  // The ranks: judges, then candidate ranks beside them.
   auto t_launch = std::chrono::steady_clock::now();
   launch::GroupReport rep =
-      run_ranks(g, p, o.run, job, &s, "eval " + s.slug + " W=" + std::to_string(p.world));
+      run_ranks(g, p, o.run, job, &s, "eval " + s.slug + " W=" + std::to_string(p.world), /*judged=*/true);
   if (rep.outcome == launch::Outcome::Interrupted) {
     fprintf(stderr, "pkb: interrupted; no result\n");
     return eval::kInterrupted;
   }
+
+  // The verdict, and the record.
   json to_cache = eval::judge(res, rep, ctx);
-  res["costs_s"] = costs(rep, std::chrono::duration<double>(t_launch - process_start()).count() - b.seconds,
+  res["costs_s"] = costs(rep, p.world, std::chrono::duration<double>(t_launch - process_start()).count() - b.seconds,
                          b.seconds, job.timing);
   res["run"]["leftovers_ended"] = rep.leftovers_ended;
   if (rep.outcome != launch::Outcome::Ok && res["verdict"] != "compile_error") fprintf(stderr, "%s", rep.details().c_str());
-  if (!to_cache.is_null() && res["verdict"] == "correct") io::write_file_atomically(cache_file, to_cache.dump() + "\n");
+  if (!to_cache.is_null()) io::write_file_atomically(cache_file, to_cache.dump() + "\n");
   print_table(res);
-  return finish(eval::verdict_exit_code(res["verdict"]));
+  return finish(eval::verdict_exit_code(res["verdict"].get<std::string>()));
 }
 
 // The command line this process was started with, as the kernel has it.
@@ -362,7 +422,7 @@ int evaluate_on_slurm(Globals& g, EvalOptions& o) {
     f << res.dump(2) << "\n";
     if (!f) throw std::runtime_error("cannot write " + o.json_out);
   }
-  return eval::verdict_exit_code(res["verdict"]);
+  return eval::verdict_exit_code(res["verdict"].get<std::string>());
 }
 
 }  // namespace
@@ -392,7 +452,26 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
   cmd->add_option("--save-outputs", o.save, "write reference/, candidate/ and inputs/ rank_*.pt of the failing trial (else trial 0)");
   cmd->add_option("--hardware", o.hardware, "hardware profile for the roofline (auto: pkb doctor's pick)");
   cmd->add_option("--heap-size", o.heap_mib, "MiB of symmetric heap per rank for the candidate's own buffers (default: twice its inputs and outputs, at least 256)");
-  cmd->add_option("--input-sets-mib", o.sets_mib, "MiB per rank for distinct timed input sets (default: 8192 on CUDA, 256 on CPU)");
+  cmd->add_flag("--dry-plan", o.dry_plan, "print the memory plan (bytes a rank, by part) and start nothing");
+  cmd->add_option("--memory-limit", o.memory_limit_gib,
+                  "GiB of memory a device has, for the memory plan (default: the GPU's; the host's available memory "
+                  "on the CPU device)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--capture-mib", o.capture_mib,
+                  "MiB per rank for the timed calls' captured outputs (default: 8192 on CUDA, 256 on CPU; at least 20 "
+                  "calls are captured)");
+  cmd->add_option("--warmup-budget", j.warmup_budget_s, "seconds after which warm-up stops (at least one call)")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
+  cmd->add_option("--timing-budget", j.timing_budget_s,
+                  "seconds of timed calls: fewer than --iters where calls are long, never under --min-iters")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
+  cmd->add_option("--min-iters", j.min_iters, "timed calls whatever the budget")->check(CLI::Range(1, 1000000))->capture_default_str();
+  cmd->add_option("--trials-budget", j.trials_budget_s, "seconds after which trials stop, once --min-trials ran")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
+  cmd->add_option("--min-trials", j.min_trials, "trials whatever the budget")->check(CLI::Range(1, 100000))->capture_default_str();
   cmd->add_flag("--no-reference-cache", o.no_ref_cache, "time the reference even when a cached timing exists");
   cmd->add_option("--launcher", o.launcher, "local (here), or slurm (a Slurm job on a GPU node; waits for its result)")
       ->check(CLI::IsMember({"local", "slurm"}));

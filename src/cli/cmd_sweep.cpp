@@ -168,9 +168,10 @@ int sweep_on_slurm(Globals& g, const SweepOptions& o, size_t grid_size) {
   for (auto& r : registry_args(g)) a.push_back(r);
   a.push_back("sweep");
   for (auto& d : o.solutions) a.insert(a.end(), {"--solutions", d});
-  a.insert(a.end(), {"--problems", o.problems, "--device", o.device, "--size", s.size,
-                     // One seed for every node: pkb eval's reference cache stays valid across them.
-                     "--seed", std::to_string(make_seed(o.seed)), "--eval-deadline", std::to_string(o.deadline)});
+  a.insert(a.end(), {"--problems", o.problems, "--device", o.device, "--size", s.size, "--eval-deadline",
+                     std::to_string(o.deadline)});
+  if (!o.seed.empty()) a.insert(a.end(), {"--seed", o.seed});
+  if (!s.dtype.empty()) a.insert(a.end(), {"--dtype", s.dtype});
   for (int w : o.worlds) a.insert(a.end(), {"--world-size", std::to_string(w)});
   if (s.trials >= 0) a.insert(a.end(), {"--trials", std::to_string(s.trials)});
   if (s.warmup >= 0) a.insert(a.end(), {"--warmup", std::to_string(s.warmup)});
@@ -245,9 +246,11 @@ int sweep_here(Globals& g, SweepOptions& o) {
   if (results->bad_lines())
     warn(o.out + " has " + std::to_string(results->bad_lines()) + " line(s) that are not JSON; left as they are");
 
-  // One seed for every evaluation, so pkb eval times each problem's reference once; a
-  // resumed sweep keeps the seed it started with.
-  uint64_t seed = make_seed(o.seed.empty() ? results->seed() : o.seed);
+  // Every evaluation draws its own secret inputs (what one candidate stored cannot answer
+  // another's), unless --seed replays one for all; pkb eval still times each problem's
+  // reference once (its timing cache is keyed without the seed).
+  std::optional<uint64_t> seed;
+  if (!o.seed.empty()) seed = make_seed(o.seed);
   size_t already = 0;
   std::set<std::string> to_build;
   for (auto& t : grid) {
@@ -255,9 +258,9 @@ int sweep_here(Globals& g, SweepOptions& o) {
     if (results->has(t.key)) ++already;
     else to_build.insert(t.candidate.sha256 + t.candidate.device);
   }
-  printf("pkb sweep: %zu evaluation%s (%zu already in %s), %zu to compile, device=%s, seed=%llu\n", grid.size(),
+  printf("pkb sweep: %zu evaluation%s (%zu already in %s), %zu to compile, device=%s, %s\n", grid.size(),
          grid.size() == 1 ? "" : "s", already, o.out.c_str(), to_build.size(), o.settings.device.c_str(),
-         static_cast<unsigned long long>(seed));
+         seed ? ("seed=" + std::to_string(*seed) + " for every evaluation").c_str() : "fresh inputs per evaluation");
   fflush(stdout);
   if (already == grid.size()) {
     printf("nothing to do; pkb report %s\n", o.out.c_str());
@@ -322,7 +325,9 @@ void add_sweep_command(CLI::App& app, Globals& g, Action& run) {
   cmd->add_option("--iters", o.settings.iters, "timed calls")->check(CLI::Range(1, 1000000));
   cmd->add_flag("--no-timing", [](int64_t) { o.settings.timing = false; }, "check correctness only");
   cmd->add_option("--size", o.settings.size, kSizeHelp);
-  cmd->add_option("--seed", o.seed, "the inputs' seed, for every evaluation (default: a fresh secret one)");
+  cmd->add_option("--seed", o.seed,
+                  "replay one seed in every evaluation (default: each evaluation draws its own secret inputs)");
+  cmd->add_option("--dtype", o.settings.dtype, "element type for the problems' 'dt' tensors (default: each spec's)");
   cmd->add_option("--timeout", o.settings.timeout, "seconds a candidate may take per phase (pkb eval --timeout)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--eval-deadline", o.deadline, "seconds before a whole evaluation is killed (default 3600)")

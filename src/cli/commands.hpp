@@ -20,5 +20,6 @@ void add_sweep_command(CLI::App& app, Globals& g, Action& run);
 void add_report_command(CLI::App& app, Globals& g, Action& run);
 void add_generate_commands(CLI::App& app, Globals& g, Action& run);  // generate, prompt
 void add_agent_command(CLI::App& app, Globals& g, Action& run);
+void add_plan_command(CLI::App& app, Globals& g, Action& run);  // memory plans, no ranks
 
 }  // namespace pkb::cli

@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include "eval/protocol.hpp"
 #include "eval/verdict.hpp"
 #include "gen/models.hpp"
 #include "io/text.hpp"
@@ -99,6 +100,48 @@ void RunOptions::add_to(CLI::App* app) {
   app->add_option("--pass-env", pass_env, "an environment variable ranks keep although it looks secret (repeatable)");
 }
 
+const spec::HardwareProfile* hardware_for(Globals& g, const std::string& wanted, const launch::Placement& p,
+                                          std::vector<spec::HardwareProfile>& store) {
+  store = spec::load_profiles(g.root + "/hardware/profiles.toml");
+  if (wanted != "auto") {
+    auto* hw = spec::find_profile(store, wanted);
+    if (!hw) throw UsageError("no hardware profile '" + wanted + "' in hardware/profiles.toml");
+    return hw;
+  }
+  return spec::pick_profile(store, p.device == "cpu" ? "cpu" : p.gpu_name, p.gpus);
+}
+
+namespace {
+
+// MemAvailable of /proc/meminfo, in bytes (0 when unknown).
+uint64_t host_memory_available() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (f >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib << 10;
+  return 0;
+}
+
+}  // namespace
+
+PlanInputs plan_inputs(const launch::Placement& p, double limit_gib, const json& cached_timing) {
+  PlanInputs in;
+  if (limit_gib > 0) {
+    in.memory = static_cast<uint64_t>(limit_gib * double(uint64_t{1} << 30));
+  } else if (p.device == "cuda") {
+    for (int g = 0; g < p.gpus; ++g) {
+      uint64_t m = static_cast<uint64_t>(p.probe["devices"][g].value("memory_bytes", 0.0));
+      if (m && (!in.memory || m < in.memory)) in.memory = m;
+    }
+  } else {
+    in.memory = host_memory_available();
+  }
+  if (cached_timing.is_object()) in.reference_peak = static_cast<uint64_t>(cached_timing.value("peak_bytes", 0.0));
+  return in;
+}
+
 launch::Placement place(const RunOptions& o, const spec::ProblemSpec* spec, const std::string& size) {
   launch::Placement p = launch::place(o.place, spec, size);
   for (auto& w : p.warnings) warn(w);
@@ -120,9 +163,23 @@ std::vector<std::string> key_variables(const Globals& g) {
 }  // namespace
 
 launch::GroupReport run_ranks(Globals& g, const launch::Placement& p, const RunOptions& o, const rank::Job& job,
-                              const spec::ProblemSpec* spec, const std::string& label) {
+                              const spec::ProblemSpec* spec, const std::string& label, bool judged) {
+  namespace proto = eval::protocol;
+  const int w = p.world;
+  auto role = [&](int q) {
+    return !judged ? rank::Role::single : q < w ? rank::Role::judge : rank::Role::candidate;
+  };
   launch::GroupOptions opts;
-  opts.world = p.world;
+  opts.world = judged ? 2 * w : w;
+  if (judged) {
+    opts.name_of = [&](int q) {
+      return std::string(q < w ? "judge rank " : "rank ") + std::to_string(q % w);
+    };
+    opts.may_write = [&](int q, const std::string& key) {
+      return key.rfind(q < w ? proto::kJudges : proto::kCandidates, 0) == 0;
+    };
+    opts.timestamp_key = [](const std::string& key) { return proto::is_message(key); };
+  }
   opts.argv = {launch::self_exe(), "__worker"};
   opts.env = p.env;
   opts.env_policy.isolate = !o.no_sandbox;
@@ -130,21 +187,25 @@ launch::GroupReport run_ranks(Globals& g, const launch::Placement& p, const RunO
   opts.env_policy.deny = key_variables(g);
   opts.budgets = launch::phase_budgets(spec, job.size, p, o.timeout);
   opts.echo = o.echo;
-  opts.job = [&](int r) {
+  opts.job = [&](int q) {
     rank::Job j = job;
-    j.rank = r;
-    j.world = p.world;
+    j.role = role(q);
+    j.rank = q % w;
+    j.world = w;
     j.device = p.device;
-    j.gpu = p.gpu_of(r);
+    j.gpu = p.gpu_of(q % w);
     j.comm = p.comm;
     j.reference_libs = g.reference_libs;
     j.sandbox = job.sandbox && !o.no_sandbox;
+    // The seed stays with the judges: a candidate rank never needs it.
+    if (j.role == rank::Role::candidate) j.seed = 0;
     return rank::to_json(j).dump();
   };
   bool tty = isatty(2) && !o.echo;
   int shown = -1;
+  int watched = judged ? w : 0;  // the progress of (candidate) rank 0
   opts.on_phase = [&](int r, const std::string& phase, int trial) {
-    if (!tty || r != 0) return;
+    if (!tty || r != watched) return;
     if (phase == launch::phase::kTrial && trial != shown) {
       shown = trial;
       fprintf(stderr, "\r\033[K%s  trial %d/%d", label.c_str(), trial + 1, job.trials);

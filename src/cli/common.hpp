@@ -18,6 +18,7 @@
 #include "launch/group.hpp"
 #include "launch/placement.hpp"
 #include "rank/job.hpp"
+#include "spec/hardware.hpp"
 #include "spec/registry.hpp"
 
 namespace pkb::cli {
@@ -61,14 +62,31 @@ CLI::Option* add_problem_option(CLI::App* cmd, std::vector<std::string>& problem
 extern const char* const kSizeHelp;
 void check_size(const spec::ProblemSpec& s, const std::string& size);
 
+// The hardware profile a run's roofline uses: `wanted` by name, or "auto": the one that
+// fits the placed GPUs (none for the CPU device). `store` holds the profiles read.
+const spec::HardwareProfile* hardware_for(Globals& g, const std::string& wanted, const launch::Placement& p,
+                                          std::vector<spec::HardwareProfile>& store);
+
+// What the memory plan of an evaluation is drawn against, and what it knows of the
+// reference: the device's memory (the smallest placed GPU's; on the CPU device the host's
+// available memory; `limit_gib` > 0 replaces either) and the reference's peak from an
+// earlier timing of it (`cached_timing`: the reference-timing cache entry, or null).
+struct PlanInputs {
+  uint64_t memory = 0;
+  uint64_t reference_peak = 0;
+};
+PlanInputs plan_inputs(const launch::Placement& p, double limit_gib, const nlohmann::json& cached_timing);
+
 // Places a run (launch::place), printing its warnings. Throws UsageError.
 launch::Placement place(const RunOptions& o, const spec::ProblemSpec* spec, const std::string& size);
 
 // Starts the ranks with `job` (rank, world, device, gpu, comm and reference libraries are
 // filled in per rank) and waits, under the deadlines of `spec` at the job's size. `label`
-// names the run on the progress line.
+// names the run on the progress line. With `judged` (pkb eval), 2 W processes: W judge
+// ranks, then W candidate ranks, candidate rank r beside judge r on its GPU; each kind
+// may write only its own store keys.
 launch::GroupReport run_ranks(Globals& g, const launch::Placement& p, const RunOptions& o, const rank::Job& job,
-                              const spec::ProblemSpec* spec, const std::string& label);
+                              const spec::ProblemSpec* spec, const std::string& label, bool judged = false);
 
 // The exit code for a failed group (crash, timeout, interrupt).
 int exit_for(const launch::GroupReport& r);

@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   add_report_command(app, g, run);
   add_generate_commands(app, g, run);
   add_agent_command(app, g, run);
+  add_plan_command(app, g, run);
 
   try {
     app.parse(argc, argv);

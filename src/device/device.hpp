@@ -60,6 +60,13 @@ struct Clocks {
 };
 Clocks read_clocks(at::Device d);
 
+// What torch's allocator holds on the device: its peak since the last reset (bytes
+// allocated to tensors), and giving cached blocks back to the driver so another process on
+// the GPU can have them. Nothing on the CPU device (0).
+uint64_t peak_allocated(at::Device d);
+void reset_peak(at::Device d);
+void release_cached_memory(at::Device d);
+
 // The median time of a device-to-device copy of `bytes` (cudaMemcpyAsync), timed per
 // copy with events like a candidate's call (0 on the CPU device).
 double copy_us(at::Device d, size_t bytes);

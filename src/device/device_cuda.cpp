@@ -2,6 +2,7 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -218,6 +219,22 @@ double copy_us(at::Device d, size_t bytes) {
   cudaFree(a);
   cudaFree(b);
   return us[reps / 2];
+}
+
+uint64_t peak_allocated(at::Device d) {
+  if (!d.is_cuda()) return 0;
+  auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(d.index());
+  return static_cast<uint64_t>(stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak);
+}
+
+void reset_peak(at::Device d) {
+  if (d.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(d.index());
+}
+
+void release_cached_memory(at::Device d) {
+  if (!d.is_cuda()) return;
+  check(cudaDeviceSynchronize(), "CUDA error");
+  c10::cuda::CUDACachingAllocator::emptyCache();
 }
 
 at::Generator generator(at::Device d, uint64_t seed) {

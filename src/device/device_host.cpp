@@ -30,6 +30,9 @@ void flush_l2(at::Device, void*) {}
 Joined capture_joined(at::Device, void*, const std::function<void()>&) { return Joined::unknown; }
 Clocks read_clocks(at::Device) { return {}; }
 double copy_us(at::Device, size_t) { return 0; }
+uint64_t peak_allocated(at::Device) { return 0; }
+void reset_peak(at::Device) {}
+void release_cached_memory(at::Device) {}
 
 at::Generator generator(at::Device d, uint64_t seed) {
   select(d);

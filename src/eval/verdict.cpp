@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <map>
 #include <utility>
 
 #include "eval/stats.hpp"
 #include "io/text.hpp"
+#include "launch/phases.hpp"
 
 namespace pkb::eval {
 
@@ -14,21 +16,16 @@ using json = nlohmann::json;
 
 namespace {
 
-const std::pair<const char*, int> kExitOfVerdict[] = {
-    {"correct", kOk},   {"wrong", kWrong},     {"compile_error", kCompileError},
-    {"crash", kCrash},  {"timeout", kTimeout}, {"integrity_violation", kIntegrity},
-};
-
 std::string fmt_us(double us) { return io::format("%.1f", us); }
 
-void set_verdict(json& res, const std::string& verdict, const std::string& message) {
-  res["verdict"] = verdict;
+void set_verdict(json& res, Verdict verdict, const std::string& message) {
+  res["verdict"] = verdict_name(verdict);
   res["message"] = message;
 }
 
 // A violation found after the calls were timed: no timing is reported.
 void violation(json& res, int rank, const std::string& reason, const std::string& message) {
-  set_verdict(res, "integrity_violation", message);
+  set_verdict(res, Verdict::integrity_violation, message);
   res["failure"] = {{"rank", rank}, {"phase", "timing"}, {"reason", reason}, {"detail", message}};
   for (auto key : {"timing", "speedup", "roofline", "busbw_gbps"}) res[key] = nullptr;
 }
@@ -36,48 +33,104 @@ void violation(json& res, int rank, const std::string& reason, const std::string
 // A group that did not finish: timeout, or a rank that died. Returns false when it did.
 bool judge_outcome(json& res, const launch::GroupReport& rep) {
   if (rep.outcome == launch::Outcome::Timeout) {
-    set_verdict(res, "timeout", rep.summary);
+    set_verdict(res, Verdict::timeout, rep.summary);
     return true;
   }
   if (rep.outcome != launch::Outcome::Crash) return false;
   for (auto& rk : rep.ranks) {
     if (rk.error_kind == "abi") {
-      set_verdict(res, "compile_error", rk.error_message);
+      set_verdict(res, Verdict::compile_error, rk.error_message);
       return true;
     }
     if (rk.error_kind == "sandbox" || rk.signal == SIGSYS) {
       std::string what = rk.error_kind == "sandbox" ? rk.error_message
-                                                    : "rank " + std::to_string(rk.rank) +
+                                                    : rk.name +
                                                           " was killed by SIGSYS: the candidate made a system call "
                                                           "pkb's sandbox denies and would not let pkb report it";
-      set_verdict(res, "integrity_violation", what);
+      set_verdict(res, Verdict::integrity_violation, what);
       res["failure"] = {{"rank", rk.rank}, {"phase", rk.phase}, {"reason", "sandbox"}, {"detail", what}};
       return true;
     }
   }
-  set_verdict(res, "crash", rep.summary);
+  set_verdict(res, Verdict::crash, rep.summary);
   return true;
 }
 
-void judge_escape(json& res, const json& ranks, const Rules& rules, json& flags) {
-  for (auto& r : ranks) {
-    if (!r.contains("escape")) continue;
-    const json& x = r["escape"];
-    double h = stats_of(x["host_us"].get<std::vector<double>>()).median;
-    double e = stats_of(x["event_us"].get<std::vector<double>>()).median;
-    double base = stats_of(x["baseline_host_us"].get<std::vector<double>>()).median;
-    int calls = x["calls"];
-    std::string capture = x.value("capture", "unknown");
-    res["escape_check"] = {{"calls", calls}, {"host_us", h}, {"event_us", e}, {"baseline_us", base}, {"capture", capture}};
+// The stage of a candidate rank's phase, in the order pkb's candidate rank runs them; -1 for
+// a phase it never announces. Waiting ("sync") keeps the stage it is in.
+int stage_of(const std::string& ph) {
+  namespace p = launch::phase;
+  const std::pair<const char*, int> stages[] = {
+      {p::kAwaitReference, 1}, {p::kInit, 2},           {p::kInterpreter, 2},     {p::kTrial, 3},
+      {p::kTimingSetup, 4},    {p::kCandidateWarmup, 5}, {p::kEscapeCheck, 6},     {p::kCandidateTiming, 7},
+      {p::kFinish, 8},         {p::kExit, 9}};
+  for (auto& [name, st] : stages)
+    if (ph == name) return st;
+  return ph == p::kSync || ph == p::kAwaitJudge ? 0 : -1;
+}
+
+// The channel of each candidate rank: only pkb writes to it, so its store writes stay in its
+// namespace and its phases follow pkb's order. Returns the violation's message, or "".
+std::string channel_error(const launch::RankReport& rk) {
+  if (!rk.refused_key.empty())
+    return rk.name + " wrote to pkb's store outside its own keys ('" + rk.refused_key +
+           "'): something other than pkb wrote to the rank's channel to the parent";
+  if (rk.results > 1)
+    return rk.name + " sent " + std::to_string(rk.results) +
+           " results where pkb's rank sends one: something other than pkb wrote to its channel";
+  std::string e = phase_order_error(rk.history);
+  return e.empty() ? "" : rk.name + "'s phase events " + e + ": something other than pkb wrote to its channel";
+}
+
+// A candidate rank's reported times against the parent's clock: timed call i ran between
+// the moment the parent passed on the last judge's "filled" for call i and the rank's
+// next message. Returns the rank's median reported time and the median span, or zeros.
+std::pair<double, double> spans(const launch::GroupReport& rep, int world, int r, const std::vector<double>& us) {
+  const launch::RankReport& cand = rep.ranks[world + r];
+  // A rank's messages in order (the keys the parent timestamped are its pair messages).
+  auto times = [](const launch::RankReport& rk) {
+    std::map<int, double> by_seq;  // message number -> seconds
+    for (auto& [key, s] : rk.key_s) by_seq[std::stoi(key.substr(key.rfind('/') + 1))] = s;
+    std::vector<double> out;
+    for (auto& [seq, s] : by_seq) out.push_back(s);
+    return out;
+  };
+  std::vector<double> mine = times(cand);
+  size_t n = us.size();
+  // The rank's last n + 1 messages: a fill request per timed call, then "timed".
+  if (n < 2 || mine.size() < n + 1) return {0, 0};
+  std::vector<double> fills(mine.end() - static_cast<long>(n + 1), mine.end());
+  // The judges' "filled" answers: the last n + 1 messages of each judge are n "filled" and
+  // the decision; the barrier before call i waits for the slowest of them.
+  std::vector<double> filled(n, 0);
+  for (int q = 0; q < world; ++q) {
+    std::vector<double> j = times(rep.ranks[q]);
+    if (j.size() < n + 1) return {0, 0};
+    for (size_t i = 0; i < n; ++i) filled[i] = std::max(filled[i], j[j.size() - n - 1 + i]);
+  }
+  std::vector<double> span, reported;
+  for (size_t i = 0; i + 1 < n; ++i) {
+    span.push_back((fills[i + 1] - filled[i]) * 1e6);
+    reported.push_back(us[i]);
+  }
+  return {stats_of(reported).median, stats_of(span).median};
+}
+
+void judge_escape(json& res, const std::vector<CandidateReport>& cands, const Rules& rules, json& flags) {
+  for (size_t r = 0; r < cands.size(); ++r) {
+    if (!cands[r].escape) continue;
+    const EscapeCheck& x = *cands[r].escape;
+    double h = stats_of(x.host_us).median, e = stats_of(x.event_us).median, base = stats_of(x.baseline_host_us).median;
+    res["escape_check"] = {{"calls", x.calls}, {"host_us", h}, {"event_us", e}, {"baseline_us", base}, {"capture", x.capture}};
     std::string how;
-    if (capture == "unjoined")
+    if (x.capture == "unjoined")
       how = "pkb_run forks work off ctx->stream and never joins it back (a captured call leaves an unjoined fork)";
     else if (h - e - base > std::max(rules.escape_min_us, rules.escape_fraction * e))
-      how = std::to_string(calls) + " calls take " + fmt_us(h) + " us of device-synchronised host time but " +
+      how = std::to_string(x.calls) + " calls take " + fmt_us(h) + " us of device-synchronised host time but " +
             fmt_us(e) + " us on the stream pkb times";
     if (how.empty()) continue;
-    violation(res, r["rank"], "timing_escape",
-              "work escapes the timed stream on rank " + std::to_string(r["rank"].get<int>()) + ": " + how +
+    violation(res, static_cast<int>(r), "timing_escape",
+              "work escapes the timed stream on rank " + std::to_string(r) + ": " + how +
                   "; run everything on ctx->stream, or join every stream you fork back to it before returning");
     flags.push_back("timing_escape");
     return;
@@ -86,15 +139,47 @@ void judge_escape(json& res, const json& ranks, const Rules& rules, json& flags)
 
 }  // namespace
 
-int verdict_exit_code(const std::string& verdict) {
-  for (auto& [v, code] : kExitOfVerdict)
-    if (verdict == v) return code;
+int verdict_exit_code(Verdict v) {
+  switch (v) {
+    case Verdict::correct: return kOk;
+    case Verdict::wrong: return kWrong;
+    case Verdict::compile_error: return kCompileError;
+    case Verdict::crash: return kCrash;
+    case Verdict::timeout: return kTimeout;
+    case Verdict::integrity_violation: return kIntegrity;
+  }
   return kInternal;
 }
 
+int verdict_exit_code(const std::string& verdict) {
+  try {
+    return verdict_exit_code(verdict_from_name(verdict));
+  } catch (const std::invalid_argument&) {
+    return kInternal;
+  }
+}
+
 std::string exit_code_verdict(int code) {
-  for (auto& [v, c] : kExitOfVerdict)
-    if (c == code) return v;
+  for (Verdict v : {Verdict::correct, Verdict::wrong, Verdict::compile_error, Verdict::crash, Verdict::timeout,
+                    Verdict::integrity_violation})
+    if (verdict_exit_code(v) == code) return verdict_name(v);
+  return "";
+}
+
+std::string phase_order_error(const std::vector<launch::RankReport::Step>& history) {
+  int stage = 0, trial = -1;
+  std::string last = "the start";
+  for (auto& step : history) {
+    int st = stage_of(step.phase);
+    if (st < 0) return "name a phase pkb never announces ('" + step.phase + "')";
+    if (st > 0 && st < stage) return "went back to " + step.phase + " after " + last;
+    if (st == 3 || (st == 0 && stage == 3)) {
+      if (step.trial < trial) return "went back to trial " + std::to_string(step.trial) + " after trial " + std::to_string(trial);
+      trial = step.trial;
+    }
+    if (st > 0) stage = st;
+    last = launch::phase_label(step.phase, step.trial);
+  }
   return "";
 }
 
@@ -102,35 +187,70 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
   json flags = json::array();
   if (rep.leftovers_ended > 0) flags.push_back("left_processes");
   res["flags"] = flags;
-  if (judge_outcome(res, rep)) return nullptr;
-
-  std::vector<json> ranks;
-  for (auto& rk : rep.ranks) ranks.push_back(json::parse(rk.result));
-  res["run"]["input_sets"] = ranks[0].value("input_sets", 0);
-  res["phases_ms"] = ranks[0].value("phase_ms", json::object());
-  if (ranks[0].contains("sandbox")) res["sandbox"] = ranks[0]["sandbox"];
-  // Every rank agreed on the first failure (the ranks' jobs all-gather it).
-  json fail = ranks[0]["failure"];
-  if (!fail.is_null()) {
-    std::string tensor = fail["output"].get<std::string>();
-    std::string where = "rank " + std::to_string(fail["rank"].get<int>()) +
-                        (tensor.empty() ? "" : (fail["reason"] == "input_mutated" ? ", input '" : ", output '") + tensor + "'") +
-                        (fail["phase"] == "trial" ? ", trial " + std::to_string(fail["trial"].get<int64_t>())
-                                                  : ", during timing");
-    set_verdict(res, fail["verdict"], where + ": " + fail["detail"].get<std::string>());
-    res["failure"] = fail;
+  const int w = c.world;
+  // A candidate rank that spoke out of turn: whatever else happened, that is the verdict.
+  for (int r = 0; r < w && static_cast<int>(rep.ranks.size()) == 2 * w; ++r) {
+    std::string e = channel_error(rep.ranks[w + r]);
+    if (e.empty()) continue;
+    set_verdict(res, Verdict::integrity_violation, e);
+    res["failure"] = {{"rank", r}, {"phase", rep.ranks[w + r].phase}, {"reason", "channel"}, {"detail", e}};
     return nullptr;
   }
-  set_verdict(res, "correct", std::to_string(ranks[0]["trials_run"].get<int>()) + " trials on " +
-                                  std::to_string(c.world) + " ranks" + (c.timing ? ", timed calls checked" : ""));
+  if (judge_outcome(res, rep)) return nullptr;
+
+  std::vector<JudgeReport> judges;
+  std::vector<CandidateReport> cands;
+  for (int p = 0; p < 2 * w; ++p) {
+    json j = json::parse(rep.ranks.at(p).result, nullptr, false);
+    try {
+      if (p < w) judges.push_back(judge_report_from_json(j));
+      else cands.push_back(candidate_report_from_json(j));
+    } catch (const std::exception& e) {
+      if (p < w) throw std::runtime_error(rep.ranks[p].name + " sent a malformed report: " + e.what());
+      std::string m = rep.ranks[p].name + "'s report is not pkb's (" + e.what() +
+                      "): something other than pkb wrote to the rank's channel";
+      set_verdict(res, Verdict::integrity_violation, m);
+      res["failure"] = {{"rank", p - w}, {"phase", "finish"}, {"reason", "channel"}, {"detail", m}};
+      return nullptr;
+    }
+  }
+  res["phases_ms"] = {{"judge", judges[0].phase_ms}, {"candidate", cands[0].phase_ms}};
+  if (!cands[0].sandbox.is_null()) res["sandbox"] = cands[0].sandbox;
+  // Every judge agreed on the first failure (they all-gather it).
+  if (judges[0].failure) {
+    const Failure& f = *judges[0].failure;
+    std::string where = "rank " + std::to_string(f.rank) +
+                        (f.output.empty() ? "" : (f.reason == "input_mutated" ? ", input '" : ", output '") + f.output + "'") +
+                        (f.phase == "trial" ? ", trial " + std::to_string(f.trial) : ", during timing");
+    set_verdict(res, f.verdict, where + ": " + f.detail);
+    res["failure"] = f.to_json();
+    return nullptr;
+  }
+  // The candidate ranks were in as many trials as the judges ran.
+  for (int r = 0; r < w; ++r) {
+    int seen = -1;
+    for (auto& st : rep.ranks[w + r].history)
+      if (st.phase == launch::phase::kTrial) seen = std::max(seen, st.trial);
+    if (seen + 1 != judges[0].trials_run) {
+      std::string m = rep.ranks[w + r].name + " announced " + std::to_string(seen + 1) + " trials where its judge ran " +
+                      std::to_string(judges[0].trials_run) + ": something other than pkb wrote to its channel";
+      set_verdict(res, Verdict::integrity_violation, m);
+      res["failure"] = {{"rank", r}, {"phase", "trial"}, {"reason", "channel"}, {"detail", m}};
+      return nullptr;
+    }
+  }
+  set_verdict(res, Verdict::correct, std::to_string(judges[0].trials_run) + " trials on " + std::to_string(w) + " ranks" +
+                                         (c.timing ? ", " + std::to_string(judges[0].timed_calls_checked) +
+                                                         " timed calls checked"
+                                                   : ""));
+  res["run"]["trials_run"] = judges[0].trials_run;
   // Outputs passed with elements outside atol/rtol that the spec's mismatch allows: said.
   int tolerated = 0;
   int64_t most = 0;
-  for (auto& r : ranks)
-    if (r.contains("tolerated")) {
-      tolerated += r["tolerated"]["outputs"].get<int>();
-      most = std::max(most, r["tolerated"]["max_elements"].get<int64_t>());
-    }
+  for (auto& j : judges) {
+    tolerated += j.tolerated_outputs;
+    most = std::max(most, j.tolerated_max);
+  }
   if (tolerated > 0) {
     res["mismatch_tolerated"] = {{"outputs", tolerated}, {"max_elements", most}};
     res["message"] = res["message"].get<std::string>() + "; " + std::to_string(tolerated) +
@@ -140,28 +260,42 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
   if (!c.timing) return nullptr;
 
   std::vector<std::vector<double>> cand, ref;
-  for (auto& r : ranks) {
-    cand.push_back(r["candidate_us"].get<std::vector<double>>());
-    if (r.contains("reference_us")) ref.push_back(r["reference_us"].get<std::vector<double>>());
-  }
+  for (auto& x : cands) cand.push_back(x.timing ? x.timing->us : std::vector<double>{});
+  for (auto& j : judges)
+    if (j.reference) ref.push_back(j.reference->us);
   Stats cs = stats_of(slowest_per_call(cand));
-  Stats rs = ref.empty() ? Stats::from_json(c.cached_reference) : stats_of(slowest_per_call(ref));
-  json to_cache = ref.empty() ? json() : rs.to_json();
+  json to_cache, ref_counts;
+  Stats rs;
+  if (ref.empty()) {
+    rs = Stats::from_json(c.cached_reference.at("stats"));
+    ref_counts = c.cached_reference.at("counts");
+  } else {
+    rs = stats_of(slowest_per_call(ref));
+    double peak = 0;
+    for (auto& j : judges) peak = std::max(peak, j.reference_peak_bytes);
+    ref_counts = {{"warmup", judges[0].reference->warmup}, {"iters", ref[0].size()}};
+    to_cache = {{"stats", rs.to_json()}, {"counts", ref_counts}, {"peak_bytes", peak}};
+  }
   res["timing"] = {{"reference", rs.to_json()}, {"candidate", cs.to_json()}, {"reference_cached", ref.empty()}};
+  res["run"]["counts"] = {{"candidate", {{"warmup", cands[0].timing ? cands[0].timing->warmup : 0},
+                                         {"iters", cs.samples},
+                                         {"captured", cands[0].captured_calls}}},
+                          {"reference", ref_counts}};
   res["speedup"] = cs.median > 0 ? rs.median / cs.median : 0;
   const spec::ProblemSpec& s = *c.spec;
   if (!s.roofline.bus_factor.empty())
     res["busbw_gbps"] = {{"reference", busbw_gbps(s, c.size, c.world, c.dtype, rs.median)},
                          {"candidate", busbw_gbps(s, c.size, c.world, c.dtype, cs.median)}};
-  for (auto& r : ranks)
-    if (r.contains("clocks") && r["clocks"]["throttled"].get<bool>()) {
+  for (auto& x : cands)
+    if (x.clocks && x.clocks->throttled) {
       flags.push_back("throttled");
       break;
     }
   if (c.ranks_per_gpu > 1) flags.push_back("shared_gpu");
-  if (res["run"]["input_sets"].get<int>() < c.iters) flags.push_back("few_input_sets");
-  if (ranks[0].contains("device_copy")) res["device_copy"] = ranks[0]["device_copy"];
-  res["clocks"] = ranks[0].value("clocks", json());
+  if (!cands[0].device_copy.is_null()) res["device_copy"] = cands[0].device_copy;
+  if (cands[0].clocks)
+    res["clocks"] = {{"sm_mhz_before", cands[0].clocks->sm_mhz_before}, {"sm_mhz_after", cands[0].clocks->sm_mhz_after},
+                     {"max_sm_mhz", cands[0].clocks->max_sm_mhz}, {"throttled", cands[0].clocks->throttled}};
 
   if (c.hardware) {
     Bound b = roofline_bound(s, c.size, c.world, c.dtype, *c.hardware);
@@ -180,7 +314,25 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
       }
     }
   }
-  if (res["verdict"] == "correct") judge_escape(res, json(ranks), rules, flags);
+  // Where timing counts, each rank's reported times must fit the spans the parent saw.
+  if (res["verdict"] == "correct" && c.device == "cuda" && c.ranks_per_gpu == 1) {
+    double copy = cands[0].device_copy.is_null() ? 0 : cands[0].device_copy.value("median_us", 0.0);
+    for (int r = 0; r < w && res["verdict"] == "correct"; ++r) {
+      if (!cands[r].timing) continue;
+      auto [reported, span] = spans(rep, w, r, cands[r].timing->us);
+      // pkb's own work in a span: poisoning and capturing the outputs, a barrier, the L2.
+      double own = rules.report_slack_us + 2 * copy;
+      if (span > 0 && reported < rules.report_fraction * (span - own)) {
+        flags.push_back("timing_unverified");
+        violation(res, r, "timing_report",
+                  "rank " + std::to_string(r) + " reported a median call of " + fmt_us(reported) +
+                      " us, but its timed calls took a median " + fmt_us(span) +
+                      " us by pkb's own clock (of which at most " + fmt_us(own) +
+                      " us is pkb's work): the times the rank reported are not its calls' times");
+      }
+    }
+  }
+  if (res["verdict"] == "correct") judge_escape(res, cands, rules, flags);
   res["flags"] = flags;
   return to_cache;
 }
@@ -188,7 +340,7 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
 bool timing_in_doubt(const json& flags) {
   for (auto& f : flags)
     if (f == "throttled" || f == "shared_gpu" || f == "left_processes" || f == "faster_than_roofline" ||
-        f == "timing_escape")
+        f == "timing_escape" || f == "timing_unverified")
       return true;
   return false;
 }

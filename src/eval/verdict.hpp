@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "eval/reports.hpp"
 #include "launch/group.hpp"
 #include "spec/hardware.hpp"
 #include "spec/spec.hpp"
@@ -31,6 +32,7 @@ enum Exit : int {
 // The one table between verdicts and exit codes: "correct" 0, "wrong" 1, ... ; an unknown
 // verdict is internal; exit_code_verdict gives "" for codes that are no verdict (2, 7, 130).
 int verdict_exit_code(const std::string& verdict);
+int verdict_exit_code(Verdict v);
 std::string exit_code_verdict(int code);
 
 struct Rules {
@@ -39,22 +41,32 @@ struct Rules {
   // Work escaping the timed stream: a batch's device-synchronised host time beyond its
   // stream time by more than this (after pkb's own overhead), absolute or relative.
   double escape_min_us = 50, escape_fraction = 0.25;
+  // A candidate rank's reported call times against the parent's own clock: between its
+  // judge's "filled" message and the rank's next request, the call ran. Reported times far
+  // below that span (by more than pkb's own work in it) were not the calls' times. Held
+  // where timing counts (a GPU per rank).
+  double report_slack_us = 500, report_fraction = 0.5;
 };
 
 // What the verdict is judged on besides the ranks' reports.
 struct Context {
   const spec::ProblemSpec* spec = nullptr;
   std::string size = "default", dtype, device = "cpu";
-  int world = 1, ranks_per_gpu = 1, iters = 100;
+  int world = 1, ranks_per_gpu = 1;
   bool timing = true;
   const spec::HardwareProfile* hardware = nullptr;  // for the roofline (none: no roofline)
-  nlohmann::json cached_reference;                  // the reference's stats from the cache, or null
+  nlohmann::json cached_reference;                  // the reference's timing from the cache, or null
 };
 
 // Fills res's verdict, message, failure, timing, speedup, busbw_gbps, roofline, flags,
-// escape_check, run.input_sets, phases_ms, device_copy and clocks from `rep`. Returns the
-// reference's timing statistics to cache (null when there are none to cache).
+// escape_check, run's counts, phases_ms, device_copy and clocks from `rep`: the group of
+// pkb eval, W judge ranks then W candidate ranks (judge r beside candidate rank r).
+// Returns the reference's timing to cache (null when this run did not time it).
 nlohmann::json judge(nlohmann::json& res, const launch::GroupReport& rep, const Context& c, const Rules& rules = {});
+
+// What a candidate rank's phase events say about its channel: "" when they follow pkb's
+// order, else what broke it (only something other than pkb could have written them).
+std::string phase_order_error(const std::vector<launch::RankReport::Step>& history);
 
 // Whether a result's flags put its timing in doubt (throttled clocks, ranks sharing a GPU,
 // processes left behind, a violation of the timing rules).

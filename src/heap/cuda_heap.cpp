@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -95,7 +96,7 @@ class CudaHeap : public Heap {
     check(d.create(&own_, span_, &prop, 0), "cuMemCreate (symmetric heap; lower --heap-size?)");
     int fd = -1;
     check(d.export_handle(&fd, own_, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), "cuMemExportToShareableHandle");
-    client.set_fd("heap/cuda/" + std::to_string(rank), fd);
+    client.set_fd(heap_key(true, rank), fd);
     close(fd);
 
     CUmemAccessDesc access{};
@@ -105,7 +106,7 @@ class CudaHeap : public Heap {
     for (int r = 0; r < world; ++r) {
       CUmemGenericAllocationHandle h = own_;
       if (r != rank) {
-        int peer = client.get_fd("heap/cuda/" + std::to_string(r));
+        int peer = client.get_fd(heap_key(true, r));
         check(d.import_handle(&h, reinterpret_cast<void*>(static_cast<intptr_t>(peer)),
                               CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
               "cuMemImportFromShareableHandle");
@@ -150,7 +151,61 @@ class CudaHeap : public Heap {
   void** dev_arrays_ = nullptr;
 };
 
+// Another process's allocation mapped here (a judge rank's view of its candidate rank's).
+class CudaMapping : public Mapping {
+ public:
+  CudaMapping(int fd, int device, size_t bytes) {
+    const Driver& d = driver();
+    check(cudaSetDevice(device), "cudaSetDevice");
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = device;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    size_t gran = 0;
+    check(d.granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED), "cuMemGetAllocationGranularity");
+    span_ = (std::max<size_t>(bytes, 1) + gran - 1) / gran * gran;
+    check(d.import_handle(&handle_, reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
+                          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+          "cuMemImportFromShareableHandle");
+    check(d.reserve(&ptr_, span_, gran, 0, 0), "cuMemAddressReserve");
+    check(d.map(ptr_, span_, 0, handle_, 0), "cuMemMap");
+    CUmemAccessDesc access{};
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id = device;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    check(d.set_access(ptr_, span_, &access, 1), "cuMemSetAccess");
+    data_ = reinterpret_cast<void*>(ptr_);
+    bytes_ = bytes;
+  }
+  ~CudaMapping() override {
+    const Driver& d = driver();
+    cudaDeviceSynchronize();
+    d.unmap(ptr_, span_);
+    d.address_free(ptr_, span_);
+    d.release(handle_);
+  }
+
+ private:
+  CUdeviceptr ptr_ = 0;
+  size_t span_ = 0;
+  CUmemGenericAllocationHandle handle_ = 0;
+};
+
 }  // namespace
+
+std::unique_ptr<Mapping> import_cuda(launch::Client& client, const std::string& ns, const std::string& key, int device,
+                                     size_t bytes) {
+  int fd = client.get_fd_from(ns, key);
+  try {
+    auto m = std::make_unique<CudaMapping>(fd, device, bytes);
+    close(fd);
+    return m;
+  } catch (...) {
+    close(fd);
+    throw;
+  }
+}
 
 std::unique_ptr<Heap> make_cuda_heap(launch::Client& client, int rank, int world, int device, size_t bytes,
                                      size_t pad_bytes) {

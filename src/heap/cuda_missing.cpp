@@ -9,4 +9,8 @@ std::unique_ptr<Heap> make_cuda_heap(launch::Client&, int, int, int, size_t, siz
   throw std::runtime_error("pkb was built without the CUDA device (no CUDA toolkit at configure time)");
 }
 
+std::unique_ptr<Mapping> import_cuda(launch::Client&, const std::string&, const std::string&, int, size_t) {
+  throw std::runtime_error("pkb was built without the CUDA device (no CUDA toolkit at configure time)");
+}
+
 }  // namespace pkb::heap

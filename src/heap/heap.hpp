@@ -58,6 +58,29 @@ class Heap {
   uint32_t* const* device_pads_ = nullptr;
 };
 
+// Memory another process of the evaluation exported through the store, mapped here
+// read-write: a judge rank fills its candidate rank's inputs and reads its outputs so.
+class Mapping {
+ public:
+  virtual ~Mapping() = default;
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+
+ protected:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// The store key under which rank r's heap region is exported.
+std::string heap_key(bool cuda, int rank);
+// The first `bytes` of what the key under namespace `ns` holds: a memfd (host) or a cuMem
+// allocation on `device` (CUDA, same GPU or a peer).
+std::unique_ptr<Mapping> import_host(launch::Client& client, const std::string& ns, const std::string& key, size_t bytes);
+std::unique_ptr<Mapping> import_cuda(launch::Client& client, const std::string& ns, const std::string& key, int device,
+                                     size_t bytes);
+// Fresh zeroed shared memory of `bytes`, mapped here and exported under `key` for import_host.
+std::unique_ptr<Mapping> export_host(launch::Client& client, const std::string& key, size_t bytes);
+
 std::unique_ptr<Heap> make_host_heap(launch::Client& client, int rank, int world, size_t bytes, size_t pad_bytes);
 // `device` is the CUDA ordinal the rank runs on. Throws where pkb has no CUDA device.
 std::unique_ptr<Heap> make_cuda_heap(launch::Client& client, int rank, int world, int device, size_t bytes,

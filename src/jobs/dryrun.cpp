@@ -9,6 +9,7 @@
 #include "device/device.hpp"
 #include "jobs/context.hpp"
 #include "jobs/jobs.hpp"
+#include "jobs/timing.hpp"
 #include "launch/phases.hpp"
 #include "spec/dtype.hpp"
 #include "tensor/dtypes.hpp"
@@ -51,16 +52,26 @@ json run_dryrun(rank::Rank& r) {
       tensor::save_named(base + "_inputs.pt", in.names(), pristine.tensors());
     }
   }
-  return {{"outputs", outs}, {"trials", r.job.trials}, {"run_ms", run_ms}, {"comm", pc.ctx.comm().backend()}};
+  json res = {{"outputs", outs}, {"trials", r.job.trials}, {"run_ms", run_ms}, {"comm", pc.ctx.comm().backend()}};
+  if (r.job.timing) {
+    void* stream = device::make_stream(r.device);
+    r.make_heap(0);  // its signal pads align the timed calls
+    device::release_cached_memory(r.device);
+    device::reset_peak(r.device);
+    res["timing"] = eval::to_json(timing::time_reference(pc, stream));
+    res["peak_bytes"] = device::peak_allocated(r.device);
+  }
+  return res;
 }
 
 json run_job(rank::Rank& r) {
   const std::string& mode = r.job.mode;
   if (mode == "dryrun") return run_dryrun(r);
   if (mode == "selftest") return run_selftest(r);
-  if (mode == "eval") return run_eval(r);
+  if (mode == "eval" && r.job.role == rank::Role::judge) return run_judge(r);
+  if (mode == "eval" && r.job.role == rank::Role::candidate) return run_candidate(r);
   if (mode == "validate") return run_validate(r);
-  throw std::runtime_error("unknown worker mode " + mode);
+  throw std::runtime_error("unknown worker mode " + mode + " for a rank of role " + rank::role_name(r.job.role));
 }
 
 }  // namespace pkb::jobs

@@ -8,13 +8,16 @@
 
 namespace pkb::jobs {
 
-// The reference on every rank for some trials; saves outputs and inputs when asked.
+// The reference on every rank for some trials; saves outputs and inputs when asked; with
+// job.timing, times it as pkb eval's judges do.
 nlohmann::json run_dryrun(rank::Rank& r);
 // The runtime's own checks: communicator, heap, device barrier.
 nlohmann::json run_selftest(rank::Rank& r);
-// Correctness trials, timing of candidate and reference, the timed calls' captured outputs
-// checked (see eval.cpp).
-nlohmann::json run_eval(rank::Rank& r);
+// pkb eval's two kinds of rank: a judge (the reference's timing, every call's inputs, the
+// comparisons; eval_judge.cpp) and a candidate rank (the candidate, confined, and its
+// timing; eval_candidate.cpp). Each returns its eval::JudgeReport / CandidateReport.
+nlohmann::json run_judge(rank::Rank& r);
+nlohmann::json run_candidate(rank::Rank& r);
 // Whether an all-zero answer, the inputs passed through, and the reference without
 // communication each fail the problem's comparison on this rank.
 nlohmann::json run_validate(rank::Rank& r);

@@ -39,25 +39,35 @@ void Client::event(Op op, const std::string& payload) {
 
 std::string Client::hello(int rank) { return request(Op::Hello, std::to_string(rank)).payload; }
 
-void Client::set(const std::string& key, const std::string& value) { request(Op::Set, pack({key, value})); }
+void Client::set(const std::string& key, const std::string& value) { request(Op::Set, pack({ns_ + key, value})); }
 
-std::string Client::get(const std::string& key) { return request(Op::Get, key).payload; }
+std::string Client::get(const std::string& key) { return get_from(ns_, key); }
 
-int64_t Client::add(const std::string& key, int64_t delta) {
-  return std::stoll(request(Op::Add, pack({key, std::to_string(delta)})).payload);
+std::string Client::get_from(const std::string& ns, const std::string& key) {
+  return request(Op::Get, ns + key).payload;
 }
 
-bool Client::check(const std::vector<std::string>& keys) { return request(Op::Check, pack(keys)).payload == "1"; }
+int64_t Client::add(const std::string& key, int64_t delta) {
+  return std::stoll(request(Op::Add, pack({ns_ + key, std::to_string(delta)})).payload);
+}
 
-bool Client::erase(const std::string& key) { return request(Op::Delete, key).payload == "1"; }
+bool Client::check(const std::vector<std::string>& keys) {
+  std::vector<std::string> full;
+  for (auto& k : keys) full.push_back(ns_ + k);
+  return request(Op::Check, pack(full)).payload == "1";
+}
+
+bool Client::erase(const std::string& key) { return request(Op::Delete, ns_ + key).payload == "1"; }
 
 int64_t Client::num_keys() { return std::stoll(request(Op::NumKeys, "").payload); }
 
-void Client::set_fd(const std::string& key, int fd) { request(Op::SetFd, key, fd); }
+void Client::set_fd(const std::string& key, int fd) { request(Op::SetFd, ns_ + key, fd); }
 
-int Client::get_fd(const std::string& key) {
-  Frame f = request(Op::GetFd, key);
-  if (f.fd < 0) throw std::runtime_error("bootstrap: no descriptor came with key " + key);
+int Client::get_fd(const std::string& key) { return get_fd_from(ns_, key); }
+
+int Client::get_fd_from(const std::string& ns, const std::string& key) {
+  Frame f = request(Op::GetFd, ns + key);
+  if (f.fd < 0) throw std::runtime_error("bootstrap: no descriptor came with key " + ns + key);
   return f.fd;
 }
 

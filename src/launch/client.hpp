@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "launch/channel.hpp"
@@ -18,6 +19,15 @@ class Client {
   explicit Client(int sock) : sock_(sock) {}
 
   std::string hello(int rank);  // the job description
+
+  // Every key this client writes or waits on is under `ns` ("j/" for pkb eval's judge
+  // ranks, "c/" for its candidate ranks, "" for jobs of one kind): ranks of one kind run
+  // their collectives apart from the other's, and the parent lets each write only its own.
+  void set_namespace(std::string ns) { ns_ = std::move(ns); }
+  const std::string& name_space() const { return ns_; }
+  // Reads of another namespace's keys (a judge reading its candidate rank's, and back).
+  std::string get_from(const std::string& ns, const std::string& key);
+  int get_fd_from(const std::string& ns, const std::string& key);
 
   void set(const std::string& key, const std::string& value);
   std::string get(const std::string& key);  // blocks until the key exists
@@ -46,6 +56,7 @@ class Client {
   void event(Op op, const std::string& payload);
 
   std::mutex mu_;
+  std::string ns_;
   int sock_;
   FrameReader reader_;
   int64_t collective_seq_ = 0;

@@ -28,6 +28,7 @@ namespace pkb::launch {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr size_t kMaxHistory = 100000;  // phase events kept per rank (a rank spamming them cannot exhaust the parent)
 
 [[noreturn]] void throw_errno(const std::string& what) {
   throw std::system_error(errno, std::generic_category(), what);
@@ -112,6 +113,7 @@ class Hub {
       if (pgid_ == 0) pgid_ = sp.pid;
       Rank& rk = ranks_[r];
       rk.report.rank = r;
+      rk.report.name = o_.name_of ? o_.name_of(r) : "rank " + std::to_string(r);
       rk.report.pid = sp.pid;
       rk.sock = sp.sock;
       rk.out = sp.out;
@@ -184,16 +186,16 @@ class Hub {
     for (auto& r : ranks_) {
       if (r.exited) continue;
       double spent = std::chrono::duration<double>(now - r.phase_start).count();
-      if (spent > budget(r.report.phase)) (r.report.phase == phase::kSync ? late_waiting : late).push_back(r.report.rank);
+      if (spent > budget(r.report.phase)) (waiting(r.report.phase) ? late_waiting : late).push_back(r.report.rank);
     }
-    // A rank waiting in "sync" finished its trial and waits for the others: not the cause
+    // A rank that only waits (finished its trial, waits for a partner) is not the cause
     // while some rank is late in real work.
     if (late.empty()) late = late_waiting;
     if (late.empty()) return;
     const Rank& first = ranks_[late.front()];
     std::ostringstream os;
-    os << "timeout: rank" << (late.size() > 1 ? "s " : " ");
-    for (size_t k = 0; k < late.size(); ++k) os << (k ? "," : "") << late[k];
+    os << "timeout: ";
+    for (size_t k = 0; k < late.size(); ++k) os << (k ? ", " : "") << ranks_[late[k]].report.name;
     os << " spent over " << budget(first.report.phase) << " s in "
        << phase_label(first.report.phase, first.report.trial)
        << " (a hang, a deadlock, or a rank that never reached a collective; --timeout raises the limit)";
@@ -247,7 +249,7 @@ class Hub {
     }
     const RankReport& c = culprit->report;
     std::ostringstream os;
-    os << "crash: rank " << c.rank;
+    os << "crash: " << c.name;
     if (c.signal) os << " was killed by signal " << c.signal << " (" << strsignal(c.signal) << ")";
     else if (c.exit_code == 0) os << " exited before finishing";
     else os << " exited with code " << c.exit_code;
@@ -276,7 +278,7 @@ class Hub {
   }
 
   void add_line(Rank& r, const std::string& line) {
-    if (o_.echo) fprintf(stderr, "[rank %d] %s\n", r.report.rank, line.c_str());
+    if (o_.echo) fprintf(stderr, "[%s] %s\n", r.report.name.c_str(), line.c_str());
     r.report.last_lines.push_back(line);
     if (r.report.last_lines.size() > o_.keep_lines) r.report.last_lines.erase(r.report.last_lines.begin());
   }
@@ -318,8 +320,33 @@ class Hub {
     }
   }
 
+  static bool waiting(const std::string& ph) {
+    for (const char* w : phase::kWaitingPhases)
+      if (ph == w) return true;
+    return false;
+  }
+
+  // The key a store write names ("" for reads).
+  static std::string written_key(const Frame& f) {
+    switch (f.op) {
+      case Op::Set: case Op::Add: return unpack(f.payload).at(0);
+      case Op::Delete: case Op::SetFd: return f.payload;
+      default: return "";
+    }
+  }
+
   void handle(Rank& r, const Frame& f) {
     if (Store::handles(f.op)) {
+      std::string key = written_key(f);
+      if (!key.empty() && o_.may_write && !o_.may_write(r.report.rank, key)) {
+        // Not pkb's rank speaking: the group ends at once, and the report says why.
+        if (r.report.refused_writes++ == 0) r.report.refused_key = key;
+        if (f.fd >= 0) close(f.fd);
+        fail(Outcome::Crash, {r.report.rank}, r.report.name + " wrote to pkb's store outside its own keys");
+        return;
+      }
+      if (!key.empty() && o_.timestamp_key && o_.timestamp_key(key))
+        r.report.key_s.emplace(key, std::chrono::duration<double>(Clock::now() - spawned_).count());
       for (auto& rep : store_.handle(r.report.rank, f)) {
         Rank& to = ranks_[rep.rank];
         to.outbox.push_back(OutFrame{encode(rep.frame), rep.frame.fd, 0});
@@ -336,16 +363,22 @@ class Hub {
         r.report.phase = j.value("phase", "?");
         r.report.trial = j.value("trial", -1);
         r.phase_start = Clock::now();
-        r.report.entered_s.emplace(r.report.phase, std::chrono::duration<double>(r.phase_start - spawned_).count());
+        double at = std::chrono::duration<double>(r.phase_start - spawned_).count();
+        r.report.entered_s.emplace(r.report.phase, at);
+        if (r.report.history.size() < kMaxHistory) r.report.history.push_back({r.report.phase, r.report.trial, at});
         if (o_.on_phase) o_.on_phase(r.report.rank, r.report.phase, r.report.trial);
         break;
       }
-      case Op::Result:
-        r.report.result = f.payload;
+      case Op::Result: {
+        // The first result is the rank's; a second says something else wrote to its channel.
+        if (++r.report.results == 1) r.report.result = f.payload;
         r.report.phase = phase::kExit;
         r.report.trial = -1;
         r.phase_start = Clock::now();
+        double at = std::chrono::duration<double>(r.phase_start - spawned_).count();
+        if (r.report.history.size() < kMaxHistory) r.report.history.push_back({phase::kExit, -1, at});
         break;
+      }
       case Op::Error: {
         auto j = nlohmann::json::parse(f.payload, nullptr, false);
         r.report.error_kind = j.value("kind", "error");
@@ -422,7 +455,7 @@ std::string GroupReport::details() const {
   std::ostringstream os;
   os << summary << "\n";
   for (auto& r : ranks) {
-    os << "  rank " << r.rank << ": ";
+    os << "  " << r.name << ": ";
     if (r.signal) os << "signal " << r.signal << " (" << strsignal(r.signal) << ")";
     else if (r.exit_code > 0) os << "exit code " << r.exit_code;
     else if (r.killed) os << "stopped by pkb";

@@ -30,6 +30,14 @@ struct GroupOptions {
   bool echo = false;  // copy ranks' output to stderr as it comes, prefixed [rank r]
   size_t keep_lines = 20;
   std::function<void(int rank, const std::string& phase, int trial)> on_phase;
+  // What a process is called in messages ("candidate rank 1"); "rank r" when unset.
+  std::function<std::string(int rank)> name_of;
+  // Whether a process may write (set, add, delete, hand over a descriptor) a store key;
+  // every write when unset. A refused write is not made, is answered as if it were, and is
+  // recorded in the process's report (RankReport::refused_key).
+  std::function<bool(int rank, const std::string& key)> may_write;
+  // Store keys whose first write is timestamped in the writer's report (RankReport::key_s).
+  std::function<bool(const std::string& key)> timestamp_key;
 };
 
 enum class Outcome { Ok, Crash, Timeout, Interrupted };
@@ -44,10 +52,22 @@ struct RankReport {
   int signal = 0;      // the signal that ended it, when not the harness's SIGKILL
   bool killed = false; // ended by the harness
   std::string error_kind, error_message;  // from the rank's Error event
-  std::string result;                     // the rank's Result (JSON), "" if none
+  std::string result;                     // the rank's first Result (JSON), "" if none
+  int results = 0;                        // Result events received (pkb's rank sends one)
   std::vector<std::string> last_lines;
   // Seconds from the spawn to the first time the rank entered each phase.
   std::map<std::string, double> entered_s;
+  // Every phase event in order: phase, trial, seconds from the spawn.
+  struct Step {
+    std::string phase;
+    int trial = -1;
+    double s = 0;
+  };
+  std::vector<Step> history;
+  std::string refused_key;  // the first store write the options' may_write refused
+  int refused_writes = 0;
+  std::map<std::string, double> key_s;  // timestamped keys (GroupOptions::timestamp_key): seconds from the spawn
+  std::string name;                     // GroupOptions::name_of, or "rank r"
 };
 
 struct GroupReport {

@@ -9,6 +9,12 @@ inline constexpr char kInit[] = "init";            // device, communicators, hea
 inline constexpr char kInterpreter[] = "interpreter";  // a .py candidate's Python, torch and Triton start
 inline constexpr char kTrial[] = "trial";          // one correctness trial (with its number)
 inline constexpr char kSync[] = "sync";            // done with a trial, waiting for the others
+// pkb eval: a candidate rank waits for the judge ranks to time the reference (nothing of a
+// candidate may run meanwhile), then for its judge's next step (inputs, a decision); a
+// judge rank waits for its candidate rank's.
+inline constexpr char kAwaitReference[] = "await_reference";
+inline constexpr char kAwaitJudge[] = "await_judge";
+inline constexpr char kAwaitCandidate[] = "await_candidate";
 inline constexpr char kSave[] = "save";            // writing outputs
 inline constexpr char kTimingSetup[] = "timing_setup";
 inline constexpr char kCandidateWarmup[] = "candidate_warmup";
@@ -19,6 +25,10 @@ inline constexpr char kReferenceTiming[] = "reference_timing";
 inline constexpr char kTimingChecks[] = "timing_checks";  // the timed calls' outputs checked
 inline constexpr char kFinish[] = "finish";
 inline constexpr char kExit[] = "exit";  // the result is in; the rank is exiting
+
+// Phases in which a rank only waits for others: never the cause of a timeout while some
+// rank overruns a phase of real work.
+inline constexpr const char* kWaitingPhases[] = {kSync, kAwaitReference, kAwaitJudge, kAwaitCandidate};
 
 // The phases of timing, which run hundreds of calls.
 inline constexpr const char* kTimingPhases[] = {kTimingSetup,     kCandidateWarmup, kCandidateTiming, kEscapeCheck,

@@ -103,15 +103,20 @@ std::map<std::string, double> phase_budgets(const spec::ProblemSpec* spec, const
   double trial = spec && spec->trial_timeout_s > 0 ? spec->trial_timeout_s : 60;
   if (size != "default") trial *= 4;
   if (p.ranks_per_gpu > 1 || p.device == "cpu") trial *= 2;
-  // Bootstrap and the interpreter's start are pkb's own work: --timeout leaves them alone.
+  // Bootstrap, the interpreter's start and the waits are pkb's own: --timeout leaves them alone.
   std::map<std::string, double> b = {{phase::kBootstrap, 120}, {phase::kInterpreter, 300},
                                      {phase::kInit, 180},      {phase::kTrial, trial},
                                      {phase::kSync, trial},    {phase::kSave, 300}, {phase::kFinish, 60},
                                      {phase::kExit, 60},       {"default", 120}};
   for (const char* t : phase::kTimingPhases) b[t] = 10 * trial;
+  // Waiting covers whatever the partner may spend in its own phases, each with its own
+  // deadline; this one only ends a wait that nothing else would.
+  for (const char* w : {phase::kAwaitReference, phase::kAwaitJudge, phase::kAwaitCandidate}) b[w] = 40 * trial + 600;
   if (timeout > 0)
     for (auto& [k, v] : b)
-      if (k != phase::kBootstrap && k != phase::kInterpreter) v = timeout;
+      if (k != phase::kBootstrap && k != phase::kInterpreter && k != phase::kAwaitReference &&
+          k != phase::kAwaitJudge && k != phase::kAwaitCandidate)
+        v = timeout;
   return b;
 }
 

@@ -1,8 +1,20 @@
 #include "rank/job.hpp"
 
+#include <stdexcept>
+#include <utility>
+
 namespace pkb::rank {
 
 namespace {
+
+const std::pair<Role, const char*> kRoles[] = {
+    {Role::single, "single"}, {Role::judge, "judge"}, {Role::candidate, "candidate"}};
+
+Role role_from_name(const std::string& name) {
+  for (auto& [r, n] : kRoles)
+    if (name == n) return r;
+  throw std::invalid_argument("no rank role called '" + name + "'");
+}
 
 // One list of fields for both directions. The seed travels as a string: JSON numbers
 // above 2^53 lose bits in other readers.
@@ -26,20 +38,31 @@ void fields(J&& visit, Job& j) {
   visit("library", j.library);
   visit("warmup", j.warmup);
   visit("iters", j.iters);
+  visit("warmup_budget_s", j.warmup_budget_s);
+  visit("timing_budget_s", j.timing_budget_s);
+  visit("trials_budget_s", j.trials_budget_s);
+  visit("min_iters", j.min_iters);
+  visit("min_trials", j.min_trials);
   visit("timing", j.timing);
   visit("cache", j.cache);
   visit("time_reference", j.time_reference);
-  visit("set_budget_bytes", j.set_budget_bytes);
-  visit("capture_budget_bytes", j.capture_budget_bytes);
+  visit("captures", j.captures);
   visit("candidate_heap_bytes", j.candidate_heap_bytes);
   visit("sandbox", j.sandbox);
 }
 
 }  // namespace
 
+const char* role_name(Role r) {
+  for (auto& [x, n] : kRoles)
+    if (x == r) return n;
+  return "?";
+}
+
 nlohmann::json to_json(const Job& j) {
   nlohmann::json out;
   fields([&](const char* key, const auto& v) { out[key] = v; }, j);
+  out["role"] = role_name(j.role);
   out["seed"] = std::to_string(j.seed);
   return out;
 }
@@ -49,6 +72,7 @@ Job job_from_json(const nlohmann::json& in) {
   fields([&](const char* key, auto& v) {
     if (in.contains(key)) in.at(key).get_to(v);
   }, j);
+  if (in.contains("role")) j.role = role_from_name(in.at("role").get<std::string>());
   if (in.contains("seed")) j.seed = std::stoull(in.at("seed").get<std::string>());
   return j;
 }

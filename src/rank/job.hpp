@@ -13,8 +13,15 @@
 
 namespace pkb::rank {
 
+// pkb eval runs two kinds of rank side by side: judge ranks (the reference, the inputs, the
+// comparisons; they never load a candidate) and candidate ranks (the candidate and its
+// timing). Every other job has one kind.
+enum class Role { single, judge, candidate };
+const char* role_name(Role r);
+
 struct Job {
   std::string mode;  // dryrun, selftest, eval, validate
+  Role role = Role::single;
 
   // Where the rank runs (filled per rank by the launcher).
   int rank = 0, world = 1;
@@ -38,14 +45,19 @@ struct Job {
   size_t heap_bytes = 0;       // a symmetric heap of this size per rank (0: none)
   int barrier_iters = 2000;
 
-  // eval
+  // eval (and dryrun --time): warm-up and timed calls of each side, within time budgets.
+  // The counts stand where the budgets allow: warm-up stops after warmup_budget_s (one
+  // call at least); timed calls are as many of `iters` as timing_budget_s holds at the
+  // warm-up's pace, never under min_iters; trials stop after trials_budget_s once
+  // min_trials ran.
   std::string library;         // the candidate's shared object
   int warmup = 500, iters = 100;
+  double warmup_budget_s = 1, timing_budget_s = 10, trials_budget_s = 60;
+  int min_iters = 10, min_trials = 5;
   bool timing = true;
   std::string cache = "cold";  // cold: evict the L2 before each timed call
   bool time_reference = true;  // false: the parent has the reference's timing cached
-  size_t set_budget_bytes = size_t{1} << 30;       // distinct timed input sets
-  size_t capture_budget_bytes = size_t{1} << 30;   // timed calls' outputs, captured as each ends
+  int captures = 20;           // timed calls whose outputs are captured as each ends (all when it is >= iters)
   size_t candidate_heap_bytes = 0;  // the candidate's own heap; 0: twice its inputs and outputs, >= 256 MiB
   bool sandbox = true;         // confine the candidate (rank/sandbox.hpp)
 };

@@ -10,9 +10,17 @@ Rank::Rank(launch::Client& c, Job j) : client(c), job(std::move(j)), rank(job.ra
   for (auto& lib : job.reference_libs) ref::load_reference_library(lib);
   if (job.device == "cuda") device = at::Device(at::kCUDA, job.gpu);
   device::select(device);
-  if (job.comm == "nccl") comm = comm::make_nccl(client, rank, world, device);
-  else if (job.comm == "shm") comm = comm::make_shm(client, rank, world, device);
-  else comm = comm::make_gloo(client, rank, world, device);
+  if (job.role == Role::candidate) {
+    // A candidate rank's communicator is the candidate's own: NCCL where ranks have a GPU
+    // each, none elsewhere.
+    if (job.comm == "nccl") comm = comm::make_nccl(client, rank, world, device);
+  } else if (job.comm == "nccl") {
+    comm = comm::make_nccl(client, rank, world, device);
+  } else if (job.comm == "shm") {
+    comm = comm::make_shm(client, rank, world, device);
+  } else {
+    comm = comm::make_gloo(client, rank, world, device);
+  }
   if (job.heap_bytes) make_heap(job.heap_bytes);
 }
 

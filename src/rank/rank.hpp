@@ -26,7 +26,7 @@ struct Rank {
   Job job;
   int rank = 0, world = 1;
   at::Device device{at::kCPU};
-  std::unique_ptr<Comm> comm;
+  std::unique_ptr<Comm> comm;  // the references' (a candidate rank's: the candidate's NCCL, or none)
   std::unique_ptr<heap::Heap> heap;
 
   // Loads reference libraries, selects the device, makes the communicator (collective).

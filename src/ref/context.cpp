@@ -86,7 +86,7 @@ Inputs build_inputs(RefCtx& ctx, Reference& ref) {
   for (size_t i = 0; i < ctx.spec().inputs.size(); ++i) {
     const auto& t = ctx.spec().inputs[i];
     const at::Tensor& x = in.at(i);
-    auto want = tensor::shape_of(t, ctx.vars());
+    auto want = spec::shape_of(t, ctx.vars());
     at::ScalarType type = tensor::resolve(t.dtype, ctx.dtype());
     if (x.sizes().vec() != want || x.scalar_type() != type)
       throw std::runtime_error("reference make_inputs left input '" + t.name + "' as " + c10::toString(x.scalar_type()) +
@@ -110,7 +110,7 @@ void check_outputs(const RefCtx& ctx, const std::vector<at::Tensor>& outputs, co
     if (y.scalar_type() != type)
       throw std::runtime_error(who + " output '" + t.name + "' is " + c10::toString(y.scalar_type()) + "; " + where +
                                " declares " + c10::toString(type));
-    auto want = tensor::shape_of(t, ctx.vars());
+    auto want = spec::shape_of(t, ctx.vars());
     bool ok = y.dim() == static_cast<int64_t>(want.size());
     for (size_t d = 0; ok && d < want.size(); ++d)
       ok = t.shape[d].dynamic ? y.size(d) <= want[d] : y.size(d) == want[d];

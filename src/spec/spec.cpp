@@ -478,4 +478,22 @@ const std::vector<std::string>& category_keys() {
   return keys;
 }
 
+std::vector<int64_t> shape_of(const TensorSpec& t, const Vars& vars) {
+  std::vector<int64_t> shape;
+  for (auto& d : t.shape) {
+    int64_t n = d.size.eval_int(vars);
+    if (n < 0) throw std::invalid_argument("'" + t.name + "' has a negative size: " + d.size.text() + " = " + std::to_string(n));
+    shape.push_back(n);
+  }
+  return shape;
+}
+
+DType dtype_of(const TensorSpec& t, const std::string& dt) { return dtype_from_name(t.dtype == "dt" ? dt : t.dtype); }
+
+size_t bytes_of(const TensorSpec& t, const Vars& vars, const std::string& dt) {
+  size_t n = static_cast<size_t>(dtype_size(dtype_of(t, dt)));
+  for (int64_t d : shape_of(t, vars)) n *= static_cast<size_t>(d);
+  return n;
+}
+
 }  // namespace pkb::spec

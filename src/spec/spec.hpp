@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "io/input_error.hpp"
+#include "spec/dtype.hpp"
 #include "spec/expr.hpp"
 
 namespace pkb::spec {
@@ -99,6 +100,14 @@ struct ProblemSpec {
 
 // Reads and checks one spec file. Throws SpecError.
 ProblemSpec load_spec(const std::string& path);
+
+// The shape of a declared tensor; dynamic dims ("<= expr") give their capacity. Throws
+// std::invalid_argument for a negative size.
+std::vector<int64_t> shape_of(const TensorSpec& t, const Vars& vars);
+// Its element type: the tensor's own, or `dt` (the run's element type) where it says "dt".
+DType dtype_of(const TensorSpec& t, const std::string& dt);
+// Its bytes: elements of shape_of times the element size.
+size_t bytes_of(const TensorSpec& t, const Vars& vars, const std::string& dt);
 
 // The long name of a category key ("tp" -> "Tensor Parallel"), "" when unknown.
 std::string category_name(const std::string& key);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,7 @@ std::vector<std::string> select_problems(const std::string& selector, const spec
 struct Settings {
   std::string device;  // "cpu" or "cuda"
   std::string size = "default";
+  std::string dtype;   // "" : each spec's
   int trials = -1, warmup = -1, iters = -1;
   bool timing = true;
   double timeout = 0;  // --timeout per phase, passed on
@@ -57,7 +59,7 @@ struct Settings {
 struct Task {
   Candidate candidate;
   int world = 0;
-  uint64_t seed = 0;
+  std::optional<uint64_t> seed;  // --seed replays one for every evaluation; else each draws its own
   std::string key;  // what makes an evaluation the same one again (resume)
 };
 

@@ -83,8 +83,6 @@ void ResultsFile::remember(const nlohmann::json& line) {
   const nlohmann::json none;
   const nlohmann::json& sweep = line.contains("sweep") ? line["sweep"] : none;
   if (sweep.is_object() && sweep.value("task", none).is_string()) done_.insert(sweep["task"].get<std::string>());
-  const nlohmann::json& run = line.contains("run") ? line["run"] : none;
-  if (seed_.empty() && run.is_object() && run.value("seed", none).is_string()) seed_ = run["seed"];
 }
 
 }  // namespace pkb::sweep

@@ -20,9 +20,6 @@ class ResultsFile {
   ResultsFile& operator=(const ResultsFile&) = delete;
 
   bool has(const std::string& task_key) const { return done_.count(task_key) > 0; }
-  // The seed the earlier lines used ("" if none): resuming with it keeps pkb eval's cached
-  // reference timings valid.
-  const std::string& seed() const { return seed_; }
 
   // Appends one line (one write, then fdatasync). Throws std::runtime_error on I/O errors.
   void append(const nlohmann::json& line);
@@ -32,12 +29,11 @@ class ResultsFile {
   size_t bad_lines() const { return bad_lines_; }    // complete lines that are not JSON (left alone)
 
  private:
-  void remember(const nlohmann::json& line);  // its task key and seed
+  void remember(const nlohmann::json& line);  // its task key
 
   std::string path_;
   int fd_ = -1;
   std::set<std::string> done_;
-  std::string seed_;
   size_t lines_ = 0, torn_bytes_ = 0, bad_lines_ = 0;
 };
 

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "eval/record.hpp"
 #include "eval/verdict.hpp"
 #include "io/files.hpp"
 
@@ -99,22 +100,44 @@ class Builder {
 
 std::vector<std::string> eval_argv(const Task& t, const RunnerOptions& o, const std::string& json_out) {
   const Settings& s = o.settings;
-  std::vector<std::string> a = {o.pkb};
-  a.insert(a.end(), o.global_args.begin(), o.global_args.end());
-  a.insert(a.end(), {"eval", "--problem", t.candidate.problem, "--solution", t.candidate.path, "--world-size",
-                     std::to_string(t.world), "--device", t.candidate.device, "--seed", std::to_string(t.seed),
-                     "--size", s.size});
-  if (s.trials >= 0) a.insert(a.end(), {"--trials", std::to_string(s.trials)});
-  if (s.warmup >= 0) a.insert(a.end(), {"--warmup", std::to_string(s.warmup)});
-  if (s.iters >= 0) a.insert(a.end(), {"--iters", std::to_string(s.iters)});
-  if (!s.timing) a.push_back("--no-timing");
-  if (s.timeout > 0) {
-    std::ostringstream t_s;
-    t_s << s.timeout;
-    a.insert(a.end(), {"--timeout", t_s.str()});
-  }
-  a.insert(a.end(), {"--json", json_out});
-  return a;
+  eval::EvalCommand c;
+  c.pkb = o.pkb;
+  c.global_args = o.global_args;
+  c.problem = t.candidate.problem;
+  c.solution = t.candidate.path;
+  c.world = t.world;
+  c.device = t.candidate.device;
+  c.size = s.size;
+  c.dtype = s.dtype;
+  c.seed = t.seed;
+  c.trials = s.trials;
+  c.warmup = s.warmup;
+  c.iters = s.iters;
+  c.timing = s.timing;
+  c.timeout = s.timeout;
+  c.json_out = json_out;
+  return c.argv();
+}
+
+eval::RecordHead record_head(const Task& t, const Settings& s) {
+  const Candidate& c = t.candidate;
+  eval::RecordHead h;
+  h.problem = c.problem;
+  h.problem_id = c.problem_id;
+  h.category = c.category;
+  h.candidate_path = c.path;
+  h.candidate_abs_path = fs::absolute(c.path).lexically_normal().string();  // pkb eval runs here too
+  h.candidate_sha256 = c.sha256;
+  h.backend = c.backend;
+  h.run = {{"world", t.world},
+           {"device", c.device},
+           {"size", s.size},
+           {"seed", t.seed ? json(std::to_string(*t.seed)) : json()},
+           {"trials", s.trials >= 0 ? json(s.trials) : json()},
+           {"warmup", s.warmup >= 0 ? json(s.warmup) : json()},
+           {"iters", s.iters >= 0 ? json(s.iters) : json()}};
+  if (!s.dtype.empty()) h.run["dtype"] = s.dtype;
+  return h;
 }
 
 json record_for(const Task& t, const Settings& s, const launch::ProcessResult& child, const std::string& json_text,
@@ -123,50 +146,23 @@ json record_for(const Task& t, const Settings& s, const launch::ProcessResult& c
   if (!line.is_object() || !line.value("verdict", json()).is_string()) {
     if (!child.timed_out && child.signal == 0 && child.exit_code == eval::kUsage)
       throw EvalRejected("pkb eval refused " + t.candidate.path + ": " + last_line(child.err));
-    std::string verdict = "crash", message;
+    eval::Verdict verdict = eval::Verdict::crash;
     std::ostringstream why;
     if (child.timed_out) {
-      verdict = "timeout";
+      verdict = eval::Verdict::timeout;
       why << "pkb eval overran the sweep's deadline of " << deadline_s << " s and was killed";
     } else if (child.signal) {
       why << "pkb eval was killed by signal " << child.signal << " (" << strsignal(child.signal) << ")";
     } else if (!eval::exit_code_verdict(child.exit_code).empty() && child.exit_code != eval::kOk) {
       // pkb eval's exit code says the verdict a child that left no JSON behind implies.
-      verdict = eval::exit_code_verdict(child.exit_code);
+      verdict = eval::verdict_from_name(eval::exit_code_verdict(child.exit_code));
       why << "pkb eval exited with code " << child.exit_code << " without writing its result";
     } else {
       why << "pkb eval failed (exit code " << child.exit_code << ") without writing its result";
     }
     std::string said = last_line(child.err);
     if (!said.empty()) why << ": " << said;
-    const Candidate& c = t.candidate;
-    line = {{"schema", "pkb.eval/1"},
-            {"problem", c.problem},
-            {"problem_id", c.problem_id},
-            {"category", c.category},
-            {"candidate",
-             {{"path", c.path},
-              {"abs_path", fs::absolute(c.path).lexically_normal().string()},  // pkb eval runs here too
-              {"sha256", c.sha256},
-              {"backend", c.backend}}},
-            {"run",
-             {{"world", t.world},
-              {"device", c.device},
-              {"size", s.size},
-              {"seed", std::to_string(t.seed)},
-              {"trials", s.trials >= 0 ? json(s.trials) : json()},
-              {"warmup", s.warmup >= 0 ? json(s.warmup) : json()},
-              {"iters", s.iters >= 0 ? json(s.iters) : json()}}},
-            {"versions", nullptr},
-            {"verdict", verdict},
-            {"message", why.str()},
-            {"failure", nullptr},
-            {"timing", nullptr},
-            {"speedup", nullptr},
-            {"busbw_gbps", nullptr},
-            {"roofline", nullptr},
-            {"flags", {"no_result"}},
-            {"wall_s", wall_s}};
+    line = eval::unmeasured_record(record_head(t, s), verdict, why.str(), "no_result", wall_s);
   }
   line["sweep"] = {{"run", t.candidate.run}, {"sample", t.candidate.sample}, {"task", t.key}};
   return line;

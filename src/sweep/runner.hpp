@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "eval/record.hpp"
 #include "launch/subprocess.hpp"
 #include "sweep/candidates.hpp"
 #include "sweep/results_file.hpp"
@@ -36,8 +37,10 @@ struct EvalRejected : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The `pkb eval` command line of a task.
+// The `pkb eval` command line of a task (eval::EvalCommand).
 std::vector<std::string> eval_argv(const Task& t, const RunnerOptions& o, const std::string& json_out);
+// What the task's record says before pkb eval ran (eval::RecordHead).
+eval::RecordHead record_head(const Task& t, const Settings& s);
 
 // The line to record for a finished child: its pkb.eval/1 JSON, or, when it wrote none, the
 // verdict its exit code or death implies (flagged "no_result"); plus the sweep's fields.

@@ -20,16 +20,6 @@ std::string shape_str(c10::IntArrayRef s) {
   return os.str();
 }
 
-std::vector<int64_t> shape_of(const spec::TensorSpec& t, const spec::Vars& vars) {
-  std::vector<int64_t> shape;
-  for (auto& d : t.shape) {
-    int64_t n = d.size.eval_int(vars);
-    if (n < 0) throw std::invalid_argument("'" + t.name + "' has a negative size: " + d.size.text() + " = " + std::to_string(n));
-    shape.push_back(n);
-  }
-  return shape;
-}
-
 uint64_t derive_seed(uint64_t run_seed, int64_t trial, int64_t stream) {
   auto mix = [](uint64_t z) {
     z += 0x9e3779b97f4a7c15ULL;
@@ -42,7 +32,7 @@ uint64_t derive_seed(uint64_t run_seed, int64_t trial, int64_t stream) {
 
 at::Tensor make_input(const spec::TensorSpec& t, const spec::Vars& vars, at::ScalarType type, at::Device device,
                       at::Generator& gen) {
-  std::vector<int64_t> shape = shape_of(t, vars);
+  std::vector<int64_t> shape = spec::shape_of(t, vars);
   std::string rule = t.init.call_name();
   std::vector<double> args;
   for (auto& a : t.init.call_args()) args.push_back(a.eval(vars));

@@ -13,9 +13,6 @@
 
 namespace pkb::tensor {
 
-// The shape of a declared tensor; dynamic dims ("<= expr") give their capacity.
-std::vector<int64_t> shape_of(const spec::TensorSpec& t, const spec::Vars& vars);
-
 // Builds one declared input. Throws std::invalid_argument for a rule that does not fit
 // the dtype (randn into an integer tensor).
 at::Tensor make_input(const spec::TensorSpec& t, const spec::Vars& vars, at::ScalarType type, at::Device device,

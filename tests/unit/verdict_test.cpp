@@ -1,8 +1,10 @@
 // The verdict rules on reports made up for the purpose: no ranks are started.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 
+#include "eval/stats.hpp"
 #include "eval/verdict.hpp"
 #include "spec/spec.hpp"
 
@@ -22,25 +24,52 @@ spec::HardwareProfile h200() {
   return hw;
 }
 
-// A report whose ranks all finished, each with `rank_json` (its rank number added).
-launch::GroupReport finished(int world, json rank_json) {
+// The reports of pkb eval's group: W judge ranks, then W candidate ranks.
+struct Ranks {
+  std::vector<eval::JudgeReport> judges;
+  std::vector<eval::CandidateReport> cands;
+};
+
+// W judges that ran `trials` trials with nothing wrong and timed the reference at `ref_us`
+// a call; W candidate ranks whose calls took `cand_us`.
+Ranks timed(double cand_us, double ref_us, int calls = 10, int world = 2) {
+  Ranks r;
+  for (int q = 0; q < world; ++q) {
+    eval::JudgeReport j;
+    j.trials_run = 100;
+    j.timed_calls_checked = calls;
+    j.reference = eval::CallTimes{std::vector<double>(calls, ref_us), 5, calls * ref_us};
+    r.judges.push_back(j);
+    eval::CandidateReport c;
+    c.timing = eval::CallTimes{std::vector<double>(calls, cand_us), 5, calls * cand_us};
+    c.captured_calls = calls;
+    r.cands.push_back(c);
+  }
+  return r;
+}
+
+// The group's report: every process finished with its report; candidate ranks announced
+// the trials their judges ran, in pkb's order.
+launch::GroupReport finished(const Ranks& r) {
   launch::GroupReport rep;
-  for (int r = 0; r < world; ++r) {
+  int w = static_cast<int>(r.judges.size());
+  for (int q = 0; q < 2 * w; ++q) {
     launch::RankReport rk;
-    rk.rank = r;
-    rank_json["rank"] = r;
-    rk.result = rank_json.dump();
+    rk.rank = q;
+    rk.name = (q < w ? "judge rank " : "rank ") + std::to_string(q % w);
+    rk.result = q < w ? eval::to_json(r.judges[q]).dump() : eval::to_json(r.cands[q - w]).dump();
+    if (q >= w) {
+      rk.history = {{"await_reference", -1, 0}, {"init", -1, 1}};
+      for (int t = 0; t < r.judges[0].trials_run; ++t) {
+        rk.history.push_back({"await_judge", t, 2});
+        rk.history.push_back({"trial", t, 2});
+      }
+      for (auto ph : {"timing_setup", "candidate_warmup", "escape_check", "candidate_timing", "await_judge", "finish"})
+        rk.history.push_back({ph, -1, 3});
+    }
     rep.ranks.push_back(rk);
   }
   return rep;
-}
-
-json timed(double cand_us, double ref_us, int calls = 10) {
-  return {{"failure", nullptr},
-          {"trials_run", 100},
-          {"input_sets", calls},
-          {"candidate_us", std::vector<double>(calls, cand_us)},
-          {"reference_us", std::vector<double>(calls, ref_us)}};
 }
 
 struct Judged {
@@ -61,7 +90,6 @@ eval::Context cuda(int world, const spec::HardwareProfile* hw = nullptr) {
   eval::Context c;
   c.device = "cuda";
   c.world = world;
-  c.iters = 10;
   c.hardware = hw;
   return c;
 }
@@ -98,38 +126,62 @@ TEST(Verdict, GroupsThatDidNotFinish) {
   EXPECT_EQ(judge(rep, cuda(2)).res["verdict"], "integrity_violation");
 }
 
-TEST(Verdict, ARanksFailureNamesWhereItHappened) {
-  json r = timed(1, 1);
-  r["failure"] = {{"verdict", "integrity_violation"}, {"phase", "candidate_timing"}, {"trial", 1000004},
-                  {"output", "y"}, {"reason", "late_work"}, {"detail", "timed call 4: late"}, {"rank", 1}};
-  Judged j = judge(finished(2, r), cuda(2));
+TEST(Verdict, AJudgesFailureNamesWhereItHappened) {
+  Ranks r = timed(1, 1);
+  eval::Failure f;
+  f.verdict = eval::Verdict::integrity_violation;
+  f.phase = "timing";
+  f.trial = 1000004;
+  f.rank = 1;
+  f.output = "y";
+  f.reason = "late_work";
+  f.detail = "timed call 4: late";
+  for (auto& j : r.judges) j.failure = f;
+  Judged j = judge(finished(r), cuda(2));
   EXPECT_EQ(j.res["verdict"], "integrity_violation");
   EXPECT_EQ(j.res["message"], "rank 1, output 'y', during timing: timed call 4: late");
+  EXPECT_EQ(j.res["failure"]["reason"], "late_work");
   EXPECT_TRUE(j.res["timing"].is_null());
   EXPECT_TRUE(j.cache.is_null());
 }
 
 TEST(Verdict, SpeedupFromTheSlowestRankPerCall) {
-  launch::GroupReport rep = finished(2, timed(100, 300));
-  json slow = json::parse(rep.ranks[1].result);
-  slow["candidate_us"] = std::vector<double>(10, 150);
-  rep.ranks[1].result = slow.dump();
-  Judged j = judge(rep, cuda(2));
-  EXPECT_EQ(j.res["verdict"], "correct");
+  Ranks r = timed(100, 300);
+  r.cands[1].timing->us = std::vector<double>(10, 150);
+  Judged j = judge(finished(r), cuda(2));
+  EXPECT_EQ(j.res["verdict"], "correct") << j.res["message"];
   EXPECT_DOUBLE_EQ(j.res["speedup"].get<double>(), 2.0);
-  EXPECT_DOUBLE_EQ(j.cache["median_us"].get<double>(), 300);
+  EXPECT_DOUBLE_EQ(j.cache["stats"]["median_us"].get<double>(), 300);
+  EXPECT_EQ(j.cache["counts"]["iters"], 10);
+  EXPECT_EQ(j.res["run"]["counts"]["candidate"]["iters"], 10);
+  EXPECT_EQ(j.res["run"]["counts"]["candidate"]["warmup"], 5);
+  EXPECT_EQ(j.res["timing"]["reference_cached"], false);
   EXPECT_TRUE(j.res["flags"].empty()) << j.res["flags"];
   EXPECT_TRUE(eval::timing_counts(json{{"verdict", "correct"}, {"speedup", 2.0},
                                        {"run", {{"device", "cuda"}, {"ranks_per_gpu", 1}}}, {"flags", json::array()}}));
 }
 
+TEST(Verdict, ACachedReferenceTimingIsUsedAndNotCachedAgain) {
+  Ranks r = timed(100, 0);
+  for (auto& j : r.judges) j.reference.reset();
+  eval::Context c = cuda(2);
+  c.cached_reference = {{"stats", eval::stats_of(std::vector<double>(7, 250)).to_json()},
+                        {"counts", {{"warmup", 3}, {"iters", 7}}}};
+  Judged j = judge(finished(r), c);
+  EXPECT_EQ(j.res["verdict"], "correct");
+  EXPECT_DOUBLE_EQ(j.res["speedup"].get<double>(), 2.5);
+  EXPECT_EQ(j.res["timing"]["reference_cached"], true);
+  EXPECT_EQ(j.res["run"]["counts"]["reference"]["iters"], 7);
+  EXPECT_TRUE(j.cache.is_null());
+}
+
 TEST(Verdict, FasterThanTheRooflineIsAViolationNotASpeedup) {
   spec::HardwareProfile hw = h200();
   // 1024 x 1024 bf16 at W = 2: NVLink bound 2 MiB / 450 GB/s = 4.66 us.
-  Judged fine = judge(finished(2, timed(4.66 / 0.94, 100)), cuda(2, &hw));
+  Judged fine = judge(finished(timed(4.66 / 0.94, 100)), cuda(2, &hw));
   EXPECT_EQ(fine.res["verdict"], "correct") << fine.res["message"];
   EXPECT_NEAR(fine.res["roofline"]["bound_us"].get<double>(), 4.66, 0.01);
-  Judged fast = judge(finished(2, timed(4.66 * 0.9, 100)), cuda(2, &hw));
+  Judged fast = judge(finished(timed(4.66 * 0.9, 100)), cuda(2, &hw));
   EXPECT_EQ(fast.res["verdict"], "integrity_violation");
   EXPECT_TRUE(fast.res["speedup"].is_null());
   EXPECT_TRUE(fast.res["timing"].is_null());
@@ -137,48 +189,120 @@ TEST(Verdict, FasterThanTheRooflineIsAViolationNotASpeedup) {
   // Ranks sharing a GPU measure nothing: no violation, flagged instead.
   eval::Context shared = cuda(2, &hw);
   shared.ranks_per_gpu = 2;
-  Judged s = judge(finished(2, timed(1, 100)), shared);
+  Judged s = judge(finished(timed(1, 100)), shared);
   EXPECT_EQ(s.res["verdict"], "correct");
   EXPECT_NE(s.res["flags"].dump().find("shared_gpu"), std::string::npos);
   EXPECT_FALSE(eval::timing_counts(s.res));
 }
 
 TEST(Verdict, WorkEscapingTheTimedStream) {
-  json r = timed(10, 20);
-  r["escape"] = {{"calls", 20}, {"host_us", {900, 900, 900}}, {"event_us", {200, 200, 200}},
-                 {"baseline_host_us", {30, 30, 30}}, {"capture", "joined"}};
-  Judged gap = judge(finished(2, r), cuda(2));
+  Ranks r = timed(10, 20);
+  r.cands[1].escape = eval::EscapeCheck{20, {900, 900, 900}, {200, 200, 200}, {30, 30, 30}, "joined"};
+  Judged gap = judge(finished(r), cuda(2));
   EXPECT_EQ(gap.res["verdict"], "integrity_violation");
   EXPECT_EQ(gap.res["failure"]["reason"], "timing_escape");
-  r["escape"]["host_us"] = {240, 240, 240};  // within pkb's overhead and noise
-  EXPECT_EQ(judge(finished(2, r), cuda(2)).res["verdict"], "correct");
-  r["escape"]["capture"] = "unjoined";
-  EXPECT_EQ(judge(finished(2, r), cuda(2)).res["verdict"], "integrity_violation");
+  EXPECT_NE(gap.res["message"].get<std::string>().find("rank 1"), std::string::npos);
+  r.cands[1].escape->host_us = {240, 240, 240};  // within pkb's overhead and noise
+  EXPECT_EQ(judge(finished(r), cuda(2)).res["verdict"], "correct");
+  r.cands[1].escape->capture = "unjoined";
+  EXPECT_EQ(judge(finished(r), cuda(2)).res["verdict"], "integrity_violation");
 }
 
 TEST(Verdict, FlagsThatPutTimingsInDoubt) {
-  json r = timed(10, 20, 5);  // 5 input sets for 10 calls
-  r["clocks"] = {{"throttled", true}};
-  launch::GroupReport rep = finished(2, r);
+  Ranks r = timed(10, 20);
+  r.cands[0].clocks = eval::Clocks{1980, 1400, 1980, 0x8, true};
+  launch::GroupReport rep = finished(r);
   rep.leftovers_ended = 3;
   Judged j = judge(rep, cuda(2));
   EXPECT_EQ(j.res["verdict"], "correct");
-  for (auto f : {"throttled", "few_input_sets", "left_processes"})
-    EXPECT_NE(j.res["flags"].dump().find(f), std::string::npos) << f;
+  for (auto f : {"throttled", "left_processes"}) EXPECT_NE(j.res["flags"].dump().find(f), std::string::npos) << f;
   j.res["run"] = {{"device", "cuda"}, {"ranks_per_gpu", 1}};
   EXPECT_FALSE(eval::timing_counts(j.res));
 }
 
 TEST(Verdict, ToleratedMismatchesAreSaid) {
-  json r = timed(100, 300);
-  Judged exact = judge(finished(2, r), cuda(2));
+  Ranks r = timed(100, 300);
+  Judged exact = judge(finished(r), cuda(2));
   EXPECT_FALSE(exact.res.contains("mismatch_tolerated"));
-  r["tolerated"] = {{"outputs", 3}, {"max_elements", 2}};
-  Judged j = judge(finished(2, r), cuda(2));
+  for (auto& j : r.judges) {
+    j.tolerated_outputs = 3;
+    j.tolerated_max = 2;
+  }
+  Judged j = judge(finished(r), cuda(2));
   EXPECT_EQ(j.res["verdict"], "correct");
-  EXPECT_EQ(j.res["mismatch_tolerated"]["outputs"], 6);  // over both ranks
+  EXPECT_EQ(j.res["mismatch_tolerated"]["outputs"], 6);  // over both judges
   EXPECT_EQ(j.res["mismatch_tolerated"]["max_elements"], 2);
   EXPECT_NE(j.res["message"].get<std::string>().find("6 outputs (over ranks and calls) had up to 2 elements outside"),
             std::string::npos)
       << j.res["message"];
+}
+
+// Only pkb writes to a candidate rank's channel; what else wrote there is a violation,
+// whatever the rest of the reports say.
+TEST(Verdict, ACandidateRanksChannelSpeaksOnlyForPkb) {
+  launch::GroupReport refused = finished(timed(10, 20));
+  refused.ranks[3].refused_key = "j/pair/1/4";
+  Judged a = judge(refused, cuda(2));
+  EXPECT_EQ(a.res["verdict"], "integrity_violation");
+  EXPECT_EQ(a.res["failure"]["reason"], "channel");
+  EXPECT_NE(a.res["message"].get<std::string>().find("j/pair/1/4"), std::string::npos);
+
+  launch::GroupReport reordered = finished(timed(10, 20));
+  reordered.ranks[2].history.push_back({"trial", 3, 9});  // a trial after timing
+  EXPECT_EQ(judge(reordered, cuda(2)).res["failure"]["reason"], "channel");
+
+  launch::GroupReport forged = finished(timed(10, 20));
+  forged.ranks[3].result = R"({"role": "candidate", "timing": {"us": [0.1]}})";
+  Judged b = judge(forged, cuda(2));
+  EXPECT_EQ(b.res["verdict"], "integrity_violation");
+  EXPECT_NE(b.res["message"].get<std::string>().find("not pkb's"), std::string::npos);
+
+  launch::GroupReport fewer = finished(timed(10, 20));
+  auto& h = fewer.ranks[2].history;
+  h.erase(std::remove_if(h.begin(), h.end(), [](auto& st) { return st.phase == "trial" && st.trial == 99; }), h.end());
+  Judged c = judge(fewer, cuda(2));
+  EXPECT_EQ(c.res["verdict"], "integrity_violation");
+  EXPECT_NE(c.res["message"].get<std::string>().find("99 trials where its judge ran 100"), std::string::npos);
+}
+
+TEST(Verdict, PhaseOrder) {
+  using Step = launch::RankReport::Step;
+  EXPECT_EQ(eval::phase_order_error({}), "");
+  std::vector<Step> ok = {{"init", -1, 0}, {"interpreter", -1, 0}, {"init", -1, 0}, {"sync", 0, 0}, {"trial", 0, 0},
+                          {"sync", 0, 0},  {"trial", 1, 0},        {"timing_setup", -1, 0}, {"finish", -1, 0}};
+  EXPECT_EQ(eval::phase_order_error(ok), "");
+  std::vector<Step> back = {{"init", -1, 0}, {"trial", 2, 0}, {"trial", 1, 0}};
+  EXPECT_NE(eval::phase_order_error(back).find("trial 1 after trial 2"), std::string::npos);
+  std::vector<Step> unknown = {{"init", -1, 0}, {"party", -1, 0}};
+  EXPECT_NE(eval::phase_order_error(unknown).find("party"), std::string::npos);
+}
+
+// Reported call times against the parent's own clock (the messages it timestamped): a rank
+// whose calls took 2 ms between the judges' "filled" and its next request cannot have
+// timed them at 0.1 ms.
+TEST(Verdict, ReportedTimesMustFitTheParentsClock) {
+  auto with_spans = [](Ranks r, double span_us) {
+    launch::GroupReport rep = finished(r);
+    int w = 2, n = static_cast<int>(r.cands[0].timing->us.size());
+    for (int q = 0; q < 2 * w; ++q) {
+      std::string ns = q < w ? "j/" : "c/";
+      // Before the timed calls: the earlier messages of trials; then n fills (candidate)
+      // or n "filled" (judge), then "timed" or the decision.
+      for (int k = 0; k < 5; ++k) rep.ranks[q].key_s[ns + "pair/" + std::to_string(q % w) + "/" + std::to_string(k)] = k;
+      for (int i = 0; i <= n; ++i) {
+        double t = 10 + i * (span_us + 50) * 1e-6 + (q < w ? 50e-6 : 0);
+        rep.ranks[q].key_s[ns + "pair/" + std::to_string(q % w) + "/" + std::to_string(5 + i)] = t;
+      }
+    }
+    return rep;
+  };
+  Judged honest = judge(with_spans(timed(2000, 4000), 2100), cuda(2));
+  EXPECT_EQ(honest.res["verdict"], "correct") << honest.res["message"];
+  Judged forged = judge(with_spans(timed(100, 4000), 2100), cuda(2));
+  EXPECT_EQ(forged.res["verdict"], "integrity_violation");
+  EXPECT_EQ(forged.res["failure"]["reason"], "timing_report");
+  // Where timing says nothing (the CPU device), the clock check is not held.
+  eval::Context cpu = cuda(2);
+  cpu.device = "cpu";
+  EXPECT_EQ(judge(with_spans(timed(100, 4000), 2100), cpu).res["verdict"], "correct");
 }

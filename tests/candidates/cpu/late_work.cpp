@@ -1,10 +1,10 @@
 // BAD CANDIDATE for coll_allreduce (CPU device), a pkb test.
 // Expected verdict: integrity_violation
 //
-// What is wrong: it is honest only while watched. On the buffers of the correctness trials
-// and the warm-up (the first three output buffers it sees) it computes in the call; on any
-// other buffer it queues the work for a host thread of its own and returns at once, so
-// the output is only right some milliseconds after pkb_run returned. A check of the live
+// What is wrong: it is honest only while it thinks it is watched. In its first twelve
+// calls (the correctness trials and the start of the warm-up) it computes in the call;
+// after that it queues the work for a host thread of its own and returns at once, so the
+// output is only right some milliseconds after pkb_run returned. A check of the live
 // buffers long after the call passes it; pkb judges the copy it takes as pkb_run returns.
 //
 // The all-reduce itself is a plain one-shot one (bf16 only): barrier, every rank sums every
@@ -17,7 +17,6 @@
 #include <deque>
 #include <functional>
 #include <mutex>
-#include <set>
 #include <thread>
 
 #include "pkb/host.hpp"
@@ -63,7 +62,7 @@ struct Worker {
   }
 };
 
-std::set<const void*> watched;  // the buffers pkb seems to look at
+int calls = 0;
 Worker* worker = nullptr;
 
 }  // namespace
@@ -73,8 +72,7 @@ PKB_EXPORT int pkb_abi_version(void) { return PKB_ABI_VERSION; }
 PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int, pkb_tensor* out, int) {
   if (out[0].dtype != PKB_BF16 || ctx->world > 64) return 1;
   size_t n = size_t(out[0].sizes[0]) * size_t(out[0].sizes[1]);
-  if (watched.size() < 3) watched.insert(out[0].data);
-  if (watched.count(out[0].data)) {
+  if (++calls <= 12) {
     allreduce(ctx, in[0].data, out[0].data, n);
     return 0;
   }

@@ -1,9 +1,9 @@
 // BAD CANDIDATE for coll_allreduce (CUDA), a pkb test.
 // Expected verdict: integrity_violation
 //
-// What is wrong: honest only while watched. On the buffers of the correctness trials and
-// the warm-up (the first three output buffers it sees) it runs on ctx->stream; on any
-// other buffer it hands the work to a host thread that waits a few milliseconds, then
+// What is wrong: honest only while it thinks it is watched. In its first twelve calls (the
+// correctness trials and the start of the warm-up) it runs on ctx->stream; after that it
+// hands the work to a host thread that waits a few milliseconds, then
 // launches it on a stream of its own after an event recorded on ctx->stream, and returns
 // at once. The outputs are right long after the call; the copy pkb enqueues on
 // ctx->stream right after the call has them unwritten.
@@ -16,7 +16,6 @@
 #include <deque>
 #include <functional>
 #include <mutex>
-#include <set>
 #include <thread>
 
 #include "pkb/device.cuh"
@@ -73,7 +72,7 @@ struct Worker {
 };
 
 struct State {
-  std::set<const void*> watched;
+  int calls = 0;
   Worker* worker = nullptr;
   cudaStream_t stream = nullptr;
 };
@@ -94,8 +93,7 @@ PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int, pkb_tensor* out,
   State* s = static_cast<State*>(ctx->user);
   size_t n = size_t(out[0].sizes[0]) * size_t(out[0].sizes[1]);
   auto main = static_cast<cudaStream_t>(ctx->stream);
-  if (s->watched.size() < 3) s->watched.insert(out[0].data);
-  if (s->watched.count(out[0].data)) {
+  if (++s->calls <= 12) {
     allreduce(ctx, in[0].data, out[0].data, n, main);
     return pkb::dev::launch_status(ctx);
   }

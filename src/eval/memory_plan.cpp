@@ -1,0 +1,137 @@
+#include "eval/memory_plan.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "eval/layout.hpp"
+
+namespace pkb::eval {
+
+namespace {
+
+// Of a GPU's memory, what an evaluation may plan to use (the driver and the system keep some).
+constexpr double kUsable = 0.95;
+
+uint64_t total(const std::vector<MemoryPart>& parts) {
+  uint64_t t = 0;
+  for (auto& p : parts) t += p.bytes;
+  return t;
+}
+
+// The most bytes any rank's inputs, and outputs, take (the judge of the busiest rank).
+std::pair<uint64_t, uint64_t> largest_rank_io(const MemoryRequest& r) {
+  uint64_t in = 0, out = 0;
+  for (int q = 0; q < r.world; ++q) {
+    spec::Vars v = r.spec->vars_for(r.size, r.world, q);
+    uint64_t i = 0, o = 0;
+    for (auto& t : r.spec->inputs)
+      if (r.cuda ? !t.host : true) i += spec::bytes_of(t, v, r.dtype);
+    for (auto& t : r.spec->outputs)
+      if (r.cuda ? !t.host : true) o += spec::bytes_of(t, v, r.dtype);
+    in = std::max(in, i);
+    out = std::max(out, o);
+  }
+  return {in, out};
+}
+
+}  // namespace
+
+std::string gib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / double(uint64_t{1} << 30));
+  return buf;
+}
+
+MemoryPlan plan_memory(const MemoryRequest& r) {
+  MemoryPlan p;
+  p.memory = r.memory;
+  const uint64_t usable = static_cast<uint64_t>(kUsable * static_cast<double>(r.memory));
+  HarnessLayout one = plan_harness(*r.spec, r.size, r.world, r.dtype, 1);
+  // What the candidate rank's harness holds on the device (the CPU device: all of it).
+  uint64_t set = one.set_device + (r.cuda ? 0 : one.set_host);
+  uint64_t capture = one.capture_device + (r.cuda ? 0 : one.capture_host);
+  auto [in, out] = largest_rank_io(r);
+
+  // The judge: the reference's inputs, outputs and working memory (its peak), and its own
+  // copies of the inputs (the pristine set, the one the reference runs on).
+  uint64_t ref_peak = r.reference_peak;
+  p.reference_source = r.reference_peak_source;
+  if (ref_peak == 0) {
+    ref_peak = 3 * (in + out);  // inputs and outputs, and as much again twice over for temporaries
+    p.reference_source = "estimated";
+  }
+  p.judge = {{"reference (peak: inputs, outputs, working memory; " + p.reference_source + ")", ref_peak},
+             {"the judge's copies of the inputs", 2 * in},
+             {"process runtime", kRankRuntime}};
+  if (r.nccl) p.judge.push_back({"NCCL buffers", kNcclBuffers});
+  p.judge_rank = total(p.judge);
+
+  // The candidate rank: its harness, the candidate's own heap, its runtime.
+  int want = r.timing ? std::max(r.iters, 1) : 1;
+  int floor = r.timing ? std::min(r.min_captures, want) : 1;
+  p.captures = r.timing ? captures_for(capture, r.capture_budget, want, floor) : 1;
+  uint64_t heap_default = std::max(kMinCandidateHeap, 2 * (one.set_device + one.set_host));
+  p.candidate_heap = r.candidate_heap ? r.candidate_heap : heap_default;
+  auto candidate_parts = [&] {
+    std::vector<MemoryPart> c = {{"inputs and outputs (one set)", set},
+                                 {"captured outputs (" + std::to_string(p.captures) + " calls)", p.captures * capture},
+                                 {"the candidate's own heap", p.candidate_heap},
+                                 {"process runtime", kRankRuntime}};
+    if (r.nccl) c.push_back({"NCCL buffers", kNcclBuffers});
+    if (r.cuda && r.timing) c.push_back({"the device-copy check (rank 0)", 2 * out});
+    return c;
+  };
+  auto per_gpu = [&] { return static_cast<uint64_t>(r.ranks_per_gpu) * (total(candidate_parts()) + p.judge_rank); };
+  // pkb's own buffers shrink first: fewer captures (a secret sample, never under the floor),
+  // then the default candidate heap down to one set's worth (never under 256 MiB).
+  if (per_gpu() > usable && p.captures > floor) {
+    uint64_t over = per_gpu() - usable, each = std::max<uint64_t>(r.ranks_per_gpu * capture, 1);
+    uint64_t fewer = std::min<uint64_t>((over + each - 1) / each, p.captures - floor);
+    int before = p.captures;
+    p.captures -= static_cast<int>(fewer);
+    p.notes.push_back("captures " + std::to_string(p.captures) + " timed calls' outputs (a secret sample), not " +
+                      std::to_string(before) + ", to fit");
+  }
+  if (per_gpu() > usable && !r.candidate_heap) {
+    uint64_t over = per_gpu() - usable, room = (p.candidate_heap - std::max(kMinCandidateHeap, set)) * r.ranks_per_gpu;
+    uint64_t cut = std::min(over, room) / r.ranks_per_gpu;
+    p.candidate_heap -= cut;
+    if (cut) p.notes.push_back("the candidate's own heap is " + gib(p.candidate_heap) + " (--heap-size), not " +
+                               gib(heap_default) + ", to fit");
+  }
+  p.candidate = candidate_parts();
+  p.candidate_rank = total(p.candidate);
+  p.per_gpu = per_gpu();
+  p.fits = p.per_gpu <= usable;
+  if (!p.fits) {
+    std::ostringstream os;
+    os << r.spec->slug << " at --size " << r.size << " on " << r.world << " rank" << (r.world > 1 ? "s" : "")
+       << " needs ~" << gib(p.per_gpu) << " on each " << (r.cuda ? "GPU" : "host") << " ("
+       << (r.ranks_per_gpu > 1 ? std::to_string(r.ranks_per_gpu) + " ranks sharing it, each " : "")
+       << "candidate rank " << gib(p.candidate_rank) << " + judge rank " << gib(p.judge_rank) << "), which has "
+       << gib(r.memory) << (r.cuda ? "" : " available")
+       << "; use a smaller --size, more GPUs (fewer ranks a GPU), or --heap-size (pkb eval --dry-plan shows the parts)";
+    p.refusal = os.str();
+  }
+  return p;
+}
+
+std::string MemoryPlan::table() const {
+  std::ostringstream os;
+  auto side = [&](const char* who, const std::vector<MemoryPart>& parts, uint64_t sum) {
+    os << who << ": " << gib(sum) << "\n";
+    for (auto& x : parts) {
+      char line[160];
+      std::snprintf(line, sizeof line, "  %-62s %12s\n", x.name.c_str(), gib(x.bytes).c_str());
+      os << line;
+    }
+  };
+  side("candidate rank", candidate, candidate_rank);
+  side("judge rank", judge, judge_rank);
+  os << "on each device: " << gib(per_gpu) << " of " << gib(memory) << (fits ? "" : "  (does not fit)") << "\n";
+  for (auto& n : notes) os << "note: " << n << "\n";
+  return os.str();
+}
+
+}  // namespace pkb::eval

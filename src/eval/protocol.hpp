@@ -1,0 +1,70 @@
+// How a candidate rank of `pkb eval` and its judge rank talk: JSON messages in order over
+// the parent's store, each side writing only under its own namespace (the parent refuses
+// a candidate rank's writes anywhere else, so nothing a candidate does can speak for a
+// judge). Named here once for both sides and for the parent, which checks the candidate
+// ranks' timing against when their messages arrived.
+//
+// The conversation of one pair, after the judges have timed the reference:
+//   candidate: ready {heap_span}          judge maps the candidate rank's harness
+//   per trial t:  judge: inputs {trial}   candidate: ran {trial, failure, sizes}
+//                 judge: decision {failure, stop}
+//   timing:       judge: inputs {warm}    candidate: timing {iters}
+//                 judge: plan {captured}
+//                 per timed call i: candidate: fill {call: i}   judge: filled {call: i}
+//                 candidate: timed {failure, sizes, calls}       judge: decision {failure}
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace pkb::launch {
+class Client;
+}
+
+namespace pkb::eval::protocol {
+
+inline constexpr char kJudges[] = "j/";      // the judge ranks' namespace
+inline constexpr char kCandidates[] = "c/";  // the candidate ranks'
+// Set by judge rank 0 under kJudges once the reference is timed and its memory freed: no
+// candidate rank touches the device before.
+inline constexpr char kReferenceDone[] = "reference_done";
+inline constexpr char kHostRegion[] = "harness_host";  // + "/<rank>": a candidate rank's host tensors
+
+// Message types.
+inline constexpr char kReady[] = "ready", kInputs[] = "inputs", kRan[] = "ran", kDecision[] = "decision",
+                      kTiming[] = "timing", kPlan[] = "plan", kFill[] = "fill", kFilled[] = "filled",
+                      kTimed[] = "timed";
+
+// A message's store key: "pair/<rank>/<seq>" under its sender's namespace.
+std::string message_key(int rank, int seq);
+// Whether `key` (with its namespace) is a pair message (the parent timestamps those).
+bool is_message(const std::string& key);
+
+// A message arrived out of order: from a judge a pkb bug; from a candidate rank, something
+// other than pkb wrote to its channel.
+struct ProtocolError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// One side of a pair.
+class Pair {
+ public:
+  enum class Side { judge, candidate };
+  Pair(launch::Client& client, Side me, int rank) : client_(client), me_(me), rank_(rank) {}
+
+  void send(const std::string& type, nlohmann::json body = nlohmann::json::object());
+  // The partner's next message, which must be of `type`.
+  nlohmann::json receive(const std::string& type);
+  // The partner's next message, whatever its type ("type" says).
+  nlohmann::json receive_any();
+
+ private:
+  launch::Client& client_;
+  Side me_;
+  int rank_;
+  int sent_ = 0, received_ = 0;
+};
+
+}  // namespace pkb::eval::protocol

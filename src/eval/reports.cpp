@@ -1,0 +1,147 @@
+#include "eval/reports.hpp"
+
+#include <stdexcept>
+#include <utility>
+
+namespace pkb::eval {
+
+using json = nlohmann::json;
+
+namespace {
+
+const std::pair<Verdict, const char*> kVerdictNames[] = {
+    {Verdict::correct, "correct"}, {Verdict::wrong, "wrong"},     {Verdict::compile_error, "compile_error"},
+    {Verdict::crash, "crash"},     {Verdict::timeout, "timeout"}, {Verdict::integrity_violation, "integrity_violation"},
+};
+
+json to_json(const Failure& f) { return f.to_json(); }
+
+json to_json(const EscapeCheck& e) {
+  return {{"calls", e.calls}, {"host_us", e.host_us}, {"event_us", e.event_us},
+          {"baseline_host_us", e.baseline_host_us}, {"capture", e.capture}};
+}
+
+json to_json(const Clocks& c) {
+  return {{"sm_mhz_before", c.sm_mhz_before}, {"sm_mhz_after", c.sm_mhz_after}, {"max_sm_mhz", c.max_sm_mhz},
+          {"throttle_reasons", c.throttle_reasons}, {"throttled", c.throttled}};
+}
+
+template <class T>
+json optional_json(const std::optional<T>& x) {
+  return x ? to_json(*x) : json();
+}
+
+CallTimes call_times_from_json(const json& j) {
+  CallTimes t;
+  t.us = j.at("us").get<std::vector<double>>();
+  t.warmup = j.at("warmup");
+  t.loop_us = j.at("loop_us");
+  return t;
+}
+
+}  // namespace
+
+const char* verdict_name(Verdict v) {
+  for (auto& [x, name] : kVerdictNames)
+    if (x == v) return name;
+  return "?";
+}
+
+Verdict verdict_from_name(const std::string& name) {
+  for (auto& [x, n] : kVerdictNames)
+    if (name == n) return x;
+  throw std::invalid_argument("no verdict called '" + name + "'");
+}
+
+json Failure::to_json() const {
+  json j = {{"verdict", verdict_name(verdict)}, {"phase", phase},   {"trial", trial},  {"rank", rank},
+            {"output", output},                 {"reason", reason}, {"detail", detail}};
+  if (mismatch.is_object()) j.update(mismatch);
+  return j;
+}
+
+Failure Failure::from_json(const json& j) {
+  Failure f;
+  f.verdict = verdict_from_name(j.at("verdict"));
+  f.phase = j.at("phase");
+  f.trial = j.at("trial");
+  f.rank = j.at("rank");
+  f.output = j.at("output");
+  f.reason = j.at("reason");
+  f.detail = j.at("detail");
+  json m = j;
+  for (auto k : {"verdict", "phase", "trial", "rank", "output", "reason", "detail"}) m.erase(k);
+  if (!m.empty()) f.mismatch = m;
+  return f;
+}
+
+json to_json(const CallTimes& t) { return {{"us", t.us}, {"warmup", t.warmup}, {"loop_us", t.loop_us}}; }
+
+json to_json(const JudgeReport& r) {
+  return {{"role", "judge"},
+          {"failure", optional_json(r.failure)},
+          {"trials_run", r.trials_run},
+          {"timed_calls_checked", r.timed_calls_checked},
+          {"tolerated", {{"outputs", r.tolerated_outputs}, {"max_elements", r.tolerated_max}}},
+          {"reference", optional_json(r.reference)},
+          {"reference_peak_bytes", r.reference_peak_bytes},
+          {"phase_ms", r.phase_ms}};
+}
+
+json to_json(const CandidateReport& r) {
+  return {{"role", "candidate"},
+          {"timing", optional_json(r.timing)},
+          {"escape", optional_json(r.escape)},
+          {"clocks", optional_json(r.clocks)},
+          {"captured_calls", r.captured_calls},
+          {"sandbox", r.sandbox},
+          {"device_copy", r.device_copy},
+          {"phase_ms", r.phase_ms}};
+}
+
+JudgeReport judge_report_from_json(const json& j) {
+  if (j.at("role") != "judge") throw std::invalid_argument("not a judge's report");
+  JudgeReport r;
+  if (!j.at("failure").is_null()) r.failure = Failure::from_json(j["failure"]);
+  r.trials_run = j.at("trials_run");
+  r.timed_calls_checked = j.at("timed_calls_checked");
+  r.tolerated_outputs = j.at("tolerated").at("outputs");
+  r.tolerated_max = j.at("tolerated").at("max_elements");
+  if (!j.at("reference").is_null()) r.reference = call_times_from_json(j["reference"]);
+  r.reference_peak_bytes = j.value("reference_peak_bytes", 0.0);
+  r.phase_ms = j.value("phase_ms", json::object());
+  return r;
+}
+
+CandidateReport candidate_report_from_json(const json& j) {
+  if (j.at("role") != "candidate") throw std::invalid_argument("not a candidate rank's report");
+  CandidateReport r;
+  if (!j.at("timing").is_null()) r.timing = call_times_from_json(j["timing"]);
+  if (!j.at("escape").is_null()) {
+    const json& e = j["escape"];
+    EscapeCheck x;
+    x.calls = e.at("calls");
+    x.host_us = e.at("host_us").get<std::vector<double>>();
+    x.event_us = e.at("event_us").get<std::vector<double>>();
+    x.baseline_host_us = e.at("baseline_host_us").get<std::vector<double>>();
+    x.capture = e.at("capture");
+    r.escape = x;
+  }
+  if (!j.at("clocks").is_null()) {
+    const json& c = j["clocks"];
+    Clocks x;
+    x.sm_mhz_before = c.at("sm_mhz_before");
+    x.sm_mhz_after = c.at("sm_mhz_after");
+    x.max_sm_mhz = c.at("max_sm_mhz");
+    x.throttle_reasons = c.at("throttle_reasons");
+    x.throttled = c.at("throttled");
+    r.clocks = x;
+  }
+  r.captured_calls = j.at("captured_calls");
+  r.sandbox = j.at("sandbox");
+  r.device_copy = j.at("device_copy");
+  r.phase_ms = j.value("phase_ms", json::object());
+  return r;
+}
+
+}  // namespace pkb::eval

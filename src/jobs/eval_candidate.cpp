@@ -1,0 +1,369 @@
+// pkb eval on a candidate rank: the candidate, confined, on inputs its judge rank puts into
+// its set before every call, and the timing of its calls.
+//
+// The rank starts only once the judges have timed the reference. It lays out its harness
+// (eval/layout.hpp) in the symmetric heap and a shared host region, which its judge maps;
+// makes its own communicator (NCCL, where ranks have a GPU each) connect; enters the
+// sandbox (rank/sandbox.hpp) and only then loads the candidate. Every call runs on outputs
+// poisoned just before, and what it produced is captured on ctx->stream right where its
+// work there ends (CUDA: a copy enqueued straight after the call, before pkb synchronises
+// anything; CPU: a copy as pkb_run returns): work that lands later, from another stream or
+// thread, is simply missing from what the judge compares. This process never holds the
+// run's seed, the reference or its answers: it cannot copy what it never sees.
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+
+#include "comm/comms.hpp"
+#include "device/device.hpp"
+#include "eval/candidate.hpp"
+#include "eval/compare.hpp"
+#include "eval/layout.hpp"
+#include "eval/protocol.hpp"
+#include "eval/reports.hpp"
+#include "heap/heap.hpp"
+#include "jobs/harness.hpp"
+#include "jobs/jobs.hpp"
+#include "jobs/timing.hpp"
+#include "launch/phases.hpp"
+#include "rank/sandbox.hpp"
+#include "tensor/dtypes.hpp"
+
+namespace pkb::jobs {
+
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using eval::CandidateCtx;
+using eval::Failure;
+using eval::Verdict;
+using eval::protocol::Pair;
+namespace proto = eval::protocol;
+namespace phase = launch::phase;
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+class CandidateJob {
+ public:
+  explicit CandidateJob(rank::Rank& r)
+      : r_(r), job_(r.job), spec_(spec::load_spec(job_.spec)),
+        dt_name_(job_.dtype.empty() ? spec_.dtype : job_.dtype),
+        dt_(tensor::resolve(dt_name_, at::kFloat)), vars_(spec_.vars_for(job_.size, r.world, r.rank)),
+        pair_(r.client, Pair::Side::candidate, r.rank) {}
+
+  json run() {
+    auto t0 = Clock::now();
+    stream_ = device::make_stream(r_.device);
+    setup();
+    report_.phase_ms["init"] = ms_since(t0);
+    t0 = Clock::now();
+    bool go_on = trials();
+    report_.phase_ms["trials"] = ms_since(t0);
+    if (go_on && job_.timing) {
+      t0 = Clock::now();
+      timing();
+      report_.phase_ms["timing"] = ms_since(t0);
+    }
+    report_.sandbox = sandbox_.to_json();
+    r_.client.phase(phase::kFinish);
+    cand_->finalize(cctx_->get());
+    device::synchronize(r_.device);
+    return eval::to_json(report_);
+  }
+
+ private:
+  // ---- set-up ---------------------------------------------------------------------------
+
+  void setup() {
+    make_harness();
+    // NCCL connects lazily and over new sockets, which the sandbox denies: a round of the
+    // candidate's communicator makes every connection now.
+    if (r_.comm) {
+      at::Tensor x = at::ones({r_.world * 64}, at::TensorOptions().device(r_.device).dtype(at::kFloat));
+      at::Tensor y = at::empty_like(x);
+      r_.comm->all_reduce(x);
+      r_.comm->all_to_all(y, x);
+      r_.comm->all_gather(y, x.narrow(0, 0, 64));
+      device::synchronize(r_.device);
+    }
+    // A .py candidate's interpreter (torch, Triton) starts before the sandbox, as pkb's own
+    // work, under a deadline of its own.
+    bool python = std::filesystem::path(job_.library).extension() == ".py";
+    if (python) r_.client.phase(phase::kInterpreter);
+    eval::LoadNeeds needs = eval::prepare_candidate(job_.library, r_.device.is_cuda());
+    if (python) r_.client.phase(phase::kInit);
+    if (job_.sandbox) {
+      needs.read.push_back(std::filesystem::path(job_.library).parent_path().string());
+      needs.read.push_back(std::filesystem::path(job_.spec).parent_path().string());
+      rank::SandboxPaths paths = rank::rank_paths(needs.read, needs.write);
+      if (needs.processes) rank::allow_programs(paths, needs.exec);
+      sandbox_ = rank::enter_sandbox(paths);
+    }
+    cand_ = eval::load_candidate(job_.library);  // its constructors (a module's import) run here, confined
+    deny_if_violated("while being loaded");
+    cctx_ = std::make_unique<CandidateCtx>(*r_.heap, r_.client, r_.device.is_cuda() ? r_.device.index() : -1, stream_,
+                                           comm::nccl_handle(r_.comm.get()), spec_, vars_);
+    // pkb_init sees shapes and dtypes, no data.
+    std::vector<pkb_tensor> din, dout;
+    for (size_t i = 0; i < spec_.inputs.size(); ++i)
+      din.push_back(eval::describe_shape(spec_.inputs[i], harness_->in[i].sizes().vec(), harness_->in[i].scalar_type()));
+    for (size_t i = 0; i < spec_.outputs.size(); ++i)
+      dout.push_back(eval::describe_shape(spec_.outputs[i], harness_->out[i].sizes().vec(), harness_->out[i].scalar_type()));
+    int rc = cand_->init(cctx_->get(), din, dout);
+    device::synchronize(r_.device);
+    deny_if_violated("in pkb_init");
+    if (rc != 0) throw std::runtime_error(cand_->returned("pkb_init", rc) + explain());
+    cctx_->end_init();
+    // Symmetric means symmetric: every rank must have allocated the same buffers.
+    auto layouts = r_.client.all_gather(r_.rank, r_.world, r_.heap->layout());
+    for (int q = 0; q < r_.world; ++q)
+      if (layouts[q] != layouts[0])
+        throw std::runtime_error("ranks 0 and " + std::to_string(q) +
+                                 " made different symm_alloc calls in pkb_init; every rank must allocate the same "
+                                 "sizes in the same order");
+  }
+
+  // The harness first in the symmetric heap (inputs and outputs symmetric, as candidates
+  // expect), then the candidate's own heap; host tensors in a shared host region. Both
+  // exported before any candidate code exists; the judge maps them.
+  void make_harness() {
+    layout_ = eval::plan_harness(spec_, job_.size, r_.world, dt_name_, job_.timing ? std::max(job_.captures, 1) : 1);
+    // The candidate's own heap: as asked, else room for two copies of what it reads and
+    // writes (a double-buffered exchange of every input), never under 256 MiB.
+    size_t own = job_.candidate_heap_bytes ? job_.candidate_heap_bytes
+                                           : std::max(size_t{256} << 20, 2 * (layout_.set_device + layout_.set_host));
+    r_.make_heap(layout_.device_bytes() + own);
+    size_t first = r_.heap->allocate(layout_.device_bytes());
+    host_ = heap::export_host(r_.client, proto::kHostRegion + std::string("/") + std::to_string(r_.rank),
+                              layout_.host_bytes());
+    char* base = static_cast<char*>(r_.heap->base(r_.rank)) + first;
+    harness_ = std::make_unique<Harness>(spec_, vars_, dt_, layout_, base, static_cast<char*>(host_->data()), r_.device);
+    // A tensor empty on this rank still has its slot (solution.h): its address, not the
+    // null data pointer of an empty tensor.
+    auto described = [&](const spec::TensorSpec& t, const at::Tensor& x, const eval::Slot& slot) {
+      pkb_tensor d = eval::describe(t, x, !t.host);
+      d.data = (slot.host ? static_cast<char*>(host_->data()) : base) + slot.offset;
+      return d;
+    };
+    for (size_t i = 0; i < spec_.inputs.size(); ++i) din_.push_back(described(spec_.inputs[i], harness_->in[i], layout_.in[i]));
+    for (size_t i = 0; i < spec_.outputs.size(); ++i)
+      dout_.push_back(described(spec_.outputs[i], harness_->out[i], layout_.out[i]));
+    pair_.send(proto::kReady, {{"heap_span", r_.heap->bytes() + r_.heap->pad_bytes()}});
+  }
+
+  void deny_if_violated(const std::string& when) {
+    std::string v = rank::take_violation();
+    if (!v.empty())
+      throw rank::RankError("sandbox", "rank " + std::to_string(r_.rank) + ": " + when + ", the candidate tried " + v +
+                                           ", which pkb's sandbox denies (candidates may not use the network, start "
+                                           "processes or run programs)");
+  }
+
+  std::optional<Failure> sandbox_failure(const std::string& ph, int64_t trial) {
+    std::string v = rank::take_violation();
+    if (v.empty()) return std::nullopt;
+    return failure(Verdict::integrity_violation, ph, trial, "sandbox", "the candidate tried " + v + ", which pkb's sandbox denies");
+  }
+
+  Failure failure(Verdict v, const std::string& ph, int64_t trial, const std::string& reason, const std::string& detail) {
+    Failure f;
+    f.verdict = v;
+    f.phase = ph;
+    f.trial = trial;
+    f.rank = r_.rank;
+    f.reason = reason;
+    f.detail = detail;
+    return f;
+  }
+
+  std::string explain() {
+    std::string e = cctx_->take_error();
+    return e.empty() ? "" : ": " + e;
+  }
+
+  // ---- calls ----------------------------------------------------------------------------------
+
+  void poison_outputs(bool flip) {
+    for (size_t i = 0; i < harness_->out.size(); ++i) {
+      eval::poison(harness_->out[i], flip);
+      // Dynamic dims start at their capacity; the candidate writes the real size.
+      for (int d = 0; d < dout_[i].ndim; ++d) dout_[i].sizes[d] = harness_->out[i].size(d);
+    }
+  }
+
+  std::optional<Failure> call(const std::string& ph, int64_t trial) {
+    int rc = cand_->run(cctx_->get(), din_, dout_);
+    if (rc != 0) return failure(Verdict::wrong, ph, trial, "error", cand_->returned("pkb_run", rc) + explain());
+    return std::nullopt;
+  }
+
+  // The outputs as ctx->stream holds them now (enqueued there on CUDA; done at once on the
+  // CPU) into capture slot k, and the sizes the call reported.
+  ReportedSizes capture(int k) {
+    const std::vector<at::Tensor>& c = harness_->capture(k);
+    for (size_t i = 0; i < c.size(); ++i) c[i].copy_(harness_->out[i], /*non_blocking=*/true);
+    ReportedSizes sizes;
+    for (auto& d : dout_) sizes.emplace_back(d.sizes, d.sizes + d.ndim);
+    return sizes;
+  }
+
+  static json failure_json(const std::optional<Failure>& f) { return f ? f->to_json() : json(); }
+
+  // The judge's decision after a step: false when the evaluation is over for this rank.
+  bool decided(bool* stop = nullptr) {
+    json d = pair_.receive(proto::kDecision);
+    if (stop) *stop = d.value("stop", false);
+    return d["failure"].is_null();
+  }
+
+  // ---- trials -----------------------------------------------------------------------------
+
+  // Returns whether the evaluation goes on to timing.
+  bool trials() {
+    for (int t = 0;; ++t) {
+      r_.client.phase(phase::kAwaitJudge, t);
+      json in = pair_.receive(proto::kInputs);
+      if (in.value("trial", -1) != t) throw proto::ProtocolError("inputs for " + in.dump() + " in trial " + std::to_string(t));
+      r_.client.phase(phase::kTrial, t);
+      poison_outputs(t % 2);
+      device::sync_stream(r_.device, stream_);
+      std::optional<Failure> fail = call(phase::kTrial, t);
+      ReportedSizes sizes = capture(0);
+      // Device errors (and work the candidate left on other streams) surface here.
+      device::synchronize(r_.device);
+      if (!fail) fail = sandbox_failure(phase::kTrial, t);
+      pair_.send(proto::kRan, {{"trial", t}, {"failure", failure_json(fail)}, {"sizes", sizes}});
+      r_.client.phase(phase::kAwaitJudge, t);
+      bool stop = false;
+      if (!decided(&stop)) return false;
+      if (stop) return true;
+    }
+  }
+
+  // ---- timing -------------------------------------------------------------------------------
+
+  void timing() {
+    r_.client.phase(phase::kTimingSetup);
+    // The device's copy bandwidth at this problem's output size, timed like a call: what a
+    // copy-bound candidate should reach.
+    if (r_.rank == 0 && r_.device.is_cuda()) {
+      size_t bytes = 0;
+      for (auto& y : harness_->out) bytes += y.nbytes();
+      report_.device_copy = {{"bytes", bytes}, {"median_us", device::copy_us(r_.device, bytes)}};
+    }
+    pair_.receive(proto::kInputs);  // the warm-up's inputs are in the set
+    r_.client.phase(phase::kCandidateWarmup);
+    std::optional<Failure> fail;
+    timing::Warmup w = timing::warm_up(r_, [&] {
+      fail = call(phase::kCandidateWarmup, timing::kWarmKey);
+      return !fail;
+    });
+    int n = timing::agree_iters(r_, w.s_per_call);
+    if (!fail) escape_check(n);
+    pair_.send(proto::kTiming, {{"iters", n}});
+    std::vector<int> captured = pair_.receive(proto::kPlan).at("captured").get<std::vector<int>>();
+    std::map<int, int> slot_of;  // timed call -> capture slot
+    for (size_t k = 0; k < captured.size(); ++k) slot_of[captured[k]] = static_cast<int>(k);
+    std::vector<ReportedSizes> sizes(captured.size());
+
+    device::Clocks before = device::read_clocks(r_.device);
+    r_.client.phase(phase::kCandidateTiming);
+    eval::CallTimes t;
+    if (!fail)
+      t = timing::timed_loop(
+          r_, stream_, n,
+          [&](int i) {
+            // The previous call is done with the set before the judge writes this call's inputs.
+            device::sync_stream(r_.device, stream_);
+            pair_.send(proto::kFill, {{"call", i}});
+            if (pair_.receive(proto::kFilled).value("call", -1) != i) throw proto::ProtocolError("filled the wrong call");
+            poison_outputs(i % 2);
+          },
+          [&](int i) {
+            fail = call(phase::kCandidateTiming, timing::kTimedKey + i);
+            return !fail;
+          },
+          [&](int i) {
+            auto it = slot_of.find(i);
+            if (it != slot_of.end()) sizes[it->second] = capture(it->second);
+          });
+    device::Clocks after = device::read_clocks(r_.device);
+    if (!fail) fail = sandbox_failure(phase::kCandidateTiming, -1);
+    t.warmup = w.calls;
+    report_.timing = t;
+    report_.captured_calls = static_cast<int>(captured.size());
+    report_.clocks = eval::Clocks{before.sm_mhz, after.sm_mhz, after.max_sm_mhz, after.throttle_reasons,
+                                  before.throttled || after.throttled};
+    pair_.send(proto::kTimed, {{"failure", failure_json(fail)}, {"sizes", sizes}, {"calls", t.us.size()}});
+    r_.client.phase(phase::kAwaitJudge);
+    decided();
+  }
+
+  // Work the candidate leaves off the timed stream: device-synchronised host time of a
+  // batch of calls against the timed stream's event time for the batch. Work escaping to
+  // other streams or threads piles up outside the events, call after call; the same batch
+  // with no calls gives pkb's own overhead. Batches of up to 20 calls, fewer where few
+  // calls are timed (long calls).
+  void escape_check(int n) {
+    if (!r_.device.is_cuda()) return;
+    r_.client.phase(phase::kEscapeCheck);
+    const int batch = std::clamp(n / 5, 2, 20), repeats = 3;
+    auto one = [&](bool calls, std::vector<double>& host, std::vector<double>& event) {
+      device::synchronize(r_.device);
+      auto timer = device::make_timer(r_.device, stream_, 1);
+      auto t0 = Clock::now();
+      timer->start(0);
+      for (int i = 0; i < batch && calls; ++i) call(phase::kEscapeCheck, timing::kWarmKey);
+      timer->stop(0);
+      device::synchronize(r_.device);
+      host.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+      event.push_back(timer->elapsed_us()[0]);
+    };
+    eval::EscapeCheck e;
+    e.calls = batch;
+    std::vector<double> base_event;
+    for (int k = 0; k < repeats; ++k) {
+      one(false, e.baseline_host_us, base_event);
+      one(true, e.host_us, e.event_us);
+    }
+    // One call captured into a graph: work forked off the stream and never joined fails it.
+    device::synchronize(r_.device);
+    device::Joined joined =
+        device::capture_joined(r_.device, stream_, [&] { call(phase::kEscapeCheck, timing::kWarmKey); });
+    device::synchronize(r_.device);
+    e.capture = joined == device::Joined::yes ? "joined" : joined == device::Joined::no ? "unjoined" : "unknown";
+    report_.escape = e;
+  }
+
+  rank::Rank& r_;
+  const rank::Job& job_;
+  spec::ProblemSpec spec_;
+  std::string dt_name_;
+  at::ScalarType dt_;
+  spec::Vars vars_;
+  Pair pair_;
+  eval::CandidateReport report_;
+  eval::HarnessLayout layout_;
+  std::unique_ptr<heap::Mapping> host_;
+  std::unique_ptr<Harness> harness_;
+  std::vector<pkb_tensor> din_, dout_;
+  std::unique_ptr<eval::Candidate> cand_;
+  std::unique_ptr<CandidateCtx> cctx_;
+  rank::SandboxStatus sandbox_;
+  void* stream_ = nullptr;
+};
+
+}  // namespace
+
+json run_candidate(rank::Rank& r) {
+  // Never destroyed: the job owns what the candidate's threads may still point into, and
+  // the rank exits right after the result, with no teardown.
+  auto* job = new CandidateJob(r);
+  return job->run();
+}
+
+}  // namespace pkb::jobs

@@ -1,0 +1,373 @@
+// pkb eval on a judge rank: the side of an evaluation that holds the secret seed, the
+// reference and its answers, and never loads a candidate.
+//
+// First, before any candidate rank touches its GPU, the judges time the reference (unless
+// the parent has that timing cached) and give its memory back. Then each judge maps its
+// candidate rank's harness (eval/layout.hpp: the set the candidate is called on and the
+// capture slots) and drives it over their pair's messages (eval/protocol.hpp): it writes
+// every call's fresh inputs into the candidate's set, lets the candidate rank call, and
+// judges what the candidate rank captured as the call ended against the reference it runs
+// here, on inputs it made itself. The candidate's process never holds the seed, the
+// reference's outputs or the comparison; what it reports (its calls' times) is checked by
+// the parent against what the parent saw itself.
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <random>
+
+#include "device/device.hpp"
+#include "eval/compare.hpp"
+#include "eval/layout.hpp"
+#include "eval/protocol.hpp"
+#include "eval/reports.hpp"
+#include "heap/heap.hpp"
+#include "jobs/context.hpp"
+#include "jobs/harness.hpp"
+#include "jobs/jobs.hpp"
+#include "jobs/timing.hpp"
+#include "launch/phases.hpp"
+#include "tensor/init.hpp"
+#include "tensor/save.hpp"
+
+namespace pkb::jobs {
+
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using eval::Failure;
+using eval::Verdict;
+using eval::protocol::Pair;
+namespace proto = eval::protocol;
+namespace phase = launch::phase;
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+Failure make_failure(Verdict v, const std::string& ph, int64_t trial, const std::string& output,
+                     const std::string& reason, const std::string& detail) {
+  Failure f;
+  f.verdict = v;
+  f.phase = ph;
+  f.trial = trial;
+  f.output = output;
+  f.reason = reason;
+  f.detail = detail;
+  return f;
+}
+
+// What the judges agreed after a step: the first failure by rank, and whether to stop.
+struct Decision {
+  std::optional<Failure> failure;
+  bool stop = false;
+};
+
+class JudgeJob {
+ public:
+  explicit JudgeJob(rank::Rank& r) : r_(r), job_(r.job), pc_(r), pair_(r.client, Pair::Side::judge, r.rank) {}
+
+  json run() {
+    auto t0 = Clock::now();
+    stream_ = device::make_stream(r_.device);
+    r_.make_heap(0);  // its signal pads align the judges' timed calls
+    if (job_.timing && job_.time_reference) {
+      device::reset_peak(r_.device);
+      report_.reference = timing::time_reference(pc_, stream_);
+      report_.reference_peak_bytes = static_cast<double>(device::peak_allocated(r_.device));
+      report_.phase_ms["reference_timing"] = ms_since(t0);
+    }
+    // The candidate ranks start only now, on a device with the reference's memory back.
+    device::release_cached_memory(r_.device);
+    r_.client.barrier(r_.world);
+    if (r_.rank == 0) r_.client.set(proto::kReferenceDone, "1");
+    t0 = Clock::now();
+    map_candidate();
+    report_.phase_ms["candidate_setup"] = ms_since(t0);
+    t0 = Clock::now();
+    Decision d = trials();
+    report_.phase_ms["trials"] = ms_since(t0);
+    if (!d.failure && job_.timing) {
+      t0 = Clock::now();
+      d = timing();
+      tell(d);
+      report_.phase_ms["timing"] = ms_since(t0);
+    }
+    report_.failure = d.failure;
+    return eval::to_json(report_);
+  }
+
+ private:
+  // ---- the candidate rank's harness, mapped here ------------------------------------------
+
+  void map_candidate() {
+    r_.client.phase(phase::kAwaitCandidate);
+    json ready = pair_.receive(proto::kReady);
+    layout_ = eval::plan_harness(pc_.spec, job_.size, r_.world, job_.dtype.empty() ? pc_.spec.dtype : job_.dtype,
+                                 job_.timing ? std::max(job_.captures, 1) : 1);
+    size_t span = ready.at("heap_span").get<size_t>();
+    if (span < layout_.device_bytes()) throw eval::protocol::ProtocolError("the candidate rank's heap is too small");
+    bool cuda = r_.device.is_cuda();
+    std::string key = heap::heap_key(cuda, r_.rank);
+    device_ = cuda ? heap::import_cuda(r_.client, proto::kCandidates, key, r_.device.index(), span)
+                   : heap::import_host(r_.client, proto::kCandidates, key, span);
+    host_ = heap::import_host(r_.client, proto::kCandidates, proto::kHostRegion + std::string("/") + std::to_string(r_.rank),
+                              layout_.host_bytes());
+    harness_ = std::make_unique<Harness>(pc_.spec, pc_.ctx.vars(), pc_.dt, layout_, static_cast<char*>(device_->data()),
+                                         static_cast<char*>(host_->data()), r_.device);
+  }
+
+  // Fresh inputs of `key` into the candidate's set; the pristine copy stays here.
+  Inputs fill(int64_t key) {
+    Inputs pristine = pc_.inputs_for(key);
+    for (size_t i = 0; i < pristine.size(); ++i) harness_->in[i].copy_(pristine.at(i));
+    device::synchronize(r_.device);  // in place before the candidate rank is told
+    return pristine;
+  }
+
+  // ---- judging one call ---------------------------------------------------------------------
+
+  std::optional<Failure> check_inputs(const Inputs& pristine, const std::string& ph, int64_t trial) {
+    for (size_t i = 0; i < pristine.size(); ++i)
+      if (pc_.spec.inputs[i].readonly && !harness_->in[i].equal(pristine.at(i)))
+        return make_failure(Verdict::integrity_violation, ph, trial, pc_.spec.inputs[i].name, "input_mutated",
+                            "the candidate changed the read-only input '" + pc_.spec.inputs[i].name + "'");
+    return std::nullopt;
+  }
+
+  std::optional<Failure> compare_outputs(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& want,
+                                         const std::string& ph, int64_t trial, bool count_tolerated) {
+    for (size_t i = 0; i < got.size(); ++i) {
+      eval::Mismatch m = eval::compare_output(pc_.spec.outputs[i], got[i], want[i]);
+      if (!m.ok) {
+        Failure f = make_failure(Verdict::wrong, ph, trial, pc_.spec.outputs[i].name, m.reason, m.detail);
+        f.mismatch = m.to_json();
+        f.mismatch.erase("reason");
+        f.mismatch.erase("detail");
+        return f;
+      }
+      if (m.bad > 0 && count_tolerated) {  // within the output's mismatch allowance: said in the verdict
+        ++report_.tolerated_outputs;
+        report_.tolerated_max = std::max(report_.tolerated_max, m.bad);
+      }
+    }
+    return std::nullopt;
+  }
+
+  // A call's captured outputs (capture slot `slot`, at the sizes the call reported) against
+  // the reference's. When they are wrong but the live outputs (when still this call's) are
+  // right, the work landed after the call's own work on ctx->stream ended.
+  std::optional<Failure> judge_call(int slot, const ReportedSizes& sizes, bool live, const std::vector<at::Tensor>& want,
+                                    const std::string& ph, int64_t trial) {
+    std::vector<at::Tensor> got;
+    std::string output;
+    std::string bad = narrow_to_reported(pc_.spec, harness_->capture(slot), sizes, got, output);
+    if (!bad.empty()) return make_failure(Verdict::wrong, ph, trial, output, "shape", bad);
+    std::optional<Failure> f = compare_outputs(got, want, ph, trial, true);
+    if (!f || !live) return f;
+    std::vector<at::Tensor> later;
+    if (!narrow_to_reported(pc_.spec, harness_->out, sizes, later, output).empty()) return f;
+    if (compare_outputs(later, want, ph, trial, false)) return f;
+    return make_failure(Verdict::integrity_violation, ph, trial, f->output, "late_work",
+                        "the output was wrong when the call's work on ctx->stream ended (" + f->detail +
+                            ") and right later: work ran on another stream or thread, or after pkb_run returned; "
+                            "order all work on ctx->stream (join forked streams back) and finish before returning");
+  }
+
+  // Every judge learns whether any judge found a failure or wants to stop; the first
+  // failure by rank is the verdict's.
+  Decision agree(const std::optional<Failure>& mine, bool stop, int trial = -1) {
+    r_.client.phase(phase::kSync, trial);
+    json m = {{"failure", mine ? mine->to_json() : json()}, {"stop", stop}};
+    Decision d;
+    auto all = r_.client.all_gather(r_.rank, r_.world, m.dump());
+    for (int q = 0; q < r_.world; ++q) {
+      json x = json::parse(all[q]);
+      d.stop = d.stop || x["stop"].get<bool>();
+      if (!d.failure && !x["failure"].is_null()) {
+        d.failure = Failure::from_json(x["failure"]);
+        if (d.failure->rank < 0) d.failure->rank = q;
+      }
+    }
+    return d;
+  }
+
+  void tell(const Decision& d) {
+    pair_.send(proto::kDecision, {{"failure", d.failure ? d.failure->to_json() : json()}, {"stop", d.stop}});
+  }
+
+  // A message that is not what pkb's candidate rank sends at this point: something else
+  // wrote to its channel.
+  Failure protocol_failure(const std::string& ph, int64_t trial, const std::string& what) {
+    return make_failure(Verdict::integrity_violation, ph, trial, "", "protocol",
+                        "the candidate rank's messages to its judge broke pkb's protocol (" + what +
+                            "): something other than pkb wrote to the rank's channel");
+  }
+
+  // The candidate rank's own failure in a message (its call returned an error, the sandbox
+  // denied something), or nothing.
+  static std::optional<Failure> reported_failure(const json& m) {
+    if (m.value("failure", json()).is_null()) return std::nullopt;
+    return Failure::from_json(m["failure"]);
+  }
+
+  static ReportedSizes sizes_of(const json& sizes) { return sizes.get<ReportedSizes>(); }
+
+  void save(int64_t trial, const Inputs& in, int slot, const ReportedSizes& sizes, const std::vector<at::Tensor>& ref) {
+    const std::string& dir = job_.save_dir;
+    if (dir.empty()) return;
+    std::vector<at::Tensor> got;
+    std::string output;
+    if (!narrow_to_reported(pc_.spec, harness_->capture(slot), sizes, got, output).empty()) got = harness_->capture(slot);
+    std::string rk = "/rank_" + std::to_string(r_.rank) + ".pt";
+    for (auto sub : {"/reference", "/candidate", "/inputs"}) std::filesystem::create_directories(dir + sub);
+    tensor::save_outputs(dir + "/reference" + rk, ref);
+    tensor::save_outputs(dir + "/candidate" + rk, got);
+    tensor::save_named(dir + "/inputs" + rk, in.names(), in.tensors());
+    std::ofstream(dir + "/trial.txt") << trial << "\n";
+  }
+
+  // ---- trials -------------------------------------------------------------------------------
+
+  Decision trials() {
+    auto t0 = Clock::now();
+    Decision d;
+    for (int t = 0; t < job_.trials; ++t) {
+      r_.client.phase(phase::kTrial, t);
+      Inputs pristine = fill(t);
+      pair_.send(proto::kInputs, {{"trial", t}});
+      r_.client.phase(phase::kAwaitCandidate, t);
+      std::optional<Failure> fail;
+      json ran;
+      try {
+        ran = pair_.receive(proto::kRan);
+        if (ran.value("trial", -1) != t) throw proto::ProtocolError("a result for trial " + ran.value("trial", json()).dump());
+        fail = reported_failure(ran);
+      } catch (const std::exception& e) {
+        fail = protocol_failure(phase::kTrial, t, e.what());
+      }
+      r_.client.phase(phase::kTrial, t);
+      if (!fail) fail = check_inputs(pristine, phase::kTrial, t);
+      // Every judge runs the reference, whatever its candidate did: it communicates.
+      Inputs ref_in = pristine.clone();
+      std::vector<at::Tensor> want = pc_.run_reference(ref_in);
+      ReportedSizes sizes;
+      if (!fail) {
+        sizes = sizes_of(ran.at("sizes"));
+        fail = judge_call(0, sizes, true, want, phase::kTrial, t);
+      }
+      report_.trials_run = t + 1;
+      if (t == 0 || fail) save(t, pristine, 0, sizes.empty() ? default_sizes() : sizes, want);
+      bool out_of_time = t + 1 >= job_.min_trials && ms_since(t0) > 1000 * job_.trials_budget_s;
+      d = agree(fail, out_of_time || t + 1 == job_.trials, t);
+      tell(d);
+      if (d.failure || d.stop) break;
+    }
+    return {d.failure, false};
+  }
+
+  // The outputs' declared sizes (what a call that reported nothing has).
+  ReportedSizes default_sizes() const {
+    ReportedSizes s;
+    for (auto& y : harness_->out) s.push_back(y.sizes().vec());
+    return s;
+  }
+
+  // ---- timing: the candidate rank's timed calls, their inputs and their checks ----------------
+
+  Decision timing() {
+    r_.client.phase(phase::kTimingSetup);
+    fill(timing::kWarmKey);
+    pair_.send(proto::kInputs, {{"warm", true}});
+    r_.client.phase(phase::kAwaitCandidate);
+    std::optional<Failure> fail;
+    json timed;
+    int n = 0;
+    std::vector<int> captured;
+    try {
+      n = pair_.receive(proto::kTiming).at("iters").get<int>();
+      if (n < 1 || n > job_.iters) throw proto::ProtocolError("asked for " + std::to_string(n) + " timed calls");
+      captured = choose_captured(n);
+      pair_.send(proto::kPlan, {{"captured", captured}});
+      // Every timed call's inputs, made here just before the call, so no call sees
+      // another's and none exist before their call.
+      for (int i = 0;; ++i) {
+        json m = pair_.receive_any();
+        if (m["type"] == proto::kTimed) {
+          timed = m;
+          break;
+        }
+        if (m["type"] != proto::kFill || m.value("call", -1) != i || i >= n)
+          throw proto::ProtocolError("a '" + m["type"].get<std::string>() + "' message at timed call " + std::to_string(i));
+        last_inputs_ = fill(timing::kTimedKey + i);
+        pair_.send(proto::kFilled, {{"call", i}});
+      }
+      fail = reported_failure(timed);
+    } catch (const std::exception& e) {
+      fail = protocol_failure("timing", -1, e.what());
+    }
+    r_.client.phase(phase::kTimingChecks);
+    if (!fail) fail = check_timed(timed, n, captured);
+    return agree(fail, false);
+  }
+
+  // The timed calls whose outputs are captured: all when the slots hold them, else a
+  // secret sample drawn from the run's seed, the same on every judge.
+  std::vector<int> choose_captured(int n) {
+    std::vector<int> calls(n);
+    std::iota(calls.begin(), calls.end(), 0);
+    if (layout_.captures < n) {
+      std::mt19937_64 pick(tensor::derive_seed(job_.seed, timing::kTimedKey, 7));
+      std::shuffle(calls.begin(), calls.end(), pick);
+      calls.resize(layout_.captures);
+      std::sort(calls.begin(), calls.end());
+    }
+    return calls;
+  }
+
+  // The last call's read-only inputs, then every captured call against the reference on
+  // its own inputs made again: replayed, cached, skipped or late work shows here. Late
+  // work is named wherever a call shows it (only the last call still has its live
+  // outputs); else the first wrong call.
+  std::optional<Failure> check_timed(const json& timed, int n, const std::vector<int>& captured) {
+    int calls = timed.value("calls", 0);
+    if (calls != n) return protocol_failure("timing", -1, std::to_string(calls) + " of " + std::to_string(n) + " calls");
+    if (!last_inputs_.tensors().empty())
+      if (auto f = check_inputs(last_inputs_, "timing", timing::kTimedKey + n - 1)) return f;
+    json sizes = timed.at("sizes");
+    if (sizes.size() != captured.size()) return protocol_failure("timing", -1, "sizes of " + std::to_string(sizes.size()) + " captures");
+    std::optional<Failure> first;
+    for (size_t k = 0; k < captured.size(); ++k) {
+      int i = captured[k];
+      Inputs pristine = pc_.inputs_for(timing::kTimedKey + i);
+      std::vector<at::Tensor> want = pc_.run_reference(pristine);
+      std::optional<Failure> f =
+          judge_call(static_cast<int>(k), sizes_of(sizes[k]), i == n - 1, want, "timing", timing::kTimedKey + i);
+      ++report_.timed_calls_checked;
+      if (!f) continue;
+      f->detail = "timed call " + std::to_string(i) + ": " + f->detail;
+      if (f->reason == "late_work") return f;
+      if (!first) first = f;
+    }
+    return first;
+  }
+
+  rank::Rank& r_;
+  const rank::Job& job_;
+  ProblemContext pc_;
+  Pair pair_;
+  eval::JudgeReport report_;
+  eval::HarnessLayout layout_;
+  std::unique_ptr<heap::Mapping> device_, host_;
+  std::unique_ptr<Harness> harness_;
+  Inputs last_inputs_;
+  void* stream_ = nullptr;
+};
+
+}  // namespace
+
+json run_judge(rank::Rank& r) { return JudgeJob(r).run(); }
+
+}  // namespace pkb::jobs

@@ -1,0 +1,51 @@
+// The timing discipline both sides follow: the candidate on its ranks, the reference on
+// the judge ranks (and in dryrun --time). Warm-up within its time budget; the number of
+// timed calls agreed by every rank from the slowest warm-up pace (the settings' count
+// wherever the budget holds it); before every timed call fresh inputs (prepared outside
+// the timed region), the ranks aligned by a device barrier on the heap's signal pads and
+// the L2 evicted; CUDA events (host clock on the CPU device) around the call alone.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "eval/reports.hpp"
+#include "jobs/context.hpp"
+#include "rank/rank.hpp"
+
+namespace pkb::jobs::timing {
+
+// Input keys of the seeded streams: every call's inputs are its own.
+inline constexpr int64_t kTimedKey = 1000000;  // + the timed call's number
+inline constexpr int64_t kWarmKey = 2000000;
+inline constexpr int64_t kConnectKey = 3000000;  // the reference run that makes NCCL connect
+
+struct Warmup {
+  int calls = 0;
+  double s_per_call = 0;
+};
+
+// Calls `call` up to job.warmup times, stopping once job.warmup_budget_s is spent (one
+// call at least), and waits for the device. `call` returns false to stop (a failure).
+Warmup warm_up(const rank::Rank& r, const std::function<bool()>& call);
+
+// The timed calls every rank of the client's namespace makes: as many of job.iters as
+// job.timing_budget_s holds at the slowest rank's pace, never under job.min_iters.
+int agree_iters(rank::Rank& r, double s_per_call);
+
+// The last channel of the heap's signal pads, which is pkb's (candidates get the others).
+int pkb_channel(const heap::Heap& h);
+
+// Times up to `n` calls on `stream`: before each, `prepare(i)` (untimed: fresh inputs,
+// poisoned outputs), a device barrier of every rank and, for a cold cache, the L2 evicted;
+// then `call(i)` alone between the events; then `after(i)` (untimed: a capture). Stops
+// after a call that returns false. The ranks align on the host once, before the first.
+eval::CallTimes timed_loop(rank::Rank& r, void* stream, int n, const std::function<void(int)>& prepare,
+                           const std::function<bool(int)>& call, const std::function<void(int)>& after);
+
+// The reference's timing, with the same discipline: warm-up on one input set, then every
+// timed call on inputs of its own, drawn from the run's seed (key kTimedKey + i). Needs
+// the rank's heap (its signal pads). Announces the reference's warm-up and timing phases.
+eval::CallTimes time_reference(ProblemContext& pc, void* stream);
+
+}  // namespace pkb::jobs::timing

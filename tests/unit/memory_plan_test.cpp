@@ -1,0 +1,111 @@
+// The memory plan's arithmetic, on real specs and made-up GPUs: no ranks, no devices.
+#include <gtest/gtest.h>
+
+#include "eval/layout.hpp"
+#include "eval/memory_plan.hpp"
+#include "spec/spec.hpp"
+
+using namespace pkb;
+
+namespace {
+
+const uint64_t GiB = uint64_t{1} << 30, MiB = uint64_t{1} << 20;
+
+spec::ProblemSpec load(const std::string& slug) {
+  return spec::load_spec(std::string(PKB_SOURCE_DIR) + "/problems/" + slug + ".toml");
+}
+
+eval::MemoryRequest request(const spec::ProblemSpec& s, uint64_t memory) {
+  eval::MemoryRequest r;
+  r.spec = &s;
+  r.dtype = s.dtype;
+  r.world = 2;
+  r.nccl = true;
+  r.memory = memory;
+  r.capture_budget = 8 * GiB;
+  return r;
+}
+
+uint64_t part(const std::vector<eval::MemoryPart>& parts, const std::string& prefix) {
+  for (auto& p : parts)
+    if (p.name.rfind(prefix, 0) == 0) return p.bytes;
+  ADD_FAILURE() << "no part " << prefix;
+  return 0;
+}
+
+}  // namespace
+
+// coll_allreduce at the default size: 2 MiB in, 2 MiB out a rank; everything fits.
+TEST(MemoryPlan, PartsAddUp) {
+  spec::ProblemSpec s = load("coll_allreduce");
+  eval::MemoryPlan p = eval::plan_memory(request(s, 80 * GiB));
+  const uint64_t x = 2 * MiB;
+  EXPECT_TRUE(p.fits);
+  EXPECT_EQ(p.captures, 100);
+  EXPECT_EQ(part(p.candidate, "inputs and outputs"), 2 * x);
+  EXPECT_EQ(part(p.candidate, "captured outputs"), 100 * x);
+  EXPECT_EQ(part(p.candidate, "the candidate's own heap"), eval::kMinCandidateHeap);
+  EXPECT_EQ(part(p.candidate, "the device-copy check"), 2 * x);
+  EXPECT_EQ(part(p.judge, "reference"), 3 * 2 * x);  // estimated: three times its inputs and outputs
+  EXPECT_EQ(p.reference_source, "estimated");
+  EXPECT_EQ(part(p.judge, "the judge's copies"), 2 * x);
+  uint64_t cand = 2 * x + 100 * x + eval::kMinCandidateHeap + eval::kRankRuntime + eval::kNcclBuffers + 2 * x;
+  uint64_t judge = 6 * x + 2 * x + eval::kRankRuntime + eval::kNcclBuffers;
+  EXPECT_EQ(p.candidate_rank, cand);
+  EXPECT_EQ(p.judge_rank, judge);
+  EXPECT_EQ(p.per_gpu, cand + judge);
+  // Ranks sharing a GPU add up.
+  eval::MemoryRequest shared = request(s, 80 * GiB);
+  shared.ranks_per_gpu = 2;
+  EXPECT_EQ(eval::plan_memory(shared).per_gpu, 2 * (cand + judge));
+  // A measured reference peak replaces the estimate.
+  eval::MemoryRequest measured = request(s, 80 * GiB);
+  measured.reference_peak = 100 * MiB;
+  measured.reference_peak_source = "measured";
+  eval::MemoryPlan m = eval::plan_memory(measured);
+  EXPECT_EQ(part(m.judge, "reference"), 100 * MiB);
+  EXPECT_EQ(m.reference_source, "measured");
+}
+
+// When memory is short pkb takes fewer captures first, then a smaller default heap, and
+// refuses only what cannot fit, in one line with the numbers.
+TEST(MemoryPlan, ShrinksItsOwnBuffersThenRefuses) {
+  spec::ProblemSpec s = load("coll_allreduce");
+  eval::MemoryRequest r = request(s, 80 * GiB);
+  r.size = "M=16384,N=16384";  // 512 MiB a tensor
+  const uint64_t x = 512 * MiB;
+  eval::MemoryPlan roomy = eval::plan_memory(r);
+  EXPECT_TRUE(roomy.fits);
+  EXPECT_EQ(roomy.captures, 20);  // the budget holds 16, but 20 calls are checked at least
+  EXPECT_EQ(part(roomy.candidate, "the candidate's own heap"), 4 * x);  // twice the set
+
+  r.capture_budget = 100 * GiB;
+  r.memory = 40 * GiB;
+  eval::MemoryPlan sample = eval::plan_memory(r);
+  EXPECT_TRUE(sample.fits) << sample.table();
+  EXPECT_LT(sample.captures, 100);
+  EXPECT_GE(sample.captures, 20);
+  ASSERT_FALSE(sample.notes.empty());
+  EXPECT_NE(sample.notes[0].find("secret sample"), std::string::npos);
+
+  r.memory = 4 * GiB;
+  eval::MemoryPlan no = eval::plan_memory(r);
+  EXPECT_FALSE(no.fits);
+  EXPECT_EQ(no.captures, 20);
+  EXPECT_EQ(part(no.candidate, "the candidate's own heap"), 2 * x);  // shrunk to one set
+  EXPECT_NE(no.refusal.find("coll_allreduce at --size M=16384,N=16384 on 2 ranks needs ~"), std::string::npos)
+      << no.refusal;
+  EXPECT_NE(no.refusal.find("which has 4.0 GiB"), std::string::npos) << no.refusal;
+  EXPECT_EQ(no.refusal.find('\n'), std::string::npos);
+  // A heap the user asked for is never shrunk.
+  r.candidate_heap = 3 * x;
+  EXPECT_EQ(part(eval::plan_memory(r).candidate, "the candidate's own heap"), 3 * x);
+}
+
+// Without timing one capture (the trials') is all a candidate rank holds of them.
+TEST(MemoryPlan, UntimedRunsCaptureOneCall) {
+  spec::ProblemSpec s = load("coll_allreduce");
+  eval::MemoryRequest r = request(s, 80 * GiB);
+  r.timing = false;
+  EXPECT_EQ(eval::plan_memory(r).captures, 1);
+}
