@@ -68,7 +68,8 @@ void reset_peak(at::Device d);
 void release_cached_memory(at::Device d);
 
 // The median time of a device-to-device copy of `bytes` (cudaMemcpyAsync), timed per
-// copy with events like a candidate's call (0 on the CPU device).
+// copy with events like a candidate's call (0 on the CPU device); past 1 GiB, a 1 GiB
+// copy's time scaled to `bytes`.
 double copy_us(at::Device d, size_t bytes);
 
 // The GPUs as CUDA sees them, as JSON (see probe.hpp).

@@ -198,8 +198,11 @@ Clocks read_clocks(at::Device d) {
   return c;
 }
 
-double copy_us(at::Device d, size_t bytes) {
-  if (!d.is_cuda() || bytes == 0) return 0;
+double copy_us(at::Device d, size_t total) {
+  if (!d.is_cuda() || total == 0) return 0;
+  // Past 1 GiB a copy runs at the device's bandwidth: time 1 GiB and scale, rather than
+  // hold two more copies of a large problem's outputs.
+  const size_t bytes = std::min<size_t>(total, size_t{1} << 30);
   void *a = nullptr, *b = nullptr;
   check(cudaMalloc(&a, bytes), "cudaMalloc");
   check(cudaMalloc(&b, bytes), "cudaMalloc");
@@ -218,7 +221,7 @@ double copy_us(at::Device d, size_t bytes) {
   cudaStreamDestroy(s);
   cudaFree(a);
   cudaFree(b);
-  return us[reps / 2];
+  return us[reps / 2] * static_cast<double>(total) / static_cast<double>(bytes);
 }
 
 uint64_t peak_allocated(at::Device d) {

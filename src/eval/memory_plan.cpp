@@ -58,11 +58,11 @@ MemoryPlan plan_memory(const MemoryRequest& r) {
   uint64_t ref_peak = r.reference_peak;
   p.reference_source = r.reference_peak_source;
   if (ref_peak == 0) {
-    ref_peak = 3 * (in + out);  // inputs and outputs, and as much again twice over for temporaries
+    ref_peak = in + out + std::max(in, out);  // its inputs and outputs, and one temporary of the larger
     p.reference_source = "estimated";
   }
   p.judge = {{"reference (peak: inputs, outputs, working memory; " + p.reference_source + ")", ref_peak},
-             {"the judge's copies of the inputs", 2 * in},
+             {"the judge's copy of the inputs", in},
              {"process runtime", kRankRuntime}};
   if (r.nccl) p.judge.push_back({"NCCL buffers", kNcclBuffers});
   p.judge_rank = total(p.judge);
@@ -70,6 +70,8 @@ MemoryPlan plan_memory(const MemoryRequest& r) {
   // The candidate rank: its harness, the candidate's own heap, its runtime.
   int want = r.timing ? std::max(r.iters, 1) : 1;
   int floor = r.timing ? std::min(r.min_captures, want) : 1;
+  // Where memory cannot hold the floor, fewer still: never under this many.
+  const int least = r.timing ? std::min(want, kLeastCaptures) : 1;
   p.captures = r.timing ? captures_for(capture, r.capture_budget, want, floor) : 1;
   uint64_t heap_default = std::max(kMinCandidateHeap, 2 * (one.set_device + one.set_host));
   p.candidate_heap = r.candidate_heap ? r.candidate_heap : heap_default;
@@ -79,15 +81,15 @@ MemoryPlan plan_memory(const MemoryRequest& r) {
                                  {"the candidate's own heap", p.candidate_heap},
                                  {"process runtime", kRankRuntime}};
     if (r.nccl) c.push_back({"NCCL buffers", kNcclBuffers});
-    if (r.cuda && r.timing) c.push_back({"the device-copy check (rank 0)", 2 * out});
+    if (r.cuda && r.timing) c.push_back({"the device-copy check (rank 0)", 2 * std::min<uint64_t>(out, uint64_t{1} << 30)});
     return c;
   };
   auto per_gpu = [&] { return static_cast<uint64_t>(r.ranks_per_gpu) * (total(candidate_parts()) + p.judge_rank); };
   // pkb's own buffers shrink first: fewer captures (a secret sample, never under the floor),
   // then the default candidate heap down to one set's worth (never under 256 MiB).
-  if (per_gpu() > usable && p.captures > floor) {
+  if (per_gpu() > usable && p.captures > least) {
     uint64_t over = per_gpu() - usable, each = std::max<uint64_t>(r.ranks_per_gpu * capture, 1);
-    uint64_t fewer = std::min<uint64_t>((over + each - 1) / each, p.captures - floor);
+    uint64_t fewer = std::min<uint64_t>((over + each - 1) / each, p.captures - least);
     int before = p.captures;
     p.captures -= static_cast<int>(fewer);
     p.notes.push_back("captures " + std::to_string(p.captures) + " timed calls' outputs (a secret sample), not " +

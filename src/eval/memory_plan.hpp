@@ -58,6 +58,8 @@ struct MemoryPlan {
 // allocator's slack), and for one NCCL communicator's buffers.
 inline constexpr uint64_t kRankRuntime = uint64_t{768} << 20, kNcclBuffers = uint64_t{512} << 20;
 inline constexpr uint64_t kMinCandidateHeap = uint64_t{256} << 20;
+// Timed calls checked at least, even where memory holds fewer than the usual floor (20).
+inline constexpr int kLeastCaptures = 5;
 
 MemoryPlan plan_memory(const MemoryRequest& r);
 

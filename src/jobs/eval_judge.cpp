@@ -215,9 +215,12 @@ class JudgeJob {
 
   static ReportedSizes sizes_of(const json& sizes) { return sizes.get<ReportedSizes>(); }
 
-  void save(int64_t trial, const Inputs& in, int slot, const ReportedSizes& sizes, const std::vector<at::Tensor>& ref) {
+  // The trial's inputs (made again: the reference may have written to those it may
+  // change), the candidate's outputs from capture slot `slot`, the reference's.
+  void save(int64_t trial, int slot, const ReportedSizes& sizes, const std::vector<at::Tensor>& ref) {
     const std::string& dir = job_.save_dir;
     if (dir.empty()) return;
+    Inputs in = pc_.inputs_for(trial);
     std::vector<at::Tensor> got;
     std::string output;
     if (!narrow_to_reported(pc_.spec, harness_->capture(slot), sizes, got, output).empty()) got = harness_->capture(slot);
@@ -250,16 +253,16 @@ class JudgeJob {
       }
       r_.client.phase(phase::kTrial, t);
       if (!fail) fail = check_inputs(pristine, phase::kTrial, t);
-      // Every judge runs the reference, whatever its candidate did: it communicates.
-      Inputs ref_in = pristine.clone();
-      std::vector<at::Tensor> want = pc_.run_reference(ref_in);
+      // Every judge runs the reference, whatever its candidate did: it communicates. On the
+      // pristine inputs themselves (checked above): one copy fewer of a large problem's.
+      std::vector<at::Tensor> want = pc_.run_reference(pristine);
       ReportedSizes sizes;
       if (!fail) {
         sizes = sizes_of(ran.at("sizes"));
         fail = judge_call(0, sizes, true, want, phase::kTrial, t);
       }
       report_.trials_run = t + 1;
-      if (t == 0 || fail) save(t, pristine, 0, sizes.empty() ? default_sizes() : sizes, want);
+      if (t == 0 || fail) save(t, 0, sizes.empty() ? default_sizes() : sizes, want);
       bool out_of_time = t + 1 >= job_.min_trials && ms_since(t0) > 1000 * job_.trials_budget_s;
       d = agree(fail, out_of_time || t + 1 == job_.trials, t);
       tell(d);

@@ -79,11 +79,14 @@ eval::CallTimes timed_loop(rank::Rank& r, void* stream, int n, const std::functi
 eval::CallTimes time_reference(ProblemContext& pc, void* stream) {
   rank::Rank& r = pc.rank;
   r.client.phase(launch::phase::kReferenceWarmup);
-  Inputs warm = pc.inputs_for(kWarmKey);
-  Warmup w = warm_up(r, [&] {
-    pc.reference->run(pc.ctx, warm);
-    return true;
-  });
+  Warmup w;
+  {
+    Inputs warm = pc.inputs_for(kWarmKey);  // gone before the timed calls' inputs come
+    w = warm_up(r, [&] {
+      pc.reference->run(pc.ctx, warm);
+      return true;
+    });
+  }
   int n = agree_iters(r, w.s_per_call);
   r.client.phase(launch::phase::kReferenceTiming);
   Inputs in;

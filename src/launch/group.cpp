@@ -195,7 +195,12 @@ class Hub {
     const Rank& first = ranks_[late.front()];
     std::ostringstream os;
     os << "timeout: ";
-    for (size_t k = 0; k < late.size(); ++k) os << (k ? ", " : "") << ranks_[late[k]].report.name;
+    if (o_.name_of) {
+      for (size_t k = 0; k < late.size(); ++k) os << (k ? ", " : "") << ranks_[late[k]].report.name;
+    } else {
+      os << "rank" << (late.size() > 1 ? "s " : " ");
+      for (size_t k = 0; k < late.size(); ++k) os << (k ? "," : "") << late[k];
+    }
     os << " spent over " << budget(first.report.phase) << " s in "
        << phase_label(first.report.phase, first.report.trial)
        << " (a hang, a deadlock, or a rank that never reached a collective; --timeout raises the limit)";

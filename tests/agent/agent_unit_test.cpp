@@ -218,8 +218,8 @@ TEST(AgentTools, EvalGetsTheSettingsAndNoSeed) {
   s.timing = false;
   s.timeout = 1.5;
   auto a = eval_argv(s, "coll_allreduce", 2, "c.cpp", "e.json");
-  EXPECT_EQ(a, (std::vector<std::string>{"pkb", "--root", "/r", "eval", "--problem", "coll_allreduce", "--world-size",
-                                         "2", "--device", "cpu", "--size", "default", "--timeout", "1.5", "--solution",
-                                         "c.cpp", "--trials", "2", "--iters", "3", "--no-timing", "--json", "e.json"}));
+  EXPECT_EQ(a, (std::vector<std::string>{"pkb", "--root", "/r", "eval", "--problem", "coll_allreduce", "--solution",
+                                         "c.cpp", "--world-size", "2", "--device", "cpu", "--size", "default", "--trials",
+                                         "2", "--iters", "3", "--no-timing", "--timeout", "1.5", "--json", "e.json"}));
   for (auto& x : dryrun_argv(s, "coll_allreduce", 2)) EXPECT_NE(x, "--seed");
 }

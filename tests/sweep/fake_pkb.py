@@ -16,6 +16,7 @@ Every call appends "build PATH" or "eval PROBLEM SEED PATH" to $FAKE_LOG.
 import hashlib
 import json
 import os
+import random
 import re
 import signal
 import sys
@@ -36,7 +37,8 @@ def main():
     how = re.search(r"FAKE: (\w+) ?([\d.]*)", source)
     how, arg = (how.group(1), how.group(2)) if how else ("correct", "1.0")
     with open(os.environ["FAKE_LOG"], "a") as log:
-        log.write(f"build {path}\n" if command == "build" else f"eval {opts['--problem']} {opts['--seed']} {path}\n")
+        seed = opts.get("--seed", "fresh")  # pkb eval draws a secret one when none is given
+        log.write(f"build {path}\n" if command == "build" else f"eval {opts['--problem']} {seed} {path}\n")
     if command == "build":
         return 0
 
@@ -59,7 +61,7 @@ def main():
         "schema": "pkb.eval/1", "problem": opts["--problem"], "problem_id": 0, "category": "coll",
         "candidate": {"path": path, "sha256": hashlib.sha256(source.encode()).hexdigest(), "backend": "cpu"},
         "run": {"world": int(opts["--world-size"]), "device": opts["--device"], "size": opts["--size"],
-                "seed": opts["--seed"]},
+                "seed": opts.get("--seed", str(random.getrandbits(63)))},
         "verdict": how, "message": "fake", "failure": None,
         "timing": {"reference": {"median_us": 100.0}, "candidate": {"median_us": 100.0 / speedup}} if speedup else None,
         "speedup": speedup, "roofline": None, "flags": [], "wall_s": 0.1,

@@ -167,7 +167,6 @@ TEST(ResultsFileTest, ResumesCutsATornLineAndKeepsOthersOut) {
   EXPECT_FALSE(f.has("c"));  // torn: it runs again
   EXPECT_EQ(f.torn_bytes(), std::string("{\"problem\": \"coll_allreduce\", \"sweep\": {\"task\": \"c\"").size());
   EXPECT_EQ(f.bad_lines(), 1u);
-  EXPECT_EQ(f.seed(), "42");
   f.append({{"problem", "coll_allreduce"}, {"sweep", {{"task", "c"}}}});
   std::string text = slurp(path);
   EXPECT_EQ(text.back(), '\n');
@@ -258,7 +257,15 @@ TEST(EvalArgv, PassesTheSettingsOnAndOnlyThoseGiven) {
   for (auto& s : a) line += s + " ";
   EXPECT_EQ(line,
             "/bin/pkb --root /r eval --problem coll_allreduce --solution s/m/coll_allreduce/sample_3.cpp --world-size 4 "
-            "--device cpu --seed 99 --size default --warmup 0 --no-timing --timeout 2.5 --json /tmp/x.json ");
+            "--device cpu --size default --seed 99 --warmup 0 --no-timing --timeout 2.5 --json /tmp/x.json ");
+  // No seed: pkb eval draws its own; a dtype is passed on.
+  Task t = sample_task();
+  t.seed.reset();
+  o.settings.dtype = "fp32";
+  line.clear();
+  for (auto& s : eval_argv(t, o, "/tmp/x.json")) line += s + " ";
+  EXPECT_EQ(line.find("--seed"), std::string::npos) << line;
+  EXPECT_NE(line.find("--dtype fp32"), std::string::npos) << line;
 }
 
 TEST(Slurm, ScriptRunsOneShareOfTheGridPerArrayTask) {
