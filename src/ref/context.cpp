@@ -34,6 +34,11 @@ Inputs Inputs::clone() const {
   return c;
 }
 
+at::Tensor Reference::check(const Ctx&, size_t, const CallInputs&, const std::vector<at::Tensor>&,
+                            const std::vector<at::Tensor>&) const {
+  return {};
+}
+
 namespace ref {
 
 namespace {
@@ -51,6 +56,19 @@ void RefCtx::begin_trial(int t) {
   int64_t trial_key = t + 1;
   rng_ = device::generator(device_, tensor::derive_seed(seed_, trial_key, kRankStream * 1000003 + rank()));
   shared_rng_ = device::generator(device_, tensor::derive_seed(seed_, trial_key, kSharedStream));
+}
+
+Comm& RefCtx::comm() {
+  if (!comm_)
+    throw std::logic_error(spec_.slug + ": the reference communicated where it has no communicator (make_inputs, "
+                                        "which pkb also runs for other ranks' inputs, must not communicate)");
+  return *comm_;
+}
+
+Inputs RefCtx::inputs_of(int rank, int64_t key, Reference& ref) const {
+  RefCtx other(spec_, spec_.vars_at_rank(vars_, rank), device_, dt_, nullptr, seed_);
+  other.begin_trial(static_cast<int>(key));
+  return build_inputs(other, ref);
 }
 
 int64_t RefCtx::size(const std::string& name) const {
@@ -94,6 +112,16 @@ Inputs build_inputs(RefCtx& ctx, Reference& ref) {
                                " declares " + c10::toString(type) + tensor::shape_str(want));
   }
   return in;
+}
+
+const Inputs& DrawnInputs::of(int rank) const {
+  if (rank == ctx_.rank()) return own_;
+  if (rank < 0 || rank >= ctx_.world())
+    throw std::out_of_range("inputs of rank " + std::to_string(rank) + " asked for; ranks are 0.." +
+                            std::to_string(ctx_.world() - 1));
+  auto it = others_.find(rank);
+  if (it == others_.end()) it = others_.emplace(rank, ctx_.inputs_of(rank, key_, ref_)).first;
+  return it->second;
 }
 
 void check_outputs(const RefCtx& ctx, const std::vector<at::Tensor>& outputs, const std::string& who) {
