@@ -146,7 +146,7 @@ Mismatch compare_output(const spec::TensorSpec& o, size_t i, const std::vector<a
   t.reason = "values";
   t.detail = std::to_string(t.bad) + " of " + std::to_string(got[i].numel()) +
              " elements are not among the valid choices (ties: " + o.ties + "); " +
-             first_bad(t, invalid.to(got[i].device()), got[i], want[i]);
+             first_bad(t, invalid.to(got[i].device()), got[i], want[i]) + " (the reference's choice)";
   return t;
 }
 

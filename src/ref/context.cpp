@@ -34,11 +34,6 @@ Inputs Inputs::clone() const {
   return c;
 }
 
-at::Tensor Reference::check(const Ctx&, size_t, const CallInputs&, const std::vector<at::Tensor>&,
-                            const std::vector<at::Tensor>&) const {
-  return {};
-}
-
 namespace ref {
 
 namespace {
