@@ -2,6 +2,8 @@
 // about tolerances: each is in its spec, and `pkb show` prints it.
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 #include "support.hpp"
 
 using namespace pkbtest;
@@ -12,6 +14,8 @@ struct Departure {
   std::string problem;
   std::vector<std::string> said;  // phrases of the spec's deviations
 };
+
+void PrintTo(const Departure& c, std::ostream* os) { *os << c.problem; }
 
 class Deviations : public ::testing::TestWithParam<Departure> {};
 
