@@ -80,8 +80,8 @@ class Ctx {
 class CallInputs {
  public:
   virtual ~CallInputs() = default;
-  // Rank `rank`'s inputs (this rank's too). Another rank's are drawn again from the run's
-  // seed, as that rank drew them, when first asked for: make_inputs must not communicate.
+  // Rank `rank`'s inputs (this rank's too). pkb may draw them again from the run's seed,
+  // as that rank drew them, when first asked for: make_inputs must not communicate.
   virtual const Inputs& of(int rank) const = 0;
 };
 

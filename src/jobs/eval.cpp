@@ -346,10 +346,9 @@ class EvalJob {
     return nullptr;
   }
 
-  // `pristine`: this rank's inputs of the call as drawn (for outputs judged by ties).
-  json compare_outputs(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& want, const Inputs& pristine,
-                       const std::string& ph, int64_t trial) {
-    ref::DrawnInputs inputs(pc_.ctx, *pc_.reference, pristine, trial);
+  json compare_outputs(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& want, const std::string& ph,
+                       int64_t trial) {
+    ref::DrawnInputs inputs(pc_.ctx, *pc_.reference, trial);  // drawn only if a ties check asks
     for (size_t i = 0; i < got.size(); ++i) {
       eval::Mismatch m = eval::compare_output(pc_.spec.outputs[i], i, got, want, {*pc_.reference, pc_.ctx, inputs});
       if (!m.ok) {
@@ -368,15 +367,15 @@ class EvalJob {
   // A call's captured outputs against the reference's. When they are wrong but the live
   // buffers (`live`, if still this call's) are right, the work landed after the call's own
   // work on ctx->stream: another stream, another thread, or after pkb_run returned.
-  json judge_call(const Capture& c, const Set* live, const std::vector<at::Tensor>& want, const Inputs& pristine,
-                  const std::string& ph, int64_t trial) {
+  json judge_call(const Capture& c, const Set* live, const std::vector<at::Tensor>& want, const std::string& ph,
+                  int64_t trial) {
     std::vector<at::Tensor> got;
     json fail = reported_outputs(pc_.spec, c.out, c.dout, got, ph, trial);
-    if (fail.is_null()) fail = compare_outputs(got, want, pristine, ph, trial);
+    if (fail.is_null()) fail = compare_outputs(got, want, ph, trial);
     if (fail.is_null() || !live) return fail;
     std::vector<at::Tensor> later;
     if (!reported_outputs(pc_.spec, live->out, live->dout, later, ph, trial).is_null()) return fail;
-    if (!compare_outputs(later, want, pristine, ph, trial).is_null()) return fail;
+    if (!compare_outputs(later, want, ph, trial).is_null()) return fail;
     return failure("integrity_violation", ph, trial, fail["output"], "late_work",
                    "the output was wrong when the call's work on ctx->stream ended (" + fail["detail"].get<std::string>() +
                        ") and right later: work ran on another stream or thread, or after pkb_run returned; order all "
@@ -427,7 +426,7 @@ class EvalJob {
       // Every rank runs the reference, whatever its candidate did: it communicates.
       Inputs ref_in = pristine.clone();
       std::vector<at::Tensor> want = pc_.run_reference(ref_in);
-      if (fail.is_null()) fail = judge_call(trial_capture_, &set, want, pristine, phase::kTrial, t);
+      if (fail.is_null()) fail = judge_call(trial_capture_, &set, want, phase::kTrial, t);
       trials_run_ = t + 1;
       if (t == 0 || !fail.is_null()) {
         std::vector<at::Tensor> got;
@@ -547,10 +546,10 @@ class EvalJob {
   json check_timed_calls() {
     json first;
     for (auto& [i, cap] : captured_) {
-      Inputs pristine = pc_.inputs_for(kTimedKey + i), ref_in = pristine.clone();
-      std::vector<at::Tensor> want = pc_.run_reference(ref_in);
+      Inputs pristine = pc_.inputs_for(kTimedKey + i);
+      std::vector<at::Tensor> want = pc_.run_reference(pristine);
       const Set* live = last_of_set(i) ? &timed(set_of(i)) : nullptr;
-      json fail = judge_call(cap, live, want, pristine, phase::kCandidateTiming, kTimedKey + i);
+      json fail = judge_call(cap, live, want, phase::kCandidateTiming, kTimedKey + i);
       if (fail.is_null()) continue;
       fail["detail"] = "timed call " + std::to_string(i) + ": " + fail["detail"].get<std::string>();
       if (fail["reason"] == "late_work") return fail;

@@ -110,12 +110,11 @@ Inputs build_inputs(RefCtx& ctx, Reference& ref) {
 }
 
 const Inputs& DrawnInputs::of(int rank) const {
-  if (rank == ctx_.rank()) return own_;
   if (rank < 0 || rank >= ctx_.world())
     throw std::out_of_range("inputs of rank " + std::to_string(rank) + " asked for; ranks are 0.." +
                             std::to_string(ctx_.world() - 1));
-  auto it = others_.find(rank);
-  if (it == others_.end()) it = others_.emplace(rank, ctx_.inputs_of(rank, key_, ref_)).first;
+  auto it = drawn_.find(rank);
+  if (it == drawn_.end()) it = drawn_.emplace(rank, ctx_.inputs_of(rank, key_, ref_)).first;
   return it->second;
 }
 

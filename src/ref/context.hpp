@@ -58,20 +58,19 @@ class RefCtx : public Ctx {
 // The declared inputs of the current trial, then the reference's make_inputs.
 Inputs build_inputs(RefCtx& ctx, Reference& ref);
 
-// Every rank's inputs of call `key`: this rank's as given (`own`, as drawn: not what a
-// reference or candidate left in them), another rank's drawn again when first asked for.
+// Every rank's inputs of call `key` as drawn (not what a reference or candidate left in
+// them): drawn again from the run's seed when first asked for, so a comparison that needs
+// none costs nothing.
 class DrawnInputs : public CallInputs {
  public:
-  DrawnInputs(const RefCtx& ctx, Reference& ref, const Inputs& own, int64_t key)
-      : ctx_(ctx), ref_(ref), own_(own), key_(key) {}
+  DrawnInputs(const RefCtx& ctx, Reference& ref, int64_t key) : ctx_(ctx), ref_(ref), key_(key) {}
   const Inputs& of(int rank) const override;
 
  private:
   const RefCtx& ctx_;
   Reference& ref_;
-  const Inputs& own_;
   int64_t key_;
-  mutable std::map<int, Inputs> others_;
+  mutable std::map<int, Inputs> drawn_;
 };
 
 // Throws std::runtime_error naming the spec line when `outputs` do not match the spec.
