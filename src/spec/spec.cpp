@@ -443,9 +443,7 @@ Vars ProblemSpec::vars_for(const std::string& size, int world, int rank) const {
   Vars v;
   for (auto& [k, x] : size_values(size)) v[k] = static_cast<double>(x);
   v["W"] = world;
-  v["rank"] = rank;
-  for (auto& [name, e] : vars) v[name] = e.eval(v);
-  return v;
+  return vars_at_rank(std::move(v), rank);
 }
 
 Vars ProblemSpec::vars_at_rank(Vars v, int rank) const {
