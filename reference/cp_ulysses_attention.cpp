@@ -5,8 +5,10 @@
 // rounded to dt), a second all-to-all brings every head of the rank's own tokens back, and
 // out = ctx w_o^T (dt), (B, S, Hd).
 // Origin: ParallelKernelBench 39_ulysses_attention_e2e.
-// Deviations: shared weights with std 1/sqrt(Hd) (the original drew unscaled randn
-// weights per rank); attention in fp32 (the original ran it in dt).
+// Deviations: attention over the sequence (the original's multiplied (B, T, H/W, D)
+// tensors directly, so it attended across the heads of each token); shared weights with
+// std 1/sqrt(Hd) (the original drew unscaled randn weights per rank); attention in fp32
+// (the original ran it in dt).
 #include "cp_common.hpp"
 
 namespace {

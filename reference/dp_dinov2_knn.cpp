@@ -1,12 +1,16 @@
 // DINOv2's distributed k-NN: every rank's queries meet every rank's train shard; each
 // rank keeps its top k (similarity, label) per query and the owner of the queries merges
 // the W lists into the global top k. Similarities are exact (grid-valued features, fp32
-// sums) and ties go to the smaller global train index: stable sorts, candidates merged
-// in rank order.
+// sums); here ties go to the smaller global train index (stable sorts, candidates merged
+// in rank order), and check() accepts any other tie-break.
 // Origin: ParallelKernelBench 79_dinov2_distributed_knn (dinov2/eval/knn.py).
-// Deviations: grid-valued features (exact similarities), random labels, ties by index;
+// Deviations: grid-valued features (exact similarities), random labels, any tie-break;
 // all_gather + all_to_all instead of W rounds of broadcast + gather (the same data).
 #include <ATen/ATen.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
 
 #include "pkb/reference.hpp"
 
@@ -48,6 +52,57 @@ struct DinoKnn : pkb::Reference {
     auto [values, idx] = merged_sims.sort(/*stable=*/true, /*dim=*/1, /*descending=*/true);
     idx = idx.narrow(1, 0, k);
     return {values.narrow(1, 0, k).to(queries.scalar_type()), merged_labels.gather(1, idx)};
+  }
+
+  // topk_labels under ties: the label at place j must be the label of a train item whose
+  // similarity is the j-th best, each item used once. So labels of equal similarity may
+  // come in any order, and at the k-th place from any item of that similarity.
+  at::Tensor check(const pkb::Ctx& ctx, size_t output, const pkb::CallInputs& inputs, const std::vector<at::Tensor>& got,
+                   const std::vector<at::Tensor>&) const override {
+    if (output != 1) return {};
+    int64_t k = ctx.size("k");
+    at::Tensor queries = inputs.of(ctx.rank())["test_features"].to(at::kFloat);
+    std::vector<at::Tensor> sims, labels;
+    for (int s = 0; s < ctx.world(); ++s) {
+      sims.push_back(at::matmul(queries, inputs.of(s)["train_features_T"].to(at::kFloat)));  // exact
+      labels.push_back(inputs.of(s)["train_labels"].view(-1));
+    }
+    // Every item at least as similar as the k-th best: (row, similarity, label).
+    std::vector<at::Tensor> best;
+    for (auto& x : sims) best.push_back(std::get<0>(x.topk(std::min(k, x.size(1)), 1)));
+    at::Tensor kth = std::get<0>(at::cat(best, 1).topk(k, 1)).select(1, k - 1).unsqueeze(1);
+    std::vector<at::Tensor> rows, values, found;
+    for (size_t s = 0; s < sims.size(); ++s) {
+      at::Tensor at_least = (sims[s] >= kth).nonzero();
+      at::Tensor q = at_least.select(1, 0), c = at_least.select(1, 1);
+      rows.push_back(q);
+      values.push_back(sims[s].index({q, c}));
+      found.push_back(labels[s].index_select(0, c));
+    }
+    at::Tensor row = at::cat(rows).cpu(), value = at::cat(values).cpu(), label = at::cat(found).cpu();
+    // Per row: the items by similarity, best first, and how many of each (similarity, label).
+    int64_t nq = queries.size(0);
+    std::vector<std::vector<float>> keys(nq);
+    std::vector<std::map<std::pair<float, int64_t>, int64_t>> left(nq);
+    auto rw = row.accessor<int64_t, 1>();
+    auto vw = value.accessor<float, 1>();
+    auto lw = label.accessor<int64_t, 1>();
+    for (int64_t i = 0; i < row.size(0); ++i) {
+      keys[rw[i]].push_back(vw[i]);
+      ++left[rw[i]][{vw[i], lw[i]}];
+    }
+    at::Tensor cand = got[1].cpu(), invalid = at::zeros({nq, k}, at::kBool);
+    auto cw = cand.accessor<int64_t, 2>();
+    auto bw = invalid.accessor<bool, 2>();
+    for (int64_t q = 0; q < nq; ++q) {
+      std::sort(keys[q].begin(), keys[q].end(), std::greater<float>());
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t& n = left[q][{keys[q][j], cw[q][j]}];
+        if (n > 0) --n;
+        else bw[q][j] = true;
+      }
+    }
+    return invalid.to(got[1].device());
   }
 };
 

@@ -5,7 +5,8 @@
 // Origin: ParallelKernelBench 25_importance_sampling_loss.
 // Deviations: realistic inputs (old log-probs near the new ones, per-rank statistics,
 // ignored tokens, a shared LM head of std 2/sqrt(N)); logits and what follows in fp32;
-// the sums in one all-reduce and min/max in one (the original used seven).
+// the sums in one all-reduce and min/max in one (the original used seven). Loss and
+// metrics are fp32, per-token outputs dt, as the original returns them.
 #include <ATen/ATen.h>
 
 #include <cmath>
@@ -69,7 +70,7 @@ struct ImportanceSamplingLoss : pkb::Reference {
     at::Tensor loss = sums[1] / count + surrogate - surrogate;  // the original's value (surrogate - detached)
     at::Tensor metrics = at::stack({sums[3] / count, extremes[0].neg(), extremes[1], sums[4] / count, sums[5] / count});
     at::ScalarType dt = h.scalar_type();
-    return {loss.to(dt), new_lp.to(dt), pg.to(dt), metrics.to(dt)};
+    return {loss, new_lp.to(dt), pg.to(dt), metrics};  // loss and metrics fp32, as the original's
   }
 };
 

@@ -2,8 +2,9 @@
 // every rank (an all-gather, as the original's all_to_all of repeated data), and the
 // rank of each positive among its candidates is 1 + #(negatives scoring higher).
 // Origin: ParallelKernelBench 69_gnn_negative_scoring.
-// Deviations: ties count for the positive (the original's unstable sort left them open),
-// compared on the scores (sigmoid is increasing); positives scored randn + 2.
+// Deviations: compared on the scores (sigmoid is increasing); among equal scores the
+// reference puts the positive first and check() accepts any place (the original's
+// unstable sort left it open); positives scored randn + 2.
 #include <ATen/ATen.h>
 
 #include "pkb/reference.hpp"
@@ -25,6 +26,22 @@ struct NegativeScoringRank : pkb::Reference {
     at::Tensor scores = at::cat(rows);
     at::Tensor pos = scores.narrow(1, 0, 1), neg = scores.narrow(1, 1, nn);
     return {(neg > pos).sum(1).add_(1).to(at::kLong)};
+  }
+
+  // ranks under ties: the positive may stand anywhere among the negatives scored equal to
+  // it, so any rank from 1 + #(neg > pos) to 1 + #(neg >= pos) is valid (scores compared
+  // in dt, exactly).
+  at::Tensor check(const pkb::Ctx& ctx, size_t, const pkb::CallInputs& inputs, const std::vector<at::Tensor>& got,
+                   const std::vector<at::Tensor>&) const override {
+    std::vector<at::Tensor> lowest, highest;
+    for (int s = 0; s < ctx.world(); ++s) {
+      const pkb::Inputs& in = inputs.of(s);
+      at::Tensor pos = in["pos"].unsqueeze(1), neg = in["neg"];
+      lowest.push_back((neg > pos).sum(1).add_(1));
+      highest.push_back((neg >= pos).sum(1).add_(1));
+    }
+    at::Tensor lo = at::cat(lowest).to(at::kLong), hi = at::cat(highest).to(at::kLong);
+    return (got[0] < lo).logical_or_(got[0] > hi);
   }
 };
 

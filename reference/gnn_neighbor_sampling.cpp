@@ -5,7 +5,7 @@
 // new nodes (first appearance) and relabels the sampled edges at the end.
 // Origin: ParallelKernelBench 64_gnn_neighbor_sampling.
 // Deviations: a random power-law graph per trial, partitioned; random sampling through
-// per-edge keys; random seeds; tensor code instead of per-node loops.
+// distinct per-edge keys; random seeds; tensor code instead of per-node loops.
 #include "sparse_inputs.hpp"
 
 namespace {
@@ -34,6 +34,8 @@ struct NeighborSampling : pkb::Reference {
     in["colptr"] = at::cat({at::zeros({1}, i64), at::bincount(col, {}, vl).cumsum(0)});
     in["csc_row"] = pkb_sparse::zipf_ids(ctx.rng(), el, global, alpha);
     in["seeds"] = at::randperm(v, ctx.rng(), i64).narrow(0, 0, s).contiguous();
+    // Distinct keys: which edges are the k smallest never hangs on a tie.
+    in["edge_key"] = at::randperm(el, ctx.rng(), i64).to(at::kInt);
   }
 
   // The owner's side: sample each requested node (global ids, all mine) with fanout k.

@@ -3,7 +3,9 @@
 // (camera, Gaussian) pairs by camera owner and all-to-alls them there.
 // Origin: ParallelKernelBench 61_gsplat_3d_gaussian_splatting.
 // Deviations: random cameras per rank; scales that span tiles; fp32 projection with inputs
-// drawn so that every selection and integer radius is robust to fp32 rounding.
+// drawn so that every selection and integer radius is robust to fp32 rounding; Gaussian
+// ids offset by the source rank (the original offset them by the destination's); ids int32
+// (the original's came out int64).
 #include <ATen/ATen.h>
 
 #include <cmath>

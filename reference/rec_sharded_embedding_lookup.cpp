@@ -3,7 +3,8 @@
 // grouped by owner, their counts and then the indices themselves all-to-all'd, the owners
 // gather the rows, and a last all-to-all brings them back.
 // Origin: ParallelKernelBench 10_embedding_lookup.
-// Deviation: Zipf-distributed indices over a popularity order shared by all ranks.
+// Deviations: the rows come back in the indices' order (the original left them grouped by
+// owner); Zipf-distributed indices over a popularity order shared by all ranks.
 #include "sparse_inputs.hpp"
 
 namespace {

@@ -75,6 +75,16 @@ class Ctx {
   virtual at::Generator& shared_rng() = 0;
 };
 
+// Every rank's inputs of one call, as they were drawn: what a check (Reference::check) may
+// read, other ranks' data included.
+class CallInputs {
+ public:
+  virtual ~CallInputs() = default;
+  // Rank `rank`'s inputs (this rank's too). pkb may draw them again from the run's seed,
+  // as that rank drew them, when first asked for: make_inputs must not communicate.
+  virtual const Inputs& of(int rank) const = 0;
+};
+
 class Reference {
  public:
   virtual ~Reference() = default;
@@ -85,6 +95,18 @@ class Reference {
   virtual void make_inputs(Ctx&, Inputs&) {}
   // The problem's behaviour: outputs in spec order. Must not change the inputs.
   virtual std::vector<at::Tensor> run(Ctx& ctx, const Inputs& in) = 0;
+  // For an output whose spec declares `ties` (a choice among equal keys: the labels of a
+  // top-k, a position in a sort), called when the candidate's output differs from the
+  // reference's. Returns a bool tensor shaped like that output, true where the candidate's
+  // element is no valid choice. Judge a choice by the key it selects (an equal similarity,
+  // an equal sort key), never by its position. `got` and `want` are the candidate's and the
+  // reference's outputs of the call in spec order (dtypes and shapes already match),
+  // `inputs` every rank's inputs of the call; nothing else, and no communicator: pkb may run
+  // this apart from the ranks. The default has no check (an undefined tensor).
+  virtual at::Tensor check(const Ctx& /*ctx*/, size_t /*output*/, const CallInputs& /*inputs*/,
+                           const std::vector<at::Tensor>& /*got*/, const std::vector<at::Tensor>& /*want*/) const {
+    return {};
+  }
 };
 
 // x / d as IEEE division on every device. On CUDA, `tensor / scalar` is computed as

@@ -27,6 +27,22 @@ std::vector<int64_t> unravel(int64_t flat, c10::IntArrayRef shape) {
   return idx;
 }
 
+std::string value_str(const at::Tensor& x) {
+  std::ostringstream s;
+  if (x.is_complex()) s << x.to(at::kComplexDouble).item<c10::complex<double>>();
+  else if (x.scalar_type() == at::kBool) s << (x.item<bool>() ? "true" : "false");
+  else s << x.to(at::kDouble).item<double>();
+  return s.str();
+}
+
+// The first element `bad` marks, its index into m.first_index; "got ..., want ..." there.
+std::string first_bad(Mismatch& m, const at::Tensor& bad, const at::Tensor& got, const at::Tensor& want) {
+  int64_t first = bad.reshape({-1}).nonzero()[0][0].item<int64_t>();
+  m.first_index = unravel(first, got.sizes());
+  return "first at " + tensor::shape_str(m.first_index) + ": got " + value_str(got.reshape({-1})[first].cpu()) +
+         ", want " + value_str(want.reshape({-1})[first].cpu());
+}
+
 }  // namespace
 
 Mismatch compare(const at::Tensor& got, const at::Tensor& want, double atol, double rtol, int64_t allowed) {
@@ -74,21 +90,10 @@ Mismatch compare(const at::Tensor& got, const at::Tensor& want, double atol, dou
   if (m.bad == 0 || (m.bad <= allowed && m.reason.empty())) return m;
   m.ok = false;
   if (m.reason.empty()) m.reason = "values";
-  int64_t first = bad.reshape({-1}).nonzero()[0][0].item<int64_t>();
-  m.first_index = unravel(first, got.sizes());
   std::ostringstream os;
   os << m.bad << " of " << got.numel() << " elements differ";
   if (allowed > 0) os << " (" << allowed << " may)";
-  os << "; first at " << tensor::shape_str(m.first_index);
-  at::Tensor gf = got.reshape({-1})[first].cpu(), wf = want.reshape({-1})[first].cpu();
-  auto num = [](const at::Tensor& x) {
-    std::ostringstream s;
-    if (x.is_complex()) s << x.to(at::kComplexDouble).item<c10::complex<double>>();
-    else if (x.scalar_type() == at::kBool) s << (x.item<bool>() ? "true" : "false");
-    else s << x.to(at::kDouble).item<double>();
-    return s.str();
-  };
-  os << ": got " << num(gf) << ", want " << num(wf);
+  os << "; " << first_bad(m, bad, got, want);
   if (!exact && m.max_abs > 0) os << "; max abs error " << m.max_abs << ", max rel error " << m.max_rel;
   if (m.reason == "nan") os << " (NaN where the reference has a number: unwritten output, or a NaN computed)";
   m.detail = os.str();
@@ -120,6 +125,29 @@ Mismatch compare_output(const spec::TensorSpec& o, const at::Tensor& got, const 
   spec::DType d = tensor::from_aten(want.scalar_type());
   auto allowed = static_cast<int64_t>(o.mismatch * static_cast<double>(want.numel()));
   return compare(got, want, o.atol.value_or(spec::default_atol(d)), o.rtol.value_or(spec::default_rtol(d)), allowed);
+}
+
+Mismatch compare_output(const spec::TensorSpec& o, size_t i, const std::vector<at::Tensor>& got,
+                        const std::vector<at::Tensor>& want, const TieJudge& ties) {
+  Mismatch m = compare_output(o, got.at(i), want.at(i));
+  if (m.ok || o.ties.empty() || m.reason != "values") return m;
+  at::Tensor invalid = ties.reference.check(ties.ctx, i, ties.inputs, got, want);
+  if (!invalid.defined())
+    throw std::runtime_error("the reference has no check() for output '" + o.name +
+                             "', whose spec declares ties; add one (include/pkb/reference.hpp) or drop ties");
+  if (invalid.scalar_type() != at::kBool || invalid.sizes() != got[i].sizes())
+    throw std::runtime_error("the reference's check() for output '" + o.name + "' returned " +
+                             c10::toString(invalid.scalar_type()) + tensor::shape_str(invalid.sizes()) +
+                             "; it must be bool, shaped like the output " + tensor::shape_str(got[i].sizes()));
+  Mismatch t;
+  t.bad = invalid.sum().item<int64_t>();
+  if (t.bad == 0) return t;
+  t.ok = false;
+  t.reason = "values";
+  t.detail = std::to_string(t.bad) + " of " + std::to_string(got[i].numel()) +
+             " elements are not among the valid choices (ties: " + o.ties + "); " +
+             first_bad(t, invalid.to(got[i].device()), got[i], want[i]) + " (the reference's choice)";
+  return t;
 }
 
 }  // namespace pkb::eval

@@ -30,6 +30,7 @@
 #include "jobs/jobs.hpp"
 #include "jobs/timing.hpp"
 #include "launch/phases.hpp"
+#include "ref/context.hpp"
 #include "tensor/init.hpp"
 #include "tensor/save.hpp"
 
@@ -137,10 +138,14 @@ class JudgeJob {
     return std::nullopt;
   }
 
+  // `key`: the call's input key (a trial, or kTimedKey + a timed call), whose inputs a
+  // ties check draws again when it asks for them.
   std::optional<Failure> compare_outputs(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& want,
-                                         const std::string& ph, int64_t trial, bool count_tolerated) {
+                                         const std::string& ph, int64_t key, bool count_tolerated) {
+    const int64_t trial = key;
+    ref::DrawnInputs inputs(pc_.ctx, *pc_.reference, key);  // drawn only if a ties check asks
     for (size_t i = 0; i < got.size(); ++i) {
-      eval::Mismatch m = eval::compare_output(pc_.spec.outputs[i], got[i], want[i]);
+      eval::Mismatch m = eval::compare_output(pc_.spec.outputs[i], i, got, want, {*pc_.reference, pc_.ctx, inputs});
       if (!m.ok) {
         Failure f = make_failure(Verdict::wrong, ph, trial, pc_.spec.outputs[i].name, m.reason, m.detail);
         f.mismatch = m.to_json();

@@ -53,6 +53,19 @@ void RefCtx::begin_trial(int t) {
   shared_rng_ = device::generator(device_, tensor::derive_seed(seed_, trial_key, kSharedStream));
 }
 
+Comm& RefCtx::comm() {
+  if (!comm_)
+    throw std::logic_error(spec_.slug + ": the reference communicated where it has no communicator (make_inputs, "
+                                        "which pkb also runs for other ranks' inputs, must not communicate)");
+  return *comm_;
+}
+
+Inputs RefCtx::inputs_of(int rank, int64_t key, Reference& ref) const {
+  RefCtx other(spec_, spec_.vars_at_rank(vars_, rank), device_, dt_, nullptr, seed_);
+  other.begin_trial(static_cast<int>(key));
+  return build_inputs(other, ref);
+}
+
 int64_t RefCtx::size(const std::string& name) const {
   auto it = vars_.find(name);
   if (it == vars_.end()) throw std::out_of_range(spec_.slug + ": no size or var called '" + name + "'");
@@ -94,6 +107,15 @@ Inputs build_inputs(RefCtx& ctx, Reference& ref) {
                                " declares " + c10::toString(type) + tensor::shape_str(want));
   }
   return in;
+}
+
+const Inputs& DrawnInputs::of(int rank) const {
+  if (rank < 0 || rank >= ctx_.world())
+    throw std::out_of_range("inputs of rank " + std::to_string(rank) + " asked for; ranks are 0.." +
+                            std::to_string(ctx_.world() - 1));
+  auto it = drawn_.find(rank);
+  if (it == drawn_.end()) it = drawn_.emplace(rank, ctx_.inputs_of(rank, key_, ref_)).first;
+  return it->second;
 }
 
 void check_outputs(const RefCtx& ctx, const std::vector<at::Tensor>& outputs, const std::string& who) {

@@ -3,6 +3,7 @@
 // outputs match its spec. Implements include/pkb/reference.hpp.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -26,7 +27,7 @@ class RefCtx : public Ctx {
   int world() const override { return static_cast<int>(vars_.at("W")); }
   int trial() const override { return trial_; }
   at::Device device() const override { return device_; }
-  Comm& comm() override { return *comm_; }
+  Comm& comm() override;
   int64_t size(const std::string& name) const override;
   int64_t arg_int(const std::string& name) const override;
   double arg_float(const std::string& name) const override;
@@ -36,6 +37,10 @@ class RefCtx : public Ctx {
   at::ScalarType dtype() const override { return dt_; }
   at::Generator& rng() override { return rng_; }
   at::Generator& shared_rng() override { return shared_rng_; }
+
+  // The inputs rank `rank` draws for call `key` (trial number or timed-call key), built here
+  // with a Ctx of that rank that has no communicator.
+  Inputs inputs_of(int rank, int64_t key, Reference& ref) const;
 
  private:
   const spec::ArgValue& arg(const std::string& name) const;
@@ -52,6 +57,21 @@ class RefCtx : public Ctx {
 
 // The declared inputs of the current trial, then the reference's make_inputs.
 Inputs build_inputs(RefCtx& ctx, Reference& ref);
+
+// Every rank's inputs of call `key` as drawn (not what a reference or candidate left in
+// them): drawn again from the run's seed when first asked for, so a comparison that needs
+// none costs nothing.
+class DrawnInputs : public CallInputs {
+ public:
+  DrawnInputs(const RefCtx& ctx, Reference& ref, int64_t key) : ctx_(ctx), ref_(ref), key_(key) {}
+  const Inputs& of(int rank) const override;
+
+ private:
+  const RefCtx& ctx_;
+  Reference& ref_;
+  int64_t key_;
+  mutable std::map<int, Inputs> drawn_;
+};
 
 // Throws std::runtime_error naming the spec line when `outputs` do not match the spec.
 void check_outputs(const RefCtx& ctx, const std::vector<at::Tensor>& outputs, const std::string& who);

@@ -87,7 +87,7 @@ TensorSpec read_tensor(const Reader& r, const toml::node& n, bool is_input) {
   if (!t) r.fail(n, std::string(kind) + " entries must be tables");
   std::set<std::string> keys = {"name", "shape", "dtype", "host"};
   if (is_input) keys.insert({"init", "shared", "readonly"});
-  else keys.insert({"atol", "rtol", "mismatch"});
+  else keys.insert({"atol", "rtol", "mismatch", "ties"});
   TensorSpec ts;
   ts.line = static_cast<int>(t->source().begin.line);
   ts.name = r.str(r.need(*t, "name", kind, "name = \"x\""), "name");
@@ -118,6 +118,15 @@ TensorSpec read_tensor(const Reader& r, const toml::node& n, bool is_input) {
       if (!(ts.mismatch >= 0 && ts.mismatch <= kMaxMismatch))
         r.fail(*mm, where + ": mismatch is the fraction of elements allowed outside atol/rtol, from 0 to " +
                         io::format("%g", kMaxMismatch) + " (e.g. mismatch = 1e-3), not " + io::format("%g", ts.mismatch));
+    }
+    if (auto* ties = t->get("ties")) {
+      ts.ties = r.str(*ties, where + " ties");
+      if (ts.ties.find_first_not_of(" \t\n") == std::string::npos)
+        r.fail(*ties, where + ": ties says which answers are equally valid, in words (e.g. ties = \"labels of equal "
+                              "similarity in any order\"); remove it if there are none");
+      // The reference's check judges every differing element; an allowance on top would
+      // let wrong choices through unjudged.
+      if (ts.mismatch > 0) r.fail(*ties, where + ": ties and mismatch exclude each other; keep one");
     }
   }
   return ts;
@@ -434,6 +443,10 @@ Vars ProblemSpec::vars_for(const std::string& size, int world, int rank) const {
   Vars v;
   for (auto& [k, x] : size_values(size)) v[k] = static_cast<double>(x);
   v["W"] = world;
+  return vars_at_rank(std::move(v), rank);
+}
+
+Vars ProblemSpec::vars_at_rank(Vars v, int rank) const {
   v["rank"] = rank;
   for (auto& [name, e] : vars) v[name] = e.eval(v);
   return v;

@@ -43,6 +43,10 @@ struct TensorSpec {
   // atol/rtol, never NaN, for answers with a few legitimately unstable elements (a ReLU
   // whose input rounds to either side of zero); at most kMaxMismatch.
   double mismatch = 0;
+  // Outputs: how the output is a choice among equal keys (top-k labels, a position in a
+  // sort), in words; non-empty: where the candidate's values differ from the reference's,
+  // the reference's check() decides which are valid choices (include/pkb/reference.hpp).
+  std::string ties;
   int line = 0;
 };
 
@@ -93,6 +97,9 @@ struct ProblemSpec {
   std::map<std::string, int64_t> size_values(const std::string& size) const;
   // size_values(size), W, rank and the derived vars. Throws SpecError.
   Vars vars_for(const std::string& size, int world, int rank) const;
+  // Another rank's vars from one rank's (vars_for's result): rank replaced, derived vars
+  // evaluated again.
+  Vars vars_at_rank(Vars v, int rank) const;
   // vars_for and dt_bytes, the bytes of one element of `dtype` (what dt stands for in this
   // run; "" for the spec's own): what roofline formulas see.
   Vars roofline_vars(const std::string& size, int world, int rank, const std::string& dtype) const;

@@ -21,6 +21,11 @@ def load_balancing_loss(xs, w, spec):
         sel = p.topk(k, -1).indices
         f = F.one_hot(sel, e).to(f64).mean(0)  # (K, E)
         losses.append(e * (f * p.mean(0)).sum())
+        # Which of the experts of equal p is a token's k-th choice is left open: the other
+        # tie-break (highest index first) must move the loss far less than the tolerance.
+        other = e - 1 - p.flip(-1).topk(k, -1).indices
+        moved = abs(float(e * (F.one_hot(other, e).to(f64).mean(0) * p.mean(0)).sum() - losses[-1]))
+        assert moved <= 0.1 * (1e-2 + 1e-2 * float(losses[-1])), f"a top-k tie-break moves the loss by {moved}"
     loss = sum(losses) / w
     return [[loss] for _ in xs]
 

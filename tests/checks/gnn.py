@@ -98,6 +98,8 @@ def neighbor_sampling(xs, w, spec):
     vl = xs[0]["colptr"].numel() - 1
     el = xs[0]["csc_row"].numel()
     parts = [(x["colptr"].tolist(), x["csc_row"].tolist(), x["edge_key"].tolist()) for x in xs]
+    for _, _, key in parts:  # distinct keys: no sample depends on a tie-break
+        assert sorted(key) == list(range(el)), "edge_key is not a permutation of 0 .. El - 1"
     fanouts = [int(spec["vars"]["F1"]), int(spec["vars"]["F2"])]
 
     def sample(v, k):

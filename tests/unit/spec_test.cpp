@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -217,4 +218,30 @@ TEST_F(SpecFiles, MismatchIsASmallFraction) {
   EXPECT_NE(e.find("mismatch is the fraction of elements allowed outside atol/rtol, from 0 to 0.01"), std::string::npos)
       << e;
   EXPECT_NE(error_for("atol = 1e-3", "mismatch = -1e-3").find("not -0.001"), std::string::npos);
+}
+
+TEST_F(SpecFiles, TiesSaysWhichAnswersAreEquallyValid) {
+  std::string ok = kGood;
+  ok.replace(ok.find("atol = 1e-3"), 11, "atol = 1e-3\nties = \"rows of equal key in any order\"");
+  EXPECT_EQ(load_spec(write("tp_demo", ok)).outputs[0].ties, "rows of equal key in any order");
+  EXPECT_EQ(load_spec(write("tp_demo", kGood)).outputs[0].ties, "");
+  std::string e = error_for("atol = 1e-3", "ties = \" \"");
+  EXPECT_NE(e.find("ties says which answers are equally valid"), std::string::npos) << e;
+  e = error_for("atol = 1e-3", "mismatch = 1e-3\nties = \"any order\"");
+  EXPECT_NE(e.find("ties and mismatch exclude each other"), std::string::npos) << e;
+  e = error_for("init = \"randn(0.5)\"", "init = \"randn(0.5)\"\nties = \"x\"");
+  EXPECT_NE(e.find("ties"), std::string::npos) << e;  // inputs have no ties
+}
+
+// The shipped outputs judged by ties are those whose references have a check() and whose
+// tie-breaks tests/problems/ties_test.cpp tries: a new one needs both.
+TEST(ShippedProblems, TiesAreDeclaredWhereChecksExist) {
+  std::vector<std::string> with_ties;
+  for (auto& f : fs::directory_iterator(std::string(PKB_SOURCE_DIR) + "/problems")) {
+    auto s = load_spec(f.path().string());
+    for (auto& o : s.outputs)
+      if (!o.ties.empty()) with_ties.push_back(s.slug + "." + o.name);
+  }
+  std::sort(with_ties.begin(), with_ties.end());
+  EXPECT_EQ(with_ties, (std::vector<std::string>{"dp_dinov2_knn.topk_labels", "gnn_negative_scoring_rank.ranks"}));
 }
