@@ -314,6 +314,7 @@ void add_sweep_command(CLI::App& app, Globals& g, Action& run) {
   cmd->add_option("-w,--world-size", o.worlds, "ranks, one or a comma list (default: visible GPUs; 4 on the CPU device)")
       ->delimiter(',')
       ->check(CLI::Range(1, 1024));
+  cmd->add_option("--nproc-per-node,--num-gpus", o.worlds, "-w")->delimiter(',')->check(CLI::Range(1, 1024))->group("");
   cmd->add_option("--device", o.device, "cuda, cpu, or auto (CUDA when a GPU is visible)")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
   cmd->add_option("-n,--trials", o.settings.trials, "trials per evaluation (pkb eval's default when unset)")
