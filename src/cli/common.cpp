@@ -394,6 +394,10 @@ int explain_parse_error(CLI::App& app, const CLI::ParseError& e, int argc, char*
   std::string flag = first_unknown_flag(cmd, argc, argv);
   if (!flag.empty()) {
     std::string answer = original_flag_answer(cmd->get_name(), flag);
+    if (flag == "--mode" && !mode_answer(argc, argv).empty()) {
+      fprintf(stderr, "pkb: error: %s\n", mode_answer(argc, argv).c_str());
+      return eval::kUsage;
+    }
     if (!answer.empty()) {
       fprintf(stderr, "pkb: error: %s is the original ParallelKernelBench's flag: %s\n", flag.c_str(), answer.c_str());
       return eval::kUsage;

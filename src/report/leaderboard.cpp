@@ -146,7 +146,16 @@ std::vector<std::string> warnings_of(const Header& h, const std::vector<Evaluati
   if (h.sizes.size() > 1)
     w.push_back("the results mix sizes (" + join_seeds(h.sizes) +
                 "): each size is a problem of its own, so runs measured at different sizes are not comparable");
-  if (h.dtypes.size() > 1) w.push_back("the results mix element types (" + join_seeds(h.dtypes) + ")");
+  // Problems have element types of their own; the same problem at two of them is a mix.
+  std::map<std::string, std::set<std::string>> dtypes_of;
+  for (auto& e : evaluations)
+    if (!e.dtype.empty()) dtypes_of[e.problem].insert(e.dtype);
+  std::set<std::string> mixed;
+  for (auto& [problem, types] : dtypes_of)
+    if (types.size() > 1) mixed.insert(problem + " (" + join_seeds(types) + ")");
+  if (!mixed.empty())
+    w.push_back("the results evaluate the same problem at different element types: " + some_of(mixed) +
+                "; their timings are not comparable");
   if (h.settings.size() > 1)
     w.push_back("the results mix " + std::to_string(h.settings.size()) +
                 " settings of trials, warmup and iters (the header lists them): fewer trials catch fewer bugs");

@@ -77,15 +77,12 @@ std::string shortened(std::string text, size_t most) {
   return text.size() > most ? text.substr(0, most - 3) + "..." : text;
 }
 
-// A long path by its last two parts (".../coll_allreduce/sample_0.cu"), or its file name
-// alone when those are long too: tables stay narrow, the whole path is on hover.
-std::string short_path(const std::string& path, size_t most = 34) {
-  if (path.size() <= most) return path;
+// A long path by its file name alone (".../sample_0.cu"): tables stay narrow, and the whole
+// path is on hover and behind the link.
+std::string short_path(const std::string& path, size_t most = 24) {
   size_t last = path.rfind('/');
-  if (last == std::string::npos) return path;
-  size_t before = last == 0 ? std::string::npos : path.rfind('/', last - 1);
-  std::string two = before == std::string::npos ? path.substr(last + 1) : path.substr(before + 1);
-  return two.size() + 4 <= most ? ".../" + two : ".../" + path.substr(last + 1);
+  if (path.size() <= most || last == std::string::npos) return path;
+  return ".../" + path.substr(last + 1);
 }
 
 // The quartile range of a speedup: "[2.38-3.67]".
@@ -821,8 +818,8 @@ h1{font-size:22px;margin:0 0 8px}h2{font-size:17px;margin:26px 0 8px}h3{font-siz
 .warnings ul{background:#fef3c7;padding:8px 8px 8px 28px;border-radius:4px;margin:0}.warnings li{margin:2px 0}
 .legend{color:#4b5563;max-width:1180px}svg{display:block}svg text{font-size:12px;fill:#374151}svg .axis{fill:#6b7280}
 svg rect{shape-rendering:crispEdges}a{color:#1e40af}
-.scroll{overflow-x:auto}table{border-collapse:collapse;margin:4px 0;font-size:13px}
-th,td{padding:3px 7px;border-bottom:1px solid #e5e7eb;text-align:left;white-space:nowrap}
+.scroll{overflow-x:auto}table{border-collapse:collapse;margin:4px 0;font-size:12px}
+th,td{padding:3px 6px;border-bottom:1px solid #e5e7eb;text-align:left;white-space:nowrap}
 .wrap{white-space:normal}th.wrap{overflow-wrap:anywhere;min-width:60px}
 td.msg{white-space:normal;min-width:260px;max-width:460px;overflow-wrap:anywhere}
 th{background:#f3f4f6}.n{text-align:right;font-variant-numeric:tabular-nums}
