@@ -196,16 +196,32 @@ def _tensors(tensors, names):
 
 
 def _load(path):
-    """Imports the candidate at `path` as module `pkb_candidate` (inside the sandbox). Returns
-    the module, or the error as text: the traceback from the candidate's own frames on."""
+    """Imports the candidate at `path` (its copy in pkb's build cache) as module
+    `pkb_candidate` (inside the sandbox). Returns the module, or the error as text: the
+    traceback from the candidate's own frames on. Its code is compiled under the name of
+    the user's file (the cache's `source_path` beside the copy), so tracebacks and Triton
+    (which reads kernels' source through linecache) name that file, never the copy."""
     import importlib.util
+    import linecache
+    import os
     import sys
     import traceback
+    shown = path
     try:
+        with open(os.path.join(os.path.dirname(path), "source_path"), encoding="utf-8") as f:
+            shown = f.read().strip() or path
+    except OSError:
+        pass
+    try:
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
         spec = importlib.util.spec_from_file_location("pkb_candidate", path)
         module = importlib.util.module_from_spec(spec)
         sys.modules["pkb_candidate"] = module
-        spec.loader.exec_module(module)
+        # The lines come from the copy (the user's file may be out of the sandbox's reach);
+        # an entry without a modification time is never checked against the disk.
+        linecache.cache[shown] = (len(source), None, source.splitlines(True), shown)
+        exec(compile(source, shown, "exec", dont_inherit=True), module.__dict__)
         return module
     except BaseException as e:  # noqa: B902 (SystemExit too: the import failed)
         tb = e.__traceback__

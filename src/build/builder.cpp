@@ -125,9 +125,11 @@ namespace {
 Result build_python(const Request& req, const Toolchain& tc, Result res, const std::string& source,
                     std::chrono::steady_clock::time_point t0) {
   res.compiler = version_line(tc.python, false);
-  res.key = sha256_hex(res.source_sha256 + "\npython " + tc.python + "\n" + res.compiler + "\nabi 1\n").substr(0, 32);
+  // The user's file is part of the key: the rank names it in tracebacks (kSourcePathFile).
+  std::string user_file = fs::absolute(req.source).lexically_normal().string();
+  res.key = sha256_hex(res.source_sha256 + "\npython " + tc.python + "\n" + res.compiler + "\nabi 1\n" + user_file)
+                .substr(0, 32);
   fs::path dir = fs::path(req.cache_dir.empty() ? default_cache_dir() + "/build" : req.cache_dir) / res.key;
-  // Named as the user's file, so tracebacks name it.
   res.library = (dir / fs::path(req.source).filename()).string();
   auto done = [&] {
     res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -147,6 +149,7 @@ Result build_python(const Request& req, const Toolchain& tc, Result res, const s
     return done();
   }
   fs::create_directories(dir);
+  io::write_file_atomically((dir / kSourcePathFile).string(), user_file + "\n");
   io::write_file_atomically(res.library, source);
   res.ok = true;
   return done();

@@ -43,6 +43,10 @@ struct Result {
   std::string log;           // the compiler's output when it failed
 };
 
+// Beside a .py candidate's copy in the cache: the user's file, absolute, on one line. The
+// rank compiles the copy under that name, so tracebacks and Triton name the user's file.
+inline constexpr const char* kSourcePathFile = "source_path";
+
 // The kind of candidate a file is, by extension and content: cuda, cpu, triton, tk or "".
 std::string backend_of(const std::string& source);
 

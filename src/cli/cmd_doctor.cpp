@@ -1,7 +1,11 @@
 // pkb doctor: what this machine offers (GPUs, links, versions, MPS), printed so a prompt
 // can quote it. pkb selftest: the runtime's own end-to-end check on this machine.
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
 
+#include "build/builder.hpp"
 #include "cli/commands.hpp"
 #include "eval/verdict.hpp"
 #include "launch/subprocess.hpp"
@@ -18,6 +22,57 @@ namespace {
 
 std::string version_str(int v, int major_div, int minor_div, int minor_mod) {
   return std::to_string(v / major_div) + "." + std::to_string(v / minor_div % minor_mod);
+}
+
+// The line of a tool's --version output that holds `word` ("release 13.0"), "" without one.
+std::string version_of(const std::vector<std::string>& argv, const std::string& word) {
+  launch::ProcessResult r = launch::run_process(argv, 60);
+  std::stringstream lines(r.out + r.err);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find(word) != std::string::npos) return line;
+  return "";
+}
+
+// Which kinds of candidate this build can run, and with what: {kind: {"runs": bool, "how": text}}.
+nlohmann::json candidate_kinds(const Globals& g, bool gpus_visible) {
+  build::Toolchain tc = build::Toolchain::from_build(g.root);
+  nlohmann::json k;
+  std::string gpu_note = gpus_visible ? "" : "; it needs a GPU, and none is visible here";
+  if (tc.nvcc.empty()) {
+    k["cuda"] = {{"runs", false}, {"nvcc", ""}, {"how", "no: pkb was built without the CUDA toolkit (nvcc); install it and rebuild"}};
+  } else {
+    std::string release = version_of({tc.nvcc, "--version"}, "release");
+    size_t at = release.find("release ");
+    std::string ver = at == std::string::npos ? "" : release.substr(at + 8, release.find(',', at) - at - 8);
+    k["cuda"] = {{"runs", true},
+                 {"nvcc", tc.nvcc},
+                 {"how", "yes, nvcc " + tc.nvcc + (ver.empty() ? "" : " (CUDA " + ver + ")") + gpu_note}};
+  }
+  const char* tk_env = std::getenv("PKB_TK_DIR");
+  std::string tk = tk_env ? tk_env : "";
+  bool tk_headers = !tk.empty() && (std::filesystem::exists(tk + "/include/kittens.cuh") ||
+                                    std::filesystem::exists(tk + "/kittens.cuh"));
+  k["tk"] = {{"runs", !tc.nvcc.empty()},
+             {"how", tc.nvcc.empty() ? "no: it needs nvcc, as CUDA does"
+                     : tk.empty()    ? "with a ThunderKittens checkout: set PKB_TK_DIR (unset now) or pass --tk-dir"
+                     : tk_headers    ? "yes, ThunderKittens from PKB_TK_DIR=" + tk + gpu_note
+                                     : "PKB_TK_DIR=" + tk + " holds no kittens.cuh: point it at a ThunderKittens checkout"}};
+  if (tc.python.empty()) {
+    k["python"] = {{"runs", false},
+                   {"how", "no: pkb was built without embedded Python (the interpreter's headers and shared libpython)"}};
+  } else {
+    launch::ProcessResult t = launch::run_process({tc.python, "-c", "import triton; print(triton.__version__)"}, 120);
+    std::string triton = t.ok() ? t.out.substr(0, t.out.find('\n')) : "";
+    k["python"] = {{"runs", true},
+                   {"python", tc.python},
+                   {"triton", triton},
+                   {"how", "yes, in " + tc.python + (triton.empty() ? " (no Triton there: torch ops on the CPU device only)"
+                                                                   : " (Triton " + triton + ")")}};
+  }
+  std::string cxx = launch::which("c++");
+  k["cpu"] = {{"runs", !cxx.empty()},
+              {"how", cxx.empty() ? "no: no C++ compiler (c++) on PATH" : "yes, " + cxx}};
+  return k;
 }
 
 }  // namespace
@@ -42,6 +97,7 @@ void add_doctor_commands(CLI::App& app, Globals& g, Action& run) {
           devs_seen.empty() ? spec::pick_profile(profiles, "cpu", 0)
                             : spec::pick_profile(profiles, devs_seen[0].value("name", ""), static_cast<int>(devs_seen.size()));
       probe["hardware_profile"] = hw ? hw->name : "";
+      probe["candidates"] = candidate_kinds(g, !devs_seen.empty());
       if (as_json) {
         printf("%s\n", probe.dump(2).c_str());
         return int(eval::kOk);
@@ -77,6 +133,11 @@ void add_doctor_commands(CLI::App& app, Globals& g, Action& run) {
       std::string mps = probe["mps_control"];
       printf("MPS: %s\n", mps.empty() ? "nvidia-cuda-mps-control not found (ranks sharing a GPU time-slice)"
                                       : ("available (" + mps + ")").c_str());
+      const nlohmann::json& kinds = probe["candidates"];
+      printf("candidates this build runs:\n");
+      for (auto [key, label] : {std::pair{"cuda", "CUDA (.cu)"}, {"tk", "ThunderKittens (.cu with kittens.cuh)"},
+                                {"python", "Triton/Python (.py)"}, {"cpu", "CPU device (.cpp)"}})
+        printf("  %-38s %s\n", label, kinds[key]["how"].get<std::string>().c_str());
       printf("sandbox: environment allow-list, process limits, leftover processes ended; files: %s; network and "
              "processes (seccomp): %s\n",
              sandbox.filesystem ? ("Landlock ABI " + std::to_string(sandbox.landlock_abi)).c_str() : "no Landlock here",

@@ -58,7 +58,7 @@ void add_dryrun_command(CLI::App& app, Globals& g, Action& run) {
       ->check(CLI::IsMember({"reference"}));
   cmd->add_option("-n,--trials", j.trials, "trials, each with fresh random inputs")->check(CLI::Range(1, 100000));
   cmd->add_option("--size", j.size, kSizeHelp);
-  cmd->add_option("--dtype", j.dtype, "element type for the problem's 'dt' tensors");
+  cmd->add_option("--dtype", j.dtype, "element type for the problem's 'dt' tensors")->transform(dtype_spellings());
   cmd->add_option("--seed", o.seed, "replay a run's seed");
   cmd->add_option("--save-outputs", o.save, "write rank_<r>.pt and rank_<r>_inputs.pt of trial 0 here");
   cmd->add_flag("--no-comm", j.no_comm, "turn every collective into a no-op (what pkb validate checks)");

@@ -85,6 +85,42 @@ build::Result build_for(Globals& g, const std::string& solution, const launch::P
   return build::build(req, build::Toolchain::from_build(g.root));
 }
 
+// -s names a file. The original ParallelKernelBench took a backend name there (-s triton),
+// with the files in solutions_<backend>/: point to the file pkb wants.
+void check_solution_is_a_file(Globals& g, const std::string& problem, const std::string& solution) {
+  struct Backend {
+    const char* name;
+    const char* folder;
+    const char* ext;
+  };
+  static const Backend kBackends[] = {{"cuda", "solutions_cuda", ".cu"},         {"triton", "solutions_triton", ".py"},
+                                      {"tk", "solutions_tk", ".cu"},             {"parallelkittens", "solutions_tk", ".cu"},
+                                      {"thunderkittens", "solutions_tk", ".cu"}, {"cpu", "solutions_cpu", ".cpp"}};
+  if (fs::exists(solution)) return;
+  if (solution == "reference")
+    throw UsageError("-s reference: pkb eval always runs the reference beside the candidate; `pkb dryrun -p " +
+                     problem + "` runs the reference alone");
+  for (auto& b : kBackends) {
+    if (solution != b.name) continue;
+    std::string slug = problem;
+    try {
+      slug = g.problem(problem).slug;
+    } catch (const std::exception&) {  // an unknown problem is told later, with its own hint
+    }
+    fs::path example = fs::path(g.root) / b.folder / (slug + b.ext);
+    // Relative to here when it is under here ("solutions_triton/x.py"), else absolute.
+    std::error_code ec;
+    fs::path rel = fs::absolute(example, ec).lexically_normal().lexically_relative(fs::current_path(ec));
+    std::string shown = !fs::exists(example) ? ""
+                        : rel.empty() || *rel.begin() == ".." ? fs::absolute(example, ec).lexically_normal().string()
+                                                              : rel.string();
+    throw UsageError("-s takes a candidate file, not a backend name ('" + solution + "'); " +
+                     (shown.empty() ? std::string("give the file's path (") + b.folder + "/ holds pkb's examples)"
+                                    : "e.g. -s " + shown) +
+                     "; `pkb sweep --solutions " + b.folder + "` evaluates a folder");
+  }
+}
+
 // Reference timings depend on the problem, its reference, sizes, W, the machine and the
 // timing settings, not on the candidate or the seed: the judges time the reference over
 // up to `iters` calls, each on fresh inputs drawn from the run's seed, so the statistics
@@ -436,17 +472,23 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
                   "the candidate: .cu (CUDA, ThunderKittens), .py (Triton; torch on the CPU device) or .cpp (CPU device)")
       ->required();
   cmd->add_option("--tk-dir", o.tk_dir, "ThunderKittens checkout for candidates that include kittens.cuh (env PKB_TK_DIR)");
-  cmd->add_option("-n,--trials", j.trials, "correctness trials, each with fresh random inputs")
+  cmd->add_option("-n,--trials", j.trials, "correctness trials, each with fresh random inputs (not timed calls: --iters)")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
-  cmd->add_option("--warmup", j.warmup, "untimed calls before timing")->check(CLI::Range(0, 1000000))->capture_default_str();
-  cmd->add_option("--iters", j.iters, "timed calls")->check(CLI::Range(1, 1000000))->capture_default_str();
+  // nccl-tests users read -w as warm-up and -n as iterations: say what they are here.
+  cmd->add_option("--warmup", j.warmup, "untimed calls before timing (nccl-tests' -w; pkb's -w is --world-size)")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  cmd->add_option("--iters", j.iters, "timed calls (nccl-tests' -n; pkb's -n is --trials)")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
   cmd->add_flag("--no-timing", o.no_timing, "check correctness only");
   cmd->add_option("--cache", j.cache, "cold: evict the L2 before each timed call; warm: do not")
       ->check(CLI::IsMember({"cold", "warm"}))
       ->capture_default_str();
   cmd->add_option("--size", j.size, kSizeHelp);
-  cmd->add_option("--dtype", j.dtype, "element type for the problem's 'dt' tensors");
+  cmd->add_option("--dtype", j.dtype, "element type for the problem's 'dt' tensors: bf16 (or bfloat16), fp16, fp32, ...")
+      ->transform(dtype_spellings());
   cmd->add_option("--seed", o.seed, "replay a run's seed (inputs are drawn from it)");
   cmd->add_option("--json", o.json_out, "write the result (schema pkb.eval/1) here");
   cmd->add_option("--save-outputs", o.save, "write reference/, candidate/ and inputs/ rank_*.pt of the failing trial (else trial 0)");
@@ -481,6 +523,7 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
   o.run.add_to(cmd);
   cmd->callback([&] {
     run = [&] {
+      check_solution_is_a_file(g, o.problem, o.solution);
       if (o.launcher == "slurm") return evaluate_on_slurm(g, o);
       if (!o.sbatch.empty() || !o.slurm_dir.empty()) throw UsageError("--sbatch and --slurm-dir are for --launcher slurm");
       return evaluate(g, o);

@@ -38,7 +38,8 @@ void add_plan_command(CLI::App& app, Globals& g, Action& run) {
   cmd->add_option("--size", o.size, kSizeHelp)->capture_default_str();
   cmd->add_option("-w,--world-size", o.worlds, "ranks, one or a comma list (default: 1 and 8)")->delimiter(',');
   cmd->add_option("--ranks-per-gpu", o.ranks_per_gpu, "ranks sharing each GPU")->check(CLI::Range(1, 64));
-  cmd->add_option("--dtype", o.dtype, "element type for the problems' 'dt' tensors (default: each spec's)");
+  cmd->add_option("--dtype", o.dtype, "element type for the problems' 'dt' tensors (default: each spec's)")
+      ->transform(dtype_spellings());
   cmd->add_option("--hardware", o.hardware, "the hardware profile whose GPU memory (hbm_gb, in GiB) to plan against")
       ->capture_default_str();
   cmd->add_option("--memory-limit", o.memory_limit_gib, "GiB of memory a device has (instead of --hardware's)")

@@ -31,10 +31,11 @@ void write_file(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-void add_report_command(CLI::App& app, Globals&, Action& run) {
+void add_report_command(CLI::App& app, Globals& g, Action& run) {
   static ReportOptions o;
   auto* cmd = app.add_subcommand("report", "Summarise evaluation results: a leaderboard per run, category, problem");
-  cmd->add_option("results", o.inputs, "results files (.jsonl) or folders of them (pkb sweep --out)")
+  cmd->add_option("results", o.inputs,
+                  "results: what pkb sweep --out writes (JSON Lines), pkb eval --json files, or folders of either")
       ->required()
       ->expected(1, -1);
   cmd->add_option("--md", o.md, "write the report as Markdown");
@@ -45,16 +46,34 @@ void add_report_command(CLI::App& app, Globals&, Action& run) {
       ->check(CLI::Range(1, 100000));
   cmd->callback([&] {
     run = [&] {
+      // Specs give each problem's flops (TFLOP/s) and whether it is a collective; results of
+      // problems this pkb does not know (or a registry that does not load) still report.
+      bool registry_ok = true;
+      report::SpecLookup specs = [&](const std::string& slug) -> const spec::ProblemSpec* {
+        if (!registry_ok) return nullptr;
+        try {
+          return &g.registry().find(slug);
+        } catch (const spec::SpecError&) {
+          return nullptr;
+        } catch (const std::exception&) {
+          registry_ok = false;
+          return nullptr;
+        }
+      };
       report::Results results;
       try {
-        results = report::load_results(o.inputs);
+        results = report::load_results(o.inputs, specs);
       } catch (const std::exception& e) {
         throw UsageError(e.what());
       }
-      if (results.evaluations.empty())
-        throw UsageError("no pkb.eval/1 result in " + o.inputs.front() +
-                         (results.bad_lines ? " (" + std::to_string(results.bad_lines) + " other lines)" : "") +
+      if (results.evaluations.empty()) {
+        std::string why;
+        for (auto& f : results.skipped_files) why += (why.empty() ? "" : "; ") + f.file + ": " + f.why;
+        throw UsageError("no pkb.eval/1 result in " + (why.empty() ? o.inputs.front() : why) +
                          "; give the files pkb sweep --out or pkb eval --json wrote");
+      }
+      for (auto& f : results.skipped_files)
+        fprintf(stderr, "pkb: note: %s holds no pkb.eval/1 result (%s); left out\n", f.file.c_str(), f.why.c_str());
       report::Summary summary = report::summarize(results.evaluations, o.ks);
       printf("%s", report::render_text(summary, results).c_str());
       if (!o.md.empty()) write_file(o.md, report::render_markdown(summary, results));

@@ -317,6 +317,7 @@ void add_sweep_command(CLI::App& app, Globals& g, Action& run) {
   cmd->add_option("-w,--world-size", o.worlds, "ranks, one or a comma list (default: visible GPUs; 4 on the CPU device)")
       ->delimiter(',')
       ->check(CLI::Range(1, 1024));
+  cmd->add_option("--nproc-per-node,--num-gpus", o.worlds, "-w")->delimiter(',')->check(CLI::Range(1, 1024))->group("");
   cmd->add_option("--device", o.device, "cuda, cpu, or auto (CUDA when a GPU is visible)")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
   cmd->add_option("-n,--trials", o.settings.trials, "trials per evaluation (pkb eval's default when unset)")
@@ -327,7 +328,8 @@ void add_sweep_command(CLI::App& app, Globals& g, Action& run) {
   cmd->add_option("--size", o.settings.size, kSizeHelp);
   cmd->add_option("--seed", o.seed,
                   "replay one seed in every evaluation (default: each evaluation draws its own secret inputs)");
-  cmd->add_option("--dtype", o.settings.dtype, "element type for the problems' 'dt' tensors (default: each spec's)");
+  cmd->add_option("--dtype", o.settings.dtype, "element type for the problems' 'dt' tensors (default: each spec's)")
+      ->transform(dtype_spellings());
   cmd->add_option("--timeout", o.settings.timeout, "seconds a candidate may take per phase (pkb eval --timeout)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--eval-deadline", o.deadline, "seconds before a whole evaluation is killed (default 3600)")

@@ -57,6 +57,10 @@ struct RunOptions {
 CLI::Option* add_model_option(CLI::App* cmd, std::vector<std::string>& models);
 CLI::Option* add_problem_option(CLI::App* cmd, std::vector<std::string>& problems);
 
+// --dtype's transform: the spellings torch and the original ParallelKernelBench use
+// (bfloat16, float16, float32, float64, float8_e4m3fn, float8_e5m2) become pkb's (bf16, ...).
+CLI::Validator dtype_spellings();
+
 // The --size help, and its check: a preset, PRESET:NAME=VALUE,... or NAME=VALUE,... (on the
 // default preset). Throws UsageError naming what the problem has.
 extern const char* const kSizeHelp;
@@ -96,10 +100,15 @@ uint64_t make_seed(const std::string& given);
 
 void warn(const std::string& msg);
 
-// Prints one line for a command line CLI11 rejected, naming the nearest flag or command to
-// an unknown one ("--trial": did you mean --trials?), and returns the exit code (2; 0 for
-// --help and --version).
+// Prints one line for a command line CLI11 rejected, and returns the exit code (2; 0 for
+// --help and --version): the nearest flag or command to an unknown one ("--trial": did you
+// mean --trials?), the pkb way for a flag of the original ParallelKernelBench (--measure-perf,
+// --mode, --download, ...), and a value out of range in words.
 int explain_parse_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv);
+
+// The pkb way for a flag of the original ParallelKernelBench that pkb does not take, as
+// one sentence; "" when `flag` is not one. `command`: the pkb command it was given to.
+std::string original_flag_answer(const std::string& command, const std::string& flag);
 
 // When this pkb process started (main() sets it first thing).
 std::chrono::steady_clock::time_point process_start();

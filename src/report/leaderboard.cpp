@@ -9,6 +9,10 @@
 
 namespace pkb::report {
 
+const char* const kRankOrder =
+    "Runs are ranked by geo-mean speedup over their correct candidates whose timing counts (runs with no such "
+    "timing come after those with one), then by fast_1, then by correct, then by name.";
+
 double pass_at_k(int n, int c, int k) {
   if (n - c < k) return 1.0;
   // C(n-c,k)/C(n,k) as a product, which stays exact enough for any n.
@@ -90,7 +94,16 @@ std::string join_seeds(const std::set<std::string>& s) {
 Header header_of(const std::vector<Evaluation>& evaluations) {
   Header h;
   for (auto& e : evaluations) {
-    if (!e.pkb_version.empty()) h.versions.insert(e.pkb_version + (e.commit.empty() ? "" : " (commit " + e.commit + ")"));
+    if (!e.pkb_version.empty()) {
+      h.versions.insert(e.pkb_version + (e.commit.empty() ? "" : " (commit " + e.commit + ")"));
+      h.pkb_versions.insert(e.pkb_version);
+      if (e.commit.empty()) ++h.without_commit;
+      else h.commits.insert(e.commit);
+    }
+    if (!e.torch.empty()) h.torch.insert(e.torch);
+    if (!e.nccl.empty()) h.nccl.insert(e.nccl);
+    if (!e.cuda_runtime.empty()) h.cuda_runtime.insert(e.cuda_runtime);
+    if (!e.cuda_driver.empty()) h.cuda_driver.insert(e.cuda_driver);
     h.devices.insert(e.device + (e.gpu.empty() ? "" : " (" + e.gpu + ")"));
     if (!e.hardware_profile.empty()) h.profiles.insert(e.hardware_profile);
     h.sizes.insert(e.size);
@@ -98,7 +111,7 @@ Header header_of(const std::vector<Evaluation>& evaluations) {
     if (!e.seed.empty()) h.seeds.insert(e.seed);
     if (e.world) h.worlds.insert(e.world);
     auto n = [](const std::optional<int>& v) { return v ? std::to_string(*v) : std::string("default"); };
-    h.settings.insert("trials " + n(e.trials) + ", warmup " + n(e.warmup) + ", iters " + n(e.iters));
+    ++h.settings["trials " + n(e.trials) + ", warmup " + n(e.warmup) + ", iters " + n(e.iters)];
     if (!e.time.empty()) {
       if (h.first_time.empty() || e.time < h.first_time) h.first_time = e.time;
       if (e.time > h.last_time) h.last_time = e.time;
@@ -107,13 +120,25 @@ Header header_of(const std::vector<Evaluation>& evaluations) {
   return h;
 }
 
+// A few names, then how many more: "a, b, c and 4 more".
+std::string some_of(const std::set<std::string>& names, size_t most = 4) {
+  std::string out;
+  size_t shown = 0;
+  for (auto& n : names) {
+    if (shown == most) return out + " and " + std::to_string(names.size() - most) + " more";
+    out += (shown++ ? ", " : "") + n;
+  }
+  return out;
+}
+
 std::vector<std::string> warnings_of(const Header& h, const std::vector<Evaluation>& evaluations) {
   std::vector<std::string> w;
   std::set<std::string> device_kinds;
   for (auto& e : evaluations) device_kinds.insert(e.device);
   if (h.seeds.size() > 1)
-    w.push_back("the results mix " + std::to_string(h.seeds.size()) + " seeds (" + join_seeds(h.seeds) +
-                "): their evaluations saw different inputs and timed the reference apart; sweep every run with one "
+    w.push_back("the results mix " + std::to_string(h.seeds.size()) + " seeds" +
+                (h.seeds.size() <= 3 ? " (" + join_seeds(h.seeds) + ")" : "") +
+                ": their evaluations saw different inputs and timed the reference apart; sweep every run with one "
                 "--seed to compare them");
   if (device_kinds.size() > 1)
     w.push_back("the results mix devices (" + join_seeds(device_kinds) +
@@ -121,10 +146,30 @@ std::vector<std::string> warnings_of(const Header& h, const std::vector<Evaluati
   if (h.sizes.size() > 1)
     w.push_back("the results mix sizes (" + join_seeds(h.sizes) +
                 "): each size is a problem of its own, so runs measured at different sizes are not comparable");
-  if (h.dtypes.size() > 1) w.push_back("the results mix element types (" + join_seeds(h.dtypes) + ")");
+  // Problems have element types of their own; the same problem at two of them is a mix.
+  std::map<std::string, std::set<std::string>> dtypes_of;
+  for (auto& e : evaluations)
+    if (!e.dtype.empty()) dtypes_of[e.problem].insert(e.dtype);
+  std::set<std::string> mixed;
+  for (auto& [problem, types] : dtypes_of)
+    if (types.size() > 1) mixed.insert(problem + " (" + join_seeds(types) + ")");
+  if (!mixed.empty())
+    w.push_back("the results evaluate the same problem at different element types: " + some_of(mixed) +
+                "; their timings are not comparable");
   if (h.settings.size() > 1)
-    w.push_back("the results mix settings (" + join_seeds(h.settings) + "): fewer trials catch fewer bugs");
-  if (h.versions.size() > 1) w.push_back("the results come from different pkb builds (" + join_seeds(h.versions) + ")");
+    w.push_back("the results mix " + std::to_string(h.settings.size()) +
+                " settings of trials, warmup and iters (the header lists them): fewer trials catch fewer bugs");
+  if (h.versions.size() > 1)
+    w.push_back("the results come from " + std::to_string(h.versions.size()) + " pkb builds (the header lists them)");
+  // A collective at W=1 has no one to talk to: it times a local copy, whatever it is called.
+  std::set<std::string> lonely;
+  int lonely_n = 0;
+  for (auto& e : evaluations)
+    if (e.collective && e.world == 1) lonely.insert(e.problem), ++lonely_n;
+  if (lonely_n)
+    w.push_back(std::to_string(lonely_n) + " evaluation" + (lonely_n == 1 ? " of a collective" : "s of collectives") +
+                " at W=1 (" + some_of(lonely) + "): one rank communicates with no one, so these time a local copy, "
+                "not a collective; the charts mark them \"no comm.\". Evaluate collectives at W >= 2 to rank them");
   std::map<std::string, int> uncounted;
   for (auto& e : evaluations)
     if (e.correct() && !e.timing_counts && !e.timing_note.empty() && e.timing_note != "untimed") ++uncounted[e.timing_note];
@@ -303,14 +348,35 @@ Summary summarize(const std::vector<Evaluation>& all, const std::vector<int>& ks
     s.runs.push_back(std::move(r));
   }
 
+  // The leaderboard's order (kRankOrder).
+  auto fraction = [](int part, int whole) { return whole ? double(part) / whole : 0.0; };
+  std::stable_sort(s.runs.begin(), s.runs.end(), [&](const RunSummary& a, const RunSummary& b) {
+    const Rates &x = a.rates, &y = b.rates;
+    if (x.geomean_speedup.has_value() != y.geomean_speedup.has_value()) return x.geomean_speedup.has_value();
+    if (x.geomean_speedup && *x.geomean_speedup != *y.geomean_speedup) return *x.geomean_speedup > *y.geomean_speedup;
+    double fx = fraction(x.fast.empty() ? 0 : x.fast[0], x.evaluations);
+    double fy = fraction(y.fast.empty() ? 0 : y.fast[0], y.evaluations);
+    if (fx != fy) return fx > fy;
+    double cx = fraction(x.correct, x.evaluations), cy = fraction(y.correct, y.evaluations);
+    if (cx != cy) return cx > cy;
+    return a.run < b.run;
+  });
+  std::map<std::string, int> rank_of;
+  s.run_names.clear();
+  for (size_t i = 0; i < s.runs.size(); ++i) {
+    s.runs[i].rank = static_cast<int>(i) + 1;
+    rank_of[s.runs[i].run] = s.runs[i].rank;
+    s.run_names.push_back(s.runs[i].run);
+  }
+
   for (auto& [key, rates] : by_category) {
     CategoryRow row{key.first, key.second, rates};
     row.rates.finish();
     s.categories.push_back(std::move(row));
   }
   std::stable_sort(s.categories.begin(), s.categories.end(), [&](const CategoryRow& a, const CategoryRow& b) {
-    return std::make_tuple(category_order[a.category], a.category, a.run) <
-           std::make_tuple(category_order[b.category], b.category, b.run);
+    return std::make_tuple(category_order[a.category], a.category, rank_of[a.run]) <
+           std::make_tuple(category_order[b.category], b.category, rank_of[b.run]);
   });
   for (auto& [inst, b] : best) {
     choose_best(b, counted[inst]);

@@ -42,7 +42,12 @@ struct Rates {
   int roofline_n_ = 0;
 };
 
+// How runs are ranked, said on every report: by geo-mean speedup (runs with no timing that
+// counts come after those with one), then fast_1, then correct, then name.
+extern const char* const kRankOrder;
+
 struct RunSummary {
+  int rank = 0;  // 1 for the first run by kRankOrder
   std::string run;
   std::string backend;  // its candidates' backends ("triton", or "cpu,triton" when mixed)
   Rates rates;
@@ -86,8 +91,13 @@ struct MatrixRow {
 // What the evaluations were run with, each as the distinct values found.
 struct Header {
   std::set<std::string> versions;  // "0.1.0 (commit abc1234)"
+  // The software, from each result's "versions": pkb's versions and commits (how many
+  // results recorded none), torch, NCCL, the CUDA runtime and driver.
+  std::set<std::string> pkb_versions, commits, torch, nccl, cuda_runtime, cuda_driver;
+  int without_commit = 0;
   std::set<std::string> devices;   // "cuda (NVIDIA H100 80GB HBM3)", "cpu"
-  std::set<std::string> profiles, sizes, dtypes, seeds, settings;  // settings: "trials 5, warmup 10, iters 10"
+  std::set<std::string> profiles, sizes, dtypes, seeds;
+  std::map<std::string, int> settings;  // "trials 5, warmup 10, iters 10" -> evaluations run so
   std::set<int> worlds;
   std::string first_time, last_time;  // when the evaluations ran (UTC), where recorded
 };
@@ -107,11 +117,11 @@ struct Summary {
   size_t evaluations = 0;
   Header header;
   std::vector<std::string> warnings;      // what the results mix, and what does not count
-  std::vector<RunSummary> runs;           // by name
-  std::vector<CategoryRow> categories;    // by category (first problem id), then run
+  std::vector<RunSummary> runs;           // ranked (kRankOrder)
+  std::vector<CategoryRow> categories;    // by category (first problem id), then the runs' rank
   std::vector<BestCandidate> best;        // by problem id, world size, size
   std::vector<TurnRow> turns;             // pkb agent runs only: by run, then turn
-  std::vector<std::string> run_names;     // the matrix's columns
+  std::vector<std::string> run_names;     // the matrix's columns, in rank order
   std::vector<MatrixRow> matrix;          // by problem id, world size, size
   std::vector<Evaluation> failures;       // every evaluation that is not correct, by problem, run, sample
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -23,20 +24,28 @@ namespace {
 // --- A small document: sections of fields, items, a table and notes, rendered three ways.
 
 // A table. The first `left` columns are text; the rest are numbers. `links` maps a cell
-// (row, column) to the absolute path it refers to (HTML links to it).
+// (row, column) to the absolute path it refers to (HTML links to it). In HTML, `paths`
+// columns show long paths by their last folders (the whole path on hover), `wrap` columns
+// (and their heads) may break lines, and `messages` columns wrap long text in a column of
+// their own width, so that tables fit a laptop's screen.
 struct Table {
   std::vector<std::string> head;
   std::vector<std::vector<std::string>> rows;
   size_t left = 1;
   std::map<std::pair<size_t, size_t>, std::string> links;
+  std::set<size_t> paths, wrap, messages;
 };
+
+// A header field's value: one or more lines.
+using Lines = std::vector<std::string>;
 
 struct Section {
   std::string title;
-  int level = 2;                                            // 2: a section, 3: a subsection
-  std::string css;                                          // the HTML class of the section
-  std::vector<std::pair<std::string, std::string>> fields;  // name: value lines
-  std::vector<std::string> items;                           // a bulleted list
+  int level = 2;                               // 2: a section, 3: a subsection
+  std::string css;                             // the HTML class of the section
+  std::vector<std::pair<std::string, Lines>> fields;  // name: value lines
+  std::vector<std::string> items;              // a bulleted list
+  std::string intro;                           // a paragraph before the table
   std::optional<Table> table;
   std::string note;  // a paragraph after the table
 };
@@ -50,6 +59,11 @@ std::string percent(int part, int whole) { return whole ? percent(double(part) /
 std::string times(std::optional<double> x) { return x ? format("%.2fx", *x) : kNone; }
 std::string threshold(double p) { return format("%g", p); }
 std::string us(std::optional<double> v) { return v ? format("%.1f", *v) : std::string(kNone); }
+// Throughput with three significant figures or so: 370, 47.0, 3.12.
+std::string rate(std::optional<double> v) {
+  if (!v) return kNone;
+  return format(*v >= 100 ? "%.0f" : *v >= 10 ? "%.1f" : "%.2f", *v);
+}
 
 std::string joined(const std::set<std::string>& values) {
   std::string out;
@@ -61,6 +75,14 @@ std::string shortened(std::string text, size_t most) {
   for (char& c : text)
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
   return text.size() > most ? text.substr(0, most - 3) + "..." : text;
+}
+
+// A long path by its file name alone (".../sample_0.cu"): tables stay narrow, and the whole
+// path is on hover and behind the link.
+std::string short_path(const std::string& path, size_t most = 24) {
+  size_t last = path.rfind('/');
+  if (path.size() <= most || last == std::string::npos) return path;
+  return ".../" + path.substr(last + 1);
 }
 
 // The quartile range of a speedup: "[2.38-3.67]".
@@ -143,46 +165,80 @@ std::string href_for(const std::string& abs, const std::string& page_dir) {
 
 std::string as_html(const Table& t, const std::string& page_dir) {
   std::string out = "<div class=\"scroll\"><table>\n<tr>";
-  for (size_t i = 0; i < t.head.size(); ++i) out += (i < t.left ? "<th>" : "<th class=\"n\">") + escape(t.head[i]) + "</th>";
+  for (size_t i = 0; i < t.head.size(); ++i) {
+    std::string cls = std::string(i < t.left ? "" : "n") + (t.wrap.count(i) ? (i < t.left ? "wrap" : " wrap") : "");
+    out += "<th" + (cls.empty() ? "" : " class=\"" + cls + "\"") + ">" + escape(t.head[i]) + "</th>";
+  }
   out += "</tr>\n";
   for (size_t r = 0; r < t.rows.size(); ++r) {
     out += "<tr>";
     for (size_t i = 0; i < t.rows[r].size(); ++i) {
-      std::string cell = escape(t.rows[r][i]);
+      const std::string& text = t.rows[r][i];
+      bool path = t.paths.count(i) && short_path(text) != text;
+      std::string cell = escape(path ? short_path(text) : text);
       auto link = t.links.find({r, i});
       if (link != t.links.end()) cell = "<a href=\"" + href_for(link->second, page_dir) + "\">" + cell + "</a>";
-      out += (i < t.left ? "<td>" : "<td class=\"n\">") + cell + "</td>";
+      std::string cls = i < t.left ? "" : "n";
+      if (t.wrap.count(i)) cls += cls.empty() ? "wrap" : " wrap";
+      if (t.messages.count(i)) cls += cls.empty() ? "msg" : " msg";
+      out += "<td" + (cls.empty() ? "" : " class=\"" + cls + "\"") + (path ? " title=\"" + escape(text) + "\"" : "") +
+             ">" + cell + "</td>";
     }
     out += "</tr>\n";
   }
   return out + "</table></div>\n";
 }
 
+std::string fields_text(const std::vector<std::pair<std::string, Lines>>& fields) {
+  std::string out;
+  for (auto& [k, v] : fields)
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? "  " + std::string(k.size() + 2, ' ') : "  " + k + ": ") + v[i] + "\n";
+  return out;
+}
+
 std::string section_text(const Section& s) {
-  std::string out = "\n" + s.title + "\n";
-  for (auto& [k, v] : s.fields) out += "  " + k + ": " + v + "\n";
+  std::string out = "\n" + s.title + "\n" + fields_text(s.fields);
+  if (!s.intro.empty()) out += "  " + s.intro + "\n";
   if (s.table) out += as_text(*s.table);
   for (auto& item : s.items) out += "  ! " + item + "\n";
   return out;
 }
 
+std::string fields_markdown(const std::vector<std::pair<std::string, Lines>>& fields) {
+  std::string out;
+  for (auto& [k, v] : fields) {
+    if (v.size() == 1) {
+      out += "- **" + k + "**: " + v[0] + "\n";
+      continue;
+    }
+    out += "- **" + k + "**:\n";
+    for (auto& line : v) out += "  - " + line + "\n";
+  }
+  return out;
+}
+
 std::string section_markdown(const Section& s) {
   std::string out = "\n" + std::string(s.level, '#') + " " + s.title + "\n\n";
-  for (auto& [k, v] : s.fields) out += "- **" + k + "**: " + v + "\n";
+  out += fields_markdown(s.fields);
   for (auto& item : s.items) out += "- " + item + "\n";
   if (!s.fields.empty() || !s.items.empty()) out += "\n";
+  if (!s.intro.empty()) out += s.intro + "\n\n";
   if (s.table) out += as_markdown(*s.table);
   if (!s.note.empty()) out += "\n" + s.note + "\n";
   return out;
 }
 
-std::string section_html(const Section& s, const std::string& page_dir) {
+std::string section_html(const Section& s, const std::string& page_dir, const std::string& extra = "") {
   std::string h = "h" + std::to_string(s.level);
   std::string out = "<section" + (s.css.empty() ? "" : " class=\"" + s.css + "\"") + ">\n<" + h + ">" +
                     escape(s.title) + "</" + h + ">\n";
   if (!s.fields.empty()) {
     out += "<dl>\n";
-    for (auto& [k, v] : s.fields) out += "<dt>" + escape(k) + "</dt><dd>" + escape(v) + "</dd>\n";
+    for (auto& [k, v] : s.fields) {
+      out += "<dt>" + escape(k) + "</dt><dd>";
+      for (size_t i = 0; i < v.size(); ++i) out += (i ? "<br>" : "") + escape(v[i]);
+      out += "</dd>\n";
+    }
     out += "</dl>\n";
   }
   if (!s.items.empty()) {
@@ -190,6 +246,8 @@ std::string section_html(const Section& s, const std::string& page_dir) {
     for (auto& item : s.items) out += "<li>" + escape(item) + "</li>\n";
     out += "</ul>\n";
   }
+  if (!s.intro.empty()) out += "<p>" + escape(s.intro) + "</p>\n";
+  out += extra;
   if (s.table) out += as_html(*s.table, page_dir);
   if (!s.note.empty()) out += "<p class=\"legend\">" + escape(s.note) + "</p>\n";
   return out + "</section>\n";
@@ -212,6 +270,49 @@ std::string notes(const Summary& s, const Results& r) {
   return n + ".";
 }
 
+// The software line: "pkb 0.1.0 (commit abc) · torch 2.11.0 · NCCL 2.28.9 · CUDA runtime 13.0 · driver 13.0".
+std::string software_line(const Header& h) {
+  std::vector<std::string> parts;
+  if (!h.pkb_versions.empty()) {
+    std::string p = "pkb " + joined(h.pkb_versions);
+    std::vector<std::string> about;
+    if (!h.commits.empty()) about.push_back((h.commits.size() == 1 ? "commit " : "commits ") + joined(h.commits));
+    if (h.without_commit && !h.commits.empty())
+      about.push_back(std::to_string(h.without_commit) + " result" + (h.without_commit == 1 ? "" : "s") +
+                      " without a commit");
+    for (size_t i = 0; i < about.size(); ++i) p += (i ? "; " : " (") + about[i];
+    parts.push_back(about.empty() ? p : p + ")");
+  }
+  if (!h.torch.empty()) parts.push_back("torch " + joined(h.torch));
+  if (!h.nccl.empty()) parts.push_back("NCCL " + joined(h.nccl));
+  if (!h.cuda_runtime.empty()) parts.push_back("CUDA runtime " + joined(h.cuda_runtime));
+  if (!h.cuda_driver.empty()) parts.push_back("driver " + joined(h.cuda_driver));
+  std::string out;
+  for (auto& p : parts) out += (out.empty() ? "" : " · ") + p;
+  return out.empty() ? kNone : out;
+}
+
+// Seeds, each once: a few are listed, many are counted (the JSON report lists them all).
+std::string seeds_line(const Header& h) {
+  if (h.seeds.size() <= 3) return joined(h.seeds);
+  return std::to_string(h.seeds.size()) + " distinct seeds (pkb report --json lists them)";
+}
+
+// Each distinct setting of trials, warmup and iters on a line of its own, with how many
+// evaluations ran with it, the commonest first.
+Lines settings_lines(const Header& h) {
+  std::vector<std::pair<int, std::string>> by_count;
+  for (auto& [setting, n] : h.settings) by_count.emplace_back(-n, setting);
+  std::sort(by_count.begin(), by_count.end());
+  Lines out;
+  for (auto& [n, setting] : by_count) {
+    std::string line = setting;
+    if (h.settings.size() > 1) line += " (" + std::to_string(-n) + " evaluation" + (n == -1 ? "" : "s") + ")";
+    out.push_back(line);
+  }
+  return out.empty() ? Lines{kNone} : out;
+}
+
 // What the results were run with: each field lists the distinct values found.
 Section header_section(const Summary& s, const Results& r) {
   const Header& h = s.header;
@@ -220,17 +321,23 @@ Section header_section(const Summary& s, const Results& r) {
   for (int w : h.worlds) worlds.insert(std::to_string(w));
   std::string when = h.first_time.empty() ? std::string(kNone)
                                           : h.first_time == h.last_time ? h.first_time : h.first_time + " to " + h.last_time;
-  sec.fields = {{"results", notes(s, r)},
-                {"pkb", joined(h.versions)},
-                {"device", joined(h.devices)},
-                {"hardware profile", joined(h.profiles)},
-                {"W", joined(worlds)},
-                {"size", joined(h.sizes)},
-                {"dtype", joined(h.dtypes)},
-                {"seed", joined(h.seeds)},
-                {"trials, warmup, iters", joined(h.settings)},
-                {"evaluated", when},
-                {"report made", now_utc()}};
+  sec.fields = {{"results", {notes(s, r)}}};
+  if (!r.skipped_files.empty()) {
+    Lines left;
+    for (auto& f : r.skipped_files) left.push_back(f.file + ": " + f.why);
+    sec.fields.push_back({"left out", left});
+  }
+  std::vector<std::pair<std::string, Lines>> more = {{"software", {software_line(h)}},
+                                                     {"device", {joined(h.devices)}},
+                                                     {"hardware profile", {joined(h.profiles)}},
+                                                     {"W", {joined(worlds)}},
+                                                     {"size", {joined(h.sizes)}},
+                                                     {"dtype", {joined(h.dtypes)}},
+                                                     {"seed", {seeds_line(h)}},
+                                                     {"trials, warmup, iters", settings_lines(h)},
+                                                     {"evaluated", {when}},
+                                                     {"report made", {now_utc()}}};
+  sec.fields.insert(sec.fields.end(), more.begin(), more.end());
   return sec;
 }
 
@@ -265,13 +372,15 @@ const char* const kRatesNote =
     "CUDA timings with a GPU per rank and nothing in doubt count (not the CPU device, not ranks sharing a GPU).";
 
 Section runs_section(const Summary& s) {
-  Section sec{"Runs", 2, "runs"};
+  Section sec{"Leaderboard", 2, "runs"};
+  sec.intro = kRankOrder;
   Table t;
-  t.head = {"run", "backend", "problems"};
-  t.left = 2;
+  t.head = {"#", "run", "backend", "problems"};
+  t.left = 3;
   for (auto& h : rate_head()) t.head.push_back(h);
   for (auto& r : s.runs) {
-    std::vector<std::string> row = {r.run, r.backend.empty() ? std::string(kNone) : r.backend, std::to_string(r.problems)};
+    std::vector<std::string> row = {std::to_string(r.rank), r.run, r.backend.empty() ? std::string(kNone) : r.backend,
+                                    std::to_string(r.problems)};
     for (auto& c : rate_cells(r.rates)) row.push_back(c);
     t.rows.push_back(row);
   }
@@ -354,7 +463,10 @@ Section matrix_section(const Summary& s) {
   Table t;
   t.head = {"problem", "W", "size"};
   t.left = 3;
-  for (auto& run : s.run_names) t.head.push_back(run);
+  for (auto& run : s.run_names) {
+    t.wrap.insert(t.head.size());  // many runs still fit: their cells break lines
+    t.head.push_back(run);
+  }
   for (auto& row : s.matrix) {
     std::vector<std::string> cells = {row.problem, std::to_string(row.world), row.size};
     for (auto& run : s.run_names) {
@@ -375,42 +487,49 @@ Section matrix_section(const Summary& s) {
   sec.note =
       "Each cell: correct of evaluated, then the fastest correct candidate's speedup whose timing counts, with its "
       "spread [reference Q1 / candidate Q3 - reference Q3 / candidate Q1]: the speedup if both sides sat at opposite "
-      "quartiles of their timed calls. A note in parentheses says why correct candidates have no timing that counts.";
+      "quartiles of their timed calls. A note in parentheses says why correct candidates have no timing that counts. "
+      "Runs are in leaderboard order.";
   return sec;
 }
 
 Section best_section(const Summary& s) {
   Section sec{"Best candidate per problem", 2, "best"};
   Table t;
-  t.head = {"problem", "best run", "backend", "sample", "candidate", "W", "size", "correct", "speedup", "spread",
-            "repeats", "candidate us", "reference us", "roofline", "timing"};
-  t.left = 5;
+  t.head = {"problem", "W",      "size",         "correct",    "best run", "candidate", "speedup",
+            "spread",  "repeats", "cand./ref. us", "busbw GB/s", "TFLOP/s",  "roofline"};
+  t.left = 6;
+  t.paths = {5};
   for (auto& b : s.best) {
     const Evaluation* e = b.best ? &*b.best : b.correct_uncounted ? &*b.correct_uncounted : nullptr;
-    std::vector<std::string> row = {b.problem, kNone, kNone, kNone, kNone};
+    std::vector<std::string> row = {b.problem, std::to_string(b.world), b.size,
+                                    std::to_string(b.correct) + "/" + std::to_string(b.evaluated), kNone, kNone};
     if (e) {
-      row = {b.problem, e->run, e->backend.empty() ? std::string(kNone) : e->backend, std::to_string(e->sample),
-             e->shown_path};
-      if (!e->abs_path.empty()) t.links[{t.rows.size(), 4}] = e->abs_path;
+      row[4] = e->run + " s" + std::to_string(e->sample);
+      row[5] = e->shown_path;
+      if (!e->abs_path.empty()) t.links[{t.rows.size(), 5}] = e->abs_path;
     }
     std::string repeats = kNone;
     if (b.best && b.repeats > 1)
-      repeats = std::to_string(b.repeats) + " evals, " + format("%.2f", *b.repeat_low) + "-" + format("%.2f", *b.repeat_high) + "x";
-    std::string timing = !e ? kNone : e->timing_counts ? "counts" : e->timing_note + ": not meaningful";
-    for (auto& c : std::vector<std::string>{
-             std::to_string(b.world), b.size, std::to_string(b.correct) + "/" + std::to_string(b.evaluated),
-             e && e->speedup ? (e->timing_counts ? times(e->speedup) : "(" + times(e->speedup) + ")") : kNone,
-             e && e->timing_counts ? spread(*e) : kNone, repeats, us(e ? e->candidate_us : std::nullopt),
-             us(e ? e->reference_us : std::nullopt),
-             percent(e && e->timing_counts ? e->roofline_fraction : std::nullopt), timing})
+      repeats = std::to_string(b.repeats) + ": " + format("%.2f", *b.repeat_low) + "-" + format("%.2f", *b.repeat_high) + "x";
+    bool counts = e && e->timing_counts;
+    // A speedup that says nothing about speed is in parentheses, and its spread cell says why.
+    std::string speed = !e || !e->speedup ? kNone : counts ? times(e->speedup) : "(" + times(e->speedup) + ")";
+    std::string why = counts ? spread(*e) : e && e->speedup ? "(" + e->timing_note + ")" : kNone;
+    std::string time = e && e->candidate_us ? us(e->candidate_us) + " / " + us(e->reference_us) : kNone;
+    for (auto& c : std::vector<std::string>{speed, why, repeats, time, rate(counts ? e->busbw_gbps : std::nullopt),
+                                            rate(counts ? e->tflops : std::nullopt),
+                                            percent(counts ? e->roofline_fraction : std::nullopt)})
       row.push_back(c);
     t.rows.push_back(row);
   }
   sec.table = t;
   sec.note =
       "The best: the fastest correct candidate whose timing counts; a file evaluated more than once is ranked by the "
-      "median of its speedups (repeats: how many, and their range), never by its luckiest run. Speedups in "
-      "parentheses say nothing about speed (timing says why). Paths are relative to the results file's folder.";
+      "median of its speedups (repeats: how many, and their range), never by its luckiest run. A speedup in "
+      "parentheses says nothing about speed; the spread column says why. cand./ref. us: the medians of candidate and "
+      "reference. busbw: the candidate's bus bandwidth (collectives, as nccl-tests counts it); TFLOP/s: one rank's "
+      "floating-point work (the spec's roofline flops) over the candidate's median; roofline: the speed-of-light "
+      "time over the candidate's. Paths are relative to the results file's folder.";
   return sec;
 }
 
@@ -420,6 +539,8 @@ Section failures_section(const Summary& s, size_t message_chars, size_t most) {
   Table t;
   t.head = {"problem", "W", "size", "run", "sample", "verdict", "message", "candidate"};
   t.left = 8;
+  t.paths = {7};
+  t.messages = {6};
   for (auto& e : s.failures) {
     if (t.rows.size() == most) {
       sec.items.push_back(std::to_string(s.failures.size() - most) + " more failures: pkb report --md or --html lists them all");
@@ -440,6 +561,7 @@ Section generation_section(const Results& r) {
   t.head = {"run", "requests", "ok", "no code", "failed", "tokens in", "tokens out", "mean latency s", "cost USD",
             "manifest"};
   t.left = 1;
+  t.paths = {9};
   for (auto& [run, g] : r.generation) {
     std::string cost = kNone;
     if (g.cost_usd) {
@@ -457,9 +579,9 @@ Section generation_section(const Results& r) {
   return sec;
 }
 
-// Every section after the header and warnings, in order.
+// Every section after the header, warnings and leaderboard, in order.
 std::vector<Section> body_sections(const Summary& s, const Results& r, size_t message_chars, size_t most_failures) {
-  std::vector<Section> out = {runs_section(s), samples_section(s)};
+  std::vector<Section> out = {samples_section(s)};
   if (!s.turns.empty()) {
     Section turns{"By turn (pkb agent)", 2, "turns"};
     turns.table = turns_table(s);
@@ -477,50 +599,168 @@ std::vector<Section> body_sections(const Summary& s, const Results& r, size_t me
 }
 
 // --- HTML charts ----------------------------------------------------------------------
+//
+// Speedups are drawn on a log scale from the 1x line: faster bars to the right, slower ones
+// to the left, so 0.5x is as long as 2x. Labels sit in fixed columns (the row's name on the
+// left, the value and the run on the right), so they never overlap a bar or each other.
 
-constexpr int kLabelWidth = 280, kBarArea = 600, kRow = 30, kBar = 18, kWhisker = 4;
+constexpr int kLabelWidth = 300, kBarArea = 520, kRightWidth = 380, kRow = 26, kBar = 16, kWhisker = 4,
+              kAxis = 30;
+constexpr double kCharPx = 7.2;  // a 12 px DejaVu Sans character, roughly: what fits a column
 
-// The best counted speedup per problem as a bar, its quartile range as a line under it.
-std::string speedup_chart(const Summary& s) {
-  std::vector<const BestCandidate*> rows;
-  double top = 1.0;
-  for (auto& b : s.best)
-    if (b.best && b.best->speedup && *b.best->speedup > 0) {
-      rows.push_back(&b);
-      top = std::max({top, *b.best->speedup, b.best->speedup_high.value_or(0)});
-    }
-  if (rows.empty()) return "<p>No correct candidate with a timing that counts for speed.</p>\n";
-  int height = static_cast<int>(rows.size()) * kRow + 24;
-  std::ostringstream o;
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kLabelWidth + kBarArea + 160 << "\" height=\"" << height
-    << "\" role=\"img\" aria-label=\"speedup of the best correct candidate per problem\">\n";
-  // The 1x line goes under the bars, so a bar stays one block of colour.
-  double one = kLabelWidth + kBarArea / top;
-  o << "<line x1=\"" << one << "\" y1=\"0\" x2=\"" << one << "\" y2=\"" << height - 18
-    << "\" stroke=\"#6b7280\" stroke-dasharray=\"4 3\"/>\n"
-    << "<text x=\"" << one << "\" y=\"" << height - 4 << "\" text-anchor=\"middle\" class=\"axis\">1x (reference)</text>\n";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const Evaluation& e = *rows[i]->best;
-    double x = *e.speedup, len = kBarArea * x / top;
-    int y = static_cast<int>(i) * kRow;
-    o << "<text x=\"" << kLabelWidth - 8 << "\" y=\"" << y + 14 << "\" text-anchor=\"end\">" << escape(e.problem)
-      << " W=" << e.world << "</text>\n"
-      << "<rect x=\"" << kLabelWidth << "\" y=\"" << y << "\" width=\"" << len << "\" height=\"" << kBar
-      << "\" fill=\"" << (x >= 1 ? colour::kFaster : colour::kSlower) << "\"><title>" << escape(e.run) << " sample "
-      << e.sample << "</title></rect>\n";
-    std::string label = format("%.2fx", x);
-    if (e.speedup_low && e.speedup_high) {
-      double x0 = kLabelWidth + kBarArea * *e.speedup_low / top, x1 = kLabelWidth + kBarArea * *e.speedup_high / top;
-      o << "<rect x=\"" << x0 << "\" y=\"" << y + kBar + 2 << "\" width=\"" << x1 - x0 << "\" height=\"" << kWhisker
-        << "\" fill=\"" << colour::kSpread << "\"><title>quartile range " << escape(spread(e)) << "</title></rect>\n";
-      label += " " + spread(e);
-    }
-    o << "<text x=\"" << kLabelWidth + std::max(len, kBarArea * e.speedup_high.value_or(0) / top) + 6 << "\" y=\""
-      << y + 14 << "\">" << escape(label) << "</text>\n";
+// `text` cut to what fits `px` pixels.
+std::string fit(const std::string& text, int px) {
+  size_t most = static_cast<size_t>(px / kCharPx);
+  return text.size() <= most ? text : text.substr(0, most - 3) + "...";
+}
+
+struct Bar {
+  std::string label, label_title;  // the left column (its whole text on hover)
+  double value = 1;                // a speedup, > 0
+  std::optional<double> low, high;  // its quartile range, drawn under it
+  std::string right, right_title;   // the right column
+};
+
+// The x of a speedup on the chart's log axis over [lo, hi].
+struct LogAxis {
+  double lo = 0.8, hi = 1.25;
+  double x(double v) const {
+    return kLabelWidth + kBarArea * (std::log(v) - std::log(lo)) / (std::log(hi) - std::log(lo));
   }
-  o << "</svg>\n<p class=\"legend\">Bars: the speedup (blue when at least as fast as the reference, amber when "
-       "slower); the line under a bar: its quartile range. CPU-device and shared-GPU timings are not shown.</p>\n";
+};
+
+std::string log_chart(const std::vector<Bar>& bars, const std::string& aria) {
+  LogAxis axis;
+  double lo = 1, hi = 1;
+  for (auto& b : bars) {
+    lo = std::min({lo, b.value, b.low.value_or(b.value)});
+    hi = std::max({hi, b.value, b.high.value_or(b.value)});
+  }
+  axis.lo = lo / 1.3;
+  axis.hi = hi * 1.3;
+  int height = static_cast<int>(bars.size()) * kRow + kAxis;
+  int bottom = static_cast<int>(bars.size()) * kRow;
+  std::ostringstream o;
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kLabelWidth + kBarArea + kRightWidth << "\" height=\""
+    << height << "\" role=\"img\" aria-label=\"" << escape(aria) << "\">\n";
+  // Grid lines at 1-2-5 steps under the bars; fewer (powers of ten, then every other one)
+  // until their labels stand 60 px apart.
+  std::vector<double> ticks;
+  for (int e = -9; e <= 9; ++e)
+    for (double m : {1.0, 2.0, 5.0}) {
+      double v = m * std::pow(10.0, e);
+      if (v >= axis.lo && v <= axis.hi) ticks.push_back(v);
+    }
+  auto crowded = [&] {
+    for (size_t i = 1; i < ticks.size(); ++i)
+      if (axis.x(ticks[i]) - axis.x(ticks[i - 1]) < 60) return true;
+    return false;
+  };
+  for (int step = 0; crowded() && step < 8; ++step) {
+    std::vector<double> kept;
+    for (double v : ticks) {
+      double l = std::log10(v);
+      bool power = std::abs(l - std::round(l)) < 1e-9;
+      if (step == 0 ? power : (v == 1.0 || static_cast<long>(std::llround(l)) % (1L << step) == 0)) kept.push_back(v);
+    }
+    if (std::find(kept.begin(), kept.end(), 1.0) == kept.end() && 1.0 >= axis.lo && 1.0 <= axis.hi) kept.push_back(1.0);
+    std::sort(kept.begin(), kept.end());
+    ticks = kept;
+  }
+  for (double v : ticks) {
+    double x = axis.x(v);
+    if (v != 1.0)
+      o << "<line x1=\"" << x << "\" y1=\"0\" x2=\"" << x << "\" y2=\"" << bottom << "\" stroke=\"#e5e7eb\"/>\n";
+    o << "<text x=\"" << x << "\" y=\"" << bottom + 16 << "\" text-anchor=\"middle\" class=\"axis\">" << format("%gx", v)
+      << "</text>\n";
+  }
+  double one = axis.x(1.0);
+  o << "<line x1=\"" << one << "\" y1=\"0\" x2=\"" << one << "\" y2=\"" << bottom + 4
+    << "\" stroke=\"#6b7280\" stroke-dasharray=\"4 3\"/>\n";
+  for (size_t i = 0; i < bars.size(); ++i) {
+    const Bar& b = bars[i];
+    int y = static_cast<int>(i) * kRow + 2;
+    double x = axis.x(b.value);
+    bool faster = b.value >= 1;
+    o << "<text x=\"" << kLabelWidth - 10 << "\" y=\"" << y + 13 << "\" text-anchor=\"end\"><title>"
+      << escape(b.label_title.empty() ? b.label : b.label_title) << "</title>" << escape(fit(b.label, kLabelWidth - 14))
+      << "</text>\n";
+    double width = std::max(4.0, std::abs(x - one));  // 1.00x stays visible
+    double x0 = faster ? one : one - width;
+    o << "<rect x=\"" << x0 << "\" y=\"" << y << "\" width=\"" << width << "\" height=\"" << kBar
+      << "\" fill=\"" << (faster ? colour::kFaster : colour::kSlower) << "\"/>\n";
+    if (b.low && b.high) {
+      double s0 = axis.x(*b.low), s1 = axis.x(*b.high);
+      o << "<rect x=\"" << s0 << "\" y=\"" << y + kBar + 2 << "\" width=\"" << std::max(1.0, s1 - s0)
+        << "\" height=\"" << kWhisker << "\" fill=\"" << colour::kSpread << "\"/>\n";
+    }
+    o << "<text x=\"" << kLabelWidth + kBarArea + 12 << "\" y=\"" << y + 13 << "\"><title>"
+      << escape(b.right_title.empty() ? b.right : b.right_title) << "</title>" << escape(fit(b.right, kRightWidth - 16))
+      << "</text>\n";
+  }
+  o << "</svg>\n";
   return o.str();
+}
+
+// The leaderboard as a chart: each run's geo-mean speedup, in rank order.
+std::string runs_chart(const Summary& s) {
+  std::vector<Bar> bars;
+  std::vector<std::string> untimed;
+  for (auto& r : s.runs) {
+    if (!r.rates.geomean_speedup) {
+      untimed.push_back(r.run);
+      continue;
+    }
+    Bar b;
+    b.label = std::to_string(r.rank) + ". " + r.run;
+    b.value = *r.rates.geomean_speedup;
+    b.right = times(b.value) + " over " + std::to_string(r.rates.timed) + " timed, fast_1 " +
+              percent(r.rates.fast.empty() ? 0 : r.rates.fast[0], r.rates.evaluations) + ", correct " +
+              percent(r.rates.correct, r.rates.evaluations);
+    bars.push_back(b);
+  }
+  std::string out;
+  if (!bars.empty())
+    out += log_chart(bars, "geo-mean speedup per run, ranked") +
+           "<p class=\"legend\">Each run's geo-mean speedup, in rank order, on a log scale from the dashed 1x line "
+           "(the reference): blue when faster, amber when slower.</p>\n";
+  if (!untimed.empty()) {
+    std::string names;
+    for (auto& n : untimed) names += (names.empty() ? "" : ", ") + n;
+    out += "<p class=\"legend\">No timing that counts for speed (ranked after, by fast_1 and correct): " +
+           escape(names) + ".</p>\n";
+  }
+  return out;
+}
+
+// The best counted speedup per problem, the run that made it named beside its bar.
+std::string speedup_chart(const Summary& s) {
+  std::vector<Bar> bars;
+  bool lonely = false;
+  for (auto& b : s.best) {
+    if (!b.best || !b.best->speedup || *b.best->speedup <= 0) continue;
+    const Evaluation& e = *b.best;
+    Bar bar;
+    std::string where = " W=" + std::to_string(e.world) + (e.size == "default" ? "" : " " + e.size);
+    bool alone = e.collective && e.world == 1;
+    lonely = lonely || alone;
+    bar.label = e.problem + where + (alone ? " (no comm.)" : "");
+    bar.label_title = e.problem + where + (alone ? ": a collective at W=1 communicates with no one" : "");
+    bar.value = *e.speedup;
+    bar.low = e.speedup_low;
+    bar.high = e.speedup_high;
+    std::string value = times(e.speedup) + (e.speedup_low && e.speedup_high ? " " + spread(e) : "");
+    bar.right = value + "  " + e.run + " s" + std::to_string(e.sample);
+    bar.right_title = value + ": " + e.run + " sample " + std::to_string(e.sample) + ", " + e.shown_path;
+    bars.push_back(bar);
+  }
+  if (bars.empty()) return "<p>No correct candidate with a timing that counts for speed.</p>\n";
+  return log_chart(bars, "speedup of the best correct candidate per problem") +
+         "<p class=\"legend\">Log scale: bars grow from the dashed 1x line (the reference), to the right (blue) when faster than the "
+         "reference, to the left (amber) when slower; the line under a bar is its quartile range. Beside each bar: "
+         "the speedup, its range, and the run and sample that made it." +
+         std::string(lonely ? " (no comm.): a collective at W=1, which times a local copy." : "") +
+         " CPU-device and shared-GPU timings are not shown.</p>\n";
 }
 
 struct VerdictColour {
@@ -532,28 +772,36 @@ const VerdictColour kVerdictColours[] = {
     {"compile_error", colour::kCompileError}, {"crash", colour::kCrash}, {"timeout", colour::kTimeout}};
 
 std::string correctness_chart(const Summary& s) {
+  int all = 0, correct = 0;
+  for (auto& row : s.categories) all += row.rates.evaluations, correct += row.rates.correct;
+  if (all == correct)
+    return "<p>Every one of the " + std::to_string(all) + " evaluations is correct, in every category and run.</p>\n";
   int height = static_cast<int>(s.categories.size()) * kRow + 4;
   std::ostringstream o;
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kLabelWidth + kBarArea + 120 << "\" height=\"" << height
-    << "\" role=\"img\" aria-label=\"verdicts per category and run\">\n";
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kLabelWidth + kBarArea + kRightWidth << "\" height=\""
+    << height << "\" role=\"img\" aria-label=\"verdicts per category and run\">\n";
   for (size_t i = 0; i < s.categories.size(); ++i) {
     const CategoryRow& row = s.categories[i];
-    int y = static_cast<int>(i) * kRow;
-    o << "<text x=\"" << kLabelWidth - 8 << "\" y=\"" << y + 14 << "\" text-anchor=\"end\">" << escape(row.category)
-      << " / " << escape(row.run) << "</text>\n";
+    int y = static_cast<int>(i) * kRow + 2;
+    o << "<text x=\"" << kLabelWidth - 10 << "\" y=\"" << y + 13 << "\" text-anchor=\"end\">"
+      << escape(fit(row.category + " / " + row.run, kLabelWidth - 14)) << "</text>\n";
     double x = kLabelWidth;
     std::map<std::string, int> left = row.rates.verdicts;
+    std::string tally;
     auto segment = [&](const std::string& title, int count, const char* fill) {
       double w = double(kBarArea) * count / row.rates.evaluations;
       o << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << kBar << "\" fill=\"" << fill
         << "\"><title>" << escape(title) << ": " << count << "</title></rect>\n";
       x += w;
+      if (title != "correct") tally += ", " + std::to_string(count) + " " + title;
     };
     for (auto& vc : kVerdictColours)
       if (left.count(vc.verdict)) segment(vc.verdict, left[vc.verdict], vc.colour), left.erase(vc.verdict);
     for (auto& [verdict, count] : left) segment(verdict, count, "#d1d5db");  // verdicts of a later schema
-    o << "<text x=\"" << kLabelWidth + kBarArea + 6 << "\" y=\"" << y + 14 << "\">" << row.rates.correct << "/"
-      << row.rates.evaluations << " correct</text>\n";
+    o << "<text x=\"" << kLabelWidth + kBarArea + 12 << "\" y=\"" << y + 13 << "\">"
+      << escape(fit(std::to_string(row.rates.correct) + "/" + std::to_string(row.rates.evaluations) + " correct" + tally,
+                    kRightWidth - 16))
+      << "</text>\n";
   }
   o << "</svg>\n<p class=\"legend\">";
   for (auto& vc : kVerdictColours)
@@ -563,14 +811,17 @@ std::string correctness_chart(const Summary& s) {
 }
 
 std::string style() {
-  return std::string(R"(body{font-family:"DejaVu Sans",Helvetica,Arial,sans-serif;margin:24px;color:#1f2937;font-size:14px}
-h1{font-size:22px;margin:0 0 8px}h2{font-size:17px;margin:28px 0 8px}h3{font-size:15px;margin:18px 0 6px}
-.header{background:)") + colour::kHeader + R"(;padding:14px 18px;border-radius:4px}
+  return std::string(R"(body{font-family:"DejaVu Sans",Helvetica,Arial,sans-serif;margin:20px;color:#1f2937;font-size:14px}
+h1{font-size:22px;margin:0 0 8px}h2{font-size:17px;margin:26px 0 8px}h3{font-size:15px;margin:16px 0 6px}
+.header{background:)") + colour::kHeader + R"(;padding:12px 18px;border-radius:4px}
 .header dl{display:grid;grid-template-columns:max-content auto;gap:2px 16px;margin:0}.header dt{font-weight:bold}.header dd{margin:0}
-.warnings ul{background:#fef3c7;padding:8px 8px 8px 28px;border-radius:4px}
-.legend{color:#4b5563}svg{display:block}svg text{font-size:12px;fill:#374151}svg .axis{fill:#6b7280}
+.warnings ul{background:#fef3c7;padding:8px 8px 8px 28px;border-radius:4px;margin:0}.warnings li{margin:2px 0}
+.legend{color:#4b5563;max-width:1180px}svg{display:block}svg text{font-size:12px;fill:#374151}svg .axis{fill:#6b7280}
 svg rect{shape-rendering:crispEdges}a{color:#1e40af}
-.scroll{overflow-x:auto}table{border-collapse:collapse;margin:4px 0}th,td{padding:3px 8px;border-bottom:1px solid #e5e7eb;text-align:left}
+.scroll{overflow-x:auto}table{border-collapse:collapse;margin:4px 0;font-size:12px}
+th,td{padding:3px 6px;border-bottom:1px solid #e5e7eb;text-align:left;white-space:nowrap}
+.wrap{white-space:normal}th.wrap{overflow-wrap:anywhere;min-width:60px}
+td.msg{white-space:normal;min-width:260px;max-width:460px;overflow-wrap:anywhere}
 th{background:#f3f4f6}.n{text-align:right;font-variant-numeric:tabular-nums}
 .swatch{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px})";
 }
@@ -578,18 +829,17 @@ th{background:#f3f4f6}.n{text-align:right;font-variant-numeric:tabular-nums}
 }  // namespace
 
 std::string render_text(const Summary& s, const Results& r) {
-  Section h = header_section(s, r);
-  std::string out = "pkb report\n";
-  for (auto& [k, v] : h.fields) out += "  " + k + ": " + v + "\n";
+  std::string out = "pkb report\n" + fields_text(header_section(s, r).fields);
   if (!s.warnings.empty()) out += section_text(warnings_section(s));
+  out += section_text(runs_section(s));
   for (auto& sec : body_sections(s, r, 100, 40)) out += section_text(sec);
   return out;
 }
 
 std::string render_markdown(const Summary& s, const Results& r) {
-  std::string out = "# pkb report\n\n";
-  for (auto& [k, v] : header_section(s, r).fields) out += "- **" + k + "**: " + v + "\n";
+  std::string out = "# pkb report\n\n" + fields_markdown(header_section(s, r).fields);
   if (!s.warnings.empty()) out += section_markdown(warnings_section(s));
+  out += section_markdown(runs_section(s));
   for (auto& sec : body_sections(s, r, 300, s.failures.size())) out += section_markdown(sec);
   return out;
 }
@@ -599,6 +849,7 @@ std::string render_html(const Summary& s, const Results& r, const std::string& p
   out += style() + "\n</style>\n</head>\n<body>\n";
   out += section_html(header_section(s, r), page_dir);
   if (!s.warnings.empty()) out += section_html(warnings_section(s), page_dir);
+  out += section_html(runs_section(s), page_dir, runs_chart(s));
   out += "<h2>Best correct candidate per problem: speedup over the reference</h2>\n" + speedup_chart(s);
   out += "<h2>Verdicts per category</h2>\n" + correctness_chart(s);
   for (auto& sec : body_sections(s, r, 300, s.failures.size())) out += section_html(sec, page_dir);
@@ -642,21 +893,35 @@ json render_json(const Summary& s, const Results& r) {
                 {"timing_note", e.timing_note},
                 {"candidate_us", opt(e.candidate_us)},
                 {"reference_us", opt(e.reference_us)},
-                {"roofline_fraction", opt(e.roofline_fraction)}};
+                {"roofline_fraction", opt(e.roofline_fraction)},
+                {"collective", e.collective},
+                {"busbw_gbps", opt(e.busbw_gbps)},
+                {"tflops", opt(e.tflops)}};
   };
   const Header& h = s.header;
   json j = {{"schema", "pkb.report/1"}, {"files", r.files},           {"evaluations", s.evaluations},
             {"duplicates", r.duplicates}, {"skipped_lines", r.bad_lines}, {"k", s.ks},
             {"speedup_thresholds", kSpeedupThresholds}};
+  json settings = json::array();
+  for (auto& [setting, n] : h.settings) settings.push_back({{"setting", setting}, {"evaluations", n}});
+  json skipped = json::array();
+  for (auto& f : r.skipped_files) skipped.push_back({{"file", f.file}, {"why", f.why}});
+  j["skipped_files"] = skipped;
+  j["rank_order"] = kRankOrder;
   j["header"] = {{"versions", h.versions}, {"devices", h.devices}, {"hardware_profiles", h.profiles},
                  {"worlds", h.worlds},     {"sizes", h.sizes},     {"dtypes", h.dtypes},
-                 {"seeds", h.seeds},       {"settings", h.settings},
+                 {"seeds", h.seeds},       {"settings", settings},
+                 {"software", {{"pkb", h.pkb_versions}, {"commits", h.commits}, {"without_commit", h.without_commit},
+                               {"torch", h.torch}, {"nccl", h.nccl}, {"cuda_runtime", h.cuda_runtime},
+                               {"cuda_driver", h.cuda_driver}}},
+                 {"software_line", software_line(h)},
                  {"first_time", h.first_time.empty() ? json() : json(h.first_time)},
                  {"last_time", h.last_time.empty() ? json() : json(h.last_time)}};
   j["warnings"] = s.warnings;
   j["runs"] = json::array();
   for (auto& run : s.runs) {
     json x = rates(run.rates);
+    x["rank"] = run.rank;
     x["run"] = run.run;
     x["backend"] = run.backend;
     x["problems"] = run.problems;

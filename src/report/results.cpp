@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <set>
 #include <stdexcept>
 
@@ -94,7 +95,36 @@ std::string relative_to(const std::string& abs, const fs::path& dir) {
   return rel.empty() ? abs : rel.string();
 }
 
-Evaluation evaluation_of(const json& j, const std::string& file) {
+// A version as people write it: NCCL's code 22809 is "2.28.9", CUDA's 13000 is "13.0";
+// strings stay as they are; 0 or nothing is "".
+std::string version_at(const json& j, const char* key, bool nccl) {
+  const json* v = at_path(j, {"versions", key});
+  if (!v) return "";
+  if (v->is_string()) return v->get<std::string>();
+  if (!v->is_number_integer() || v->get<long long>() <= 0) return "";
+  long long n = v->get<long long>();
+  if (nccl)
+    return n >= 10000 ? std::to_string(n / 10000) + "." + std::to_string(n / 100 % 100) + "." + std::to_string(n % 100)
+                      : std::to_string(n / 1000) + "." + std::to_string(n / 100 % 10) + "." + std::to_string(n % 100);
+  return std::to_string(n / 1000) + "." + std::to_string(n % 1000 / 10);
+}
+
+// The throughput of a correct, timed evaluation: bus bandwidth for collectives (recorded by
+// pkb eval), TFLOP/s of one rank for problems whose spec counts flops. A collective: its
+// spec has a bus_factor, or its result a bus bandwidth, or it is in the coll category.
+void add_throughput(Evaluation& e, const json& j, const SpecLookup& specs) {
+  e.busbw_gbps = number_at(j, {"busbw_gbps", "candidate"});
+  const spec::ProblemSpec* s = specs ? specs(e.problem) : nullptr;
+  e.collective = e.busbw_gbps.has_value() || e.category == "coll" || (s && !s->roofline.bus_factor.empty());
+  if (e.collective || !s || s->roofline.flops.empty() || !e.candidate_us || *e.candidate_us <= 0 || !e.world) return;
+  try {
+    double flops = s->roofline.flops.eval(s->roofline_vars(e.size, e.world, 0, e.dtype == s->dtype ? "" : e.dtype));
+    if (flops > 0) e.tflops = flops / (*e.candidate_us * 1e-6) / 1e12;
+  } catch (const std::exception&) {  // a size or W the spec no longer takes: no TFLOP/s
+  }
+}
+
+Evaluation evaluation_of(const json& j, const std::string& file, const SpecLookup& specs) {
   Evaluation e;
   fs::path dir = fs::path(file).parent_path();
   e.file = file;
@@ -116,6 +146,10 @@ Evaluation evaluation_of(const json& j, const std::string& file) {
   e.iters = int_at(j, {"run", "iters"});
   e.pkb_version = string_at(j, {"versions", "pkb"});
   e.commit = string_at(j, {"versions", "commit"});
+  e.torch = string_at(j, {"versions", "torch"});
+  e.nccl = version_at(j, "nccl", true);
+  e.cuda_runtime = version_at(j, "cuda_runtime", false);
+  e.cuda_driver = version_at(j, "cuda_driver", false);
   e.time = string_at(j, {"time"});
   e.path = string_at(j, {"candidate", "path"});
   e.sha256 = string_at(j, {"candidate", "sha256"});
@@ -137,6 +171,7 @@ Evaluation evaluation_of(const json& j, const std::string& file) {
   auto cand_lo = quartile(j, "candidate", false), cand_hi = quartile(j, "candidate", true);
   if (e.speedup && ref_lo && cand_hi && *cand_hi > 0) e.speedup_low = *ref_lo / *cand_hi;
   if (e.speedup && ref_hi && cand_lo && *cand_lo > 0) e.speedup_high = *ref_hi / *cand_lo;
+  add_throughput(e, j, specs);
   return e;
 }
 
@@ -175,47 +210,91 @@ void read_manifests(Results& r) {
   }
 }
 
+bool is_result(const json& j) {
+  return j.is_object() && j.value("schema", "") == "pkb.eval/1" && j.value("problem", json()).is_string() &&
+         j.value("verdict", json()).is_string();
+}
+
+// Why a file that holds no result was left out, in a few words.
+std::string why_no_result(size_t lines, size_t json_lines, const json& whole) {
+  if (lines == 0) return "it is empty";
+  if (whole.is_object()) {
+    std::string schema = whole.value("schema", json()).is_string() ? whole["schema"].get<std::string>() : "";
+    return schema.empty() ? "it holds a JSON object without a pkb.eval/1 schema"
+                          : "it holds a JSON object of schema '" + schema + "', not pkb.eval/1";
+  }
+  if (json_lines == 0) return "it is not JSON (" + std::to_string(lines) + " line" + (lines == 1 ? "" : "s") + ")";
+  return std::to_string(lines) + " line" + (lines == 1 ? "" : "s") + ", none of them a pkb.eval/1 result";
+}
+
 }  // namespace
 
-Results load_results(const std::vector<std::string>& paths) {
+Results load_results(const std::vector<std::string>& paths, const SpecLookup& specs) {
   Results r;
+  std::vector<std::string> files;
   for (auto& path : paths) {
     if (fs::is_directory(path)) {
       std::vector<std::string> inside;
-      for (auto& e : fs::directory_iterator(path))
-        if (e.is_regular_file() && e.path().extension() == ".jsonl") inside.push_back(e.path().string());
+      for (auto& e : fs::directory_iterator(path)) {
+        std::string ext = e.path().extension().string();
+        if (e.is_regular_file() && (ext == ".jsonl" || ext == ".json")) inside.push_back(e.path().string());
+      }
       std::sort(inside.begin(), inside.end());
-      if (inside.empty()) throw std::runtime_error(path + " holds no .jsonl results files");
-      r.files.insert(r.files.end(), inside.begin(), inside.end());
+      if (inside.empty())
+        throw std::runtime_error(path + " holds no results files (.jsonl from pkb sweep, .json from pkb eval --json)");
+      files.insert(files.end(), inside.begin(), inside.end());
     } else if (fs::is_regular_file(path)) {
-      r.files.push_back(path);
+      files.push_back(path);
     } else {
       throw std::runtime_error(path + ": no such results file or folder");
     }
   }
   std::map<std::string, size_t> by_task;  // sweep task -> index in evaluations
-  for (auto& file : r.files) {
-    std::ifstream in(file);
-    for (std::string line; std::getline(in, line);) {
+  auto add = [&](const json& j, const std::string& file) {
+    Evaluation e = evaluation_of(j, file, specs);
+    if (!e.key.empty()) {
+      // The same evaluation twice (a sweep re-run on a copy of its file): keep the later.
+      auto [it, fresh] = by_task.emplace(e.key, r.evaluations.size());
+      if (!fresh) {
+        ++r.duplicates;
+        r.evaluations[it->second] = std::move(e);
+        return;
+      }
+    }
+    r.evaluations.push_back(std::move(e));
+  };
+  for (auto& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    std::stringstream buf;
+    buf << in.rdbuf();
+    const std::string text = buf.str();
+    // pkb eval --json writes one object over many lines: a file that parses whole is that.
+    json whole = json::parse(text, nullptr, false);
+    if (is_result(whole)) {
+      r.files.push_back(file);
+      add(whole, file);
+      continue;
+    }
+    size_t results = 0, lines = 0, json_lines = 0, bad = 0;
+    std::istringstream stream(text);
+    for (std::string line; std::getline(stream, line);) {
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      ++lines;
       json j = json::parse(line, nullptr, false);
-      if (!j.is_object() || j.value("schema", "") != "pkb.eval/1" || !j.value("problem", json()).is_string() ||
-          !j.value("verdict", json()).is_string()) {
-        ++r.bad_lines;
+      json_lines += !j.is_discarded();
+      if (!is_result(j)) {
+        ++bad;
         continue;
       }
-      Evaluation e = evaluation_of(j, file);
-      if (!e.key.empty()) {
-        // The same evaluation twice (a sweep re-run on a copy of its file): keep the later.
-        auto [it, fresh] = by_task.emplace(e.key, r.evaluations.size());
-        if (!fresh) {
-          ++r.duplicates;
-          r.evaluations[it->second] = std::move(e);
-          continue;
-        }
-      }
-      r.evaluations.push_back(std::move(e));
+      ++results;
+      add(j, file);
     }
+    if (results == 0) {
+      r.skipped_files.push_back({file, why_no_result(lines, json_lines, whole)});
+      continue;
+    }
+    r.files.push_back(file);
+    r.bad_lines += bad;
   }
   read_manifests(r);
   return r;

@@ -1,5 +1,6 @@
 #include "spec/hardware.hpp"
 
+#include "io/text.hpp"
 #include "io/toml_reader.hpp"
 #include "spec/spec.hpp"
 
@@ -70,6 +71,18 @@ const HardwareProfile* find_profile(const std::vector<HardwareProfile>& profiles
   for (auto& p : profiles)
     if (p.name == name) return &p;
   return nullptr;
+}
+
+std::string unknown_profile_message(const std::vector<HardwareProfile>& profiles, const std::string& name) {
+  std::vector<std::string> names;
+  std::string list;
+  for (auto& p : profiles) {
+    names.push_back(p.name);
+    list += (list.empty() ? "" : ", ") + p.name;
+  }
+  std::string near = io::nearest(name, names);
+  return "no hardware profile '" + name + "' in hardware/profiles.toml" +
+         (near.empty() ? "" : " (did you mean " + near + "?)") + "; the profiles are " + list;
 }
 
 }  // namespace pkb::spec

@@ -29,4 +29,8 @@ const HardwareProfile* pick_profile(const std::vector<HardwareProfile>& profiles
 
 const HardwareProfile* find_profile(const std::vector<HardwareProfile>& profiles, const std::string& name);
 
+// "no hardware profile 'h100' in hardware/profiles.toml (did you mean h100_8?); the profiles
+// are a100_8, h100_8, ...": for a name find_profile does not know.
+std::string unknown_profile_message(const std::vector<HardwareProfile>& profiles, const std::string& name);
+
 }  // namespace pkb::spec

@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include "io/text.hpp"
+
 namespace pkb::spec {
 
 namespace fs = std::filesystem;
@@ -49,13 +51,24 @@ Registry Registry::load(const std::vector<std::string>& problem_dirs, const std:
 const ProblemSpec& Registry::find(const std::string& key) const {
   for (auto& s : specs_)
     if (s.slug == key || s.stem == key || std::to_string(s.id) == key) return s;
+  // A typo first ("coll_allreduse": coll_allreduce), then names that hold what was typed.
+  std::vector<std::string> names;
+  for (auto& s : specs_) names.push_back(s.slug), names.push_back(s.stem);
   std::vector<std::string> close;
+  std::string near = io::nearest(key, names);
+  if (!near.empty()) {
+    for (auto& s : specs_)
+      if (s.slug == near || s.stem == near) close.push_back(s.slug);
+  }
   for (auto& s : specs_)
-    if (s.slug.find(key) != std::string::npos || s.stem.find(key) != std::string::npos) close.push_back(s.slug);
+    if ((s.slug.find(key) != std::string::npos || s.stem.find(key) != std::string::npos) &&
+        std::find(close.begin(), close.end(), s.slug) == close.end())
+      close.push_back(s.slug);
   std::string msg = "unknown problem '" + key + "'";
   if (!close.empty()) {
     msg += "; did you mean ";
     for (size_t i = 0; i < close.size() && i < 5; ++i) msg += (i ? ", " : "") + close[i];
+    msg += "?";
   } else {
     msg += "; `pkb list` shows the problems";
   }

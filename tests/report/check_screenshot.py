@@ -1,20 +1,23 @@
 #!/usr/bin/env python3
 """Checks a screenshot of pkb report's HTML page: the charts' bars are there, in the
-expected colours, top to bottom, with lengths in the expected proportions.
+expected colours, top to bottom, drawn on a log scale from their chart's 1x line.
 
   check_screenshot.py SHOT.png EXPECT.json
 
 EXPECT.json: {"colours": {name: "#rrggbb"},
               "header": true,                                  the header block ("header" colour) is there,
                                                                with text in it, above the charts
-              "speedup": [[colour name, speedup], ...],        bars of the speedup chart
-              "spread": [[low, high], ...],                    each bar's quartile range, a "spread"
-                                                               line under it, in speedup units
+              "charts": [{"bars": [[colour name, speedup], ...],   each speedup chart's bars, top to bottom:
+                          "spread": [[low, high], ...]}, ...],      faster ones grow right from the 1x line,
+                                                               slower ones left, their lengths in proportion to
+                                                               |log speedup|; "spread" (optional): each bar's
+                                                               quartile range, a "spread" line under it
               "stack": [colour names of the verdict chart],
               "verdicts": [[colour name, fraction], ...]}      that colour's share of each stacked bar
 Exits 0 when every check holds, 1 (saying which failed) otherwise. Standard library only.
 """
 import json
+import math
 import struct
 import sys
 import zlib
@@ -85,6 +88,19 @@ def longest_run(row, name):
     return best
 
 
+def span_of(row, name):
+    """The first and one-past-last x of the longest run of `name` in a row."""
+    best, start, cur_start = (0, 0), None, None
+    for x, n in enumerate(row + [None]):
+        if n == name and cur_start is None:
+            cur_start = x
+        elif n != name and cur_start is not None:
+            if x - cur_start > best[1] - best[0]:
+                best = (cur_start, x)
+            cur_start = None
+    return best
+
+
 def bands(labels, measure, minimum):
     """Runs of consecutive rows where measure(row) >= minimum, as (first, last) rows."""
     out, start = [], None
@@ -110,21 +126,48 @@ def main():
     if inked < 5000:
         failures.append(f"the page looks blank ({inked} non-white pixels)")
 
-    # The speedup chart: bars of either colour, top to bottom, longer than legend swatches.
-    found = []
-    for name in sorted({n for n, _ in expect["speedup"]}):
-        for first, last in bands(labels, lambda r, n=name: longest_run(r, n), 30):
-            found.append((first, name, longest_run(labels[(first + last) // 2], name)))
+    # The speedup charts: bands of rows where a bar colour runs for a while, top to bottom.
+    charts = expect["charts"]
+    bar_colours = sorted({n for c in charts for n, _ in c["bars"]})
+    found = []  # (first row, last row, colour, x0, x1)
+    for name in bar_colours:
+        for first, last in bands(labels, lambda r, n=name: longest_run(r, n), expect.get("min_bar", 12)):
+            row = labels[(first + last) // 2]
+            x0, x1 = span_of(row, name)
+            found.append((first, last, name, x0, x1))
     found.sort()
-    want = expect["speedup"]
-    if [n for _, n, _ in found] != [n for n, _ in want]:
-        failures.append(f"speedup bars top to bottom: {[(n, l) for _, n, l in found]}, expected colours {[n for n, _ in want]}")
+    want = [b for c in charts for b in c["bars"]]
+    if [f[2] for f in found] != [n for n, _ in want]:
+        failures.append(f"speedup bars top to bottom: {[(f[2], f[4] - f[3]) for f in found]}, "
+                        f"expected {[n for n, _ in want]}")
     else:
-        longest = max(l for _, _, l in found)
-        top = max(v for _, v in want)
-        for (_, name, length), (_, value) in zip(found, want):
-            if abs(length / longest - value / top) > 0.02:
-                failures.append(f"{name} bar of {length} px: {length / longest:.3f} of the longest, expected {value / top:.3f}")
+        at = 0
+        for c, chart in enumerate(charts):
+            bars = found[at:at + len(chart["bars"])]
+            at += len(chart["bars"])
+            # The 1x line: where faster bars start and slower ones end.
+            edges = [x0 if v >= 1 else x1 for (_, _, _, x0, x1), (_, v) in zip(bars, chart["bars"])]
+            one = sorted(edges)[len(edges) // 2]
+            if max(abs(e - one) for e in edges) > 2:
+                failures.append(f"chart {c}: bars do not share a 1x line: they start or end at {edges}")
+            scales = [(x1 - x0) / abs(math.log(v)) for (_, _, _, x0, x1), (_, v) in zip(bars, chart["bars"])
+                      if abs(math.log(v)) > 0.05]
+            scale = sorted(scales)[len(scales) // 2] if scales else 0
+            for (first, _, name, x0, x1), (_, v) in zip(bars, chart["bars"]):
+                if abs(math.log(v)) > 0.05 and abs((x1 - x0) / abs(math.log(v)) - scale) > 0.03 * scale + 1:
+                    failures.append(f"chart {c}: the {name} bar at row {first} is {x1 - x0} px for {v}x; "
+                                    f"{scale * abs(math.log(v)):.0f} px expected on the log scale")
+            for (first, last, name, x0, x1), spread in zip(bars, chart.get("spread", [])):
+                below = [labels[y] for y in range(last + 1, min(last + 10, len(labels)))]
+                line = max(below, key=lambda r: sum(1 for n in r if n == "spread"), default=[])
+                xs = [x for x, n in enumerate(line) if n == "spread"]
+                if not xs or not scale:
+                    failures.append(f"chart {c}: no spread line under the bar at row {first}")
+                    continue
+                got = (math.exp((xs[0] - one) / scale), math.exp((xs[-1] + 1 - one) / scale))
+                if any(abs(math.log(g / w)) > 0.04 for g, w in zip(got, spread)):
+                    failures.append(f"chart {c}: spread under the bar at row {first}: {got[0]:.3f}-{got[1]:.3f}, "
+                                    f"expected {spread[0]}-{spread[1]}")
 
     # The header: a block of its background colour across the page (text crosses its rows,
     # so count pixels, not runs), above the first bar, tall enough for its lines, with dark
@@ -142,23 +185,6 @@ def main():
                 failures.append(f"the header is {last - first + 1} px tall: its fields are not all there")
             if ink < 500:
                 failures.append(f"the header holds {ink} dark pixels: no text rendered in it")
-
-    # The spread: under each speedup bar, a line from its low to its high speedup.
-    if "spread" in expect and len(found) == len(want):
-        longest = max(l for _, _, l in found)
-        scale = longest / max(v for _, v in want)  # pixels per 1x
-        for (first, name, _), (low, high) in zip(found, expect["spread"]):
-            bar_last = next(y for y in range(first, len(labels)) if longest_run(labels[y], name) < 30) - 1
-            x0 = labels[(first + bar_last) // 2].index(name)
-            below = [labels[y] for y in range(bar_last + 1, min(bar_last + 10, len(labels)))]
-            line = max(below, key=lambda r: sum(1 for n in r if n == "spread"), default=[])
-            xs = [x for x, n in enumerate(line) if n == "spread"]
-            if not xs:
-                failures.append(f"no spread line under the bar at row {first}")
-                continue
-            got = ((xs[0] - x0) / scale, (xs[-1] + 1 - x0) / scale)
-            if abs(got[0] - low) > 0.03 or abs(got[1] - high) > 0.03:
-                failures.append(f"spread under the bar at row {first}: {got[0]:.3f}-{got[1]:.3f}, expected {low}-{high}")
 
     # The verdict chart: each stacked bar's share of the given colour.
     stack = set(expect["stack"])

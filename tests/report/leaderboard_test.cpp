@@ -214,4 +214,25 @@ TEST(Summary, WarnsWhenResultsMixSeedsDevicesOrSizes) {
   EXPECT_NE(all.find("1 correct evaluation with timings that say nothing about speed (CPU device)"), std::string::npos)
       << all;
   EXPECT_TRUE(summarize({a, a}, {1}).warnings.empty()) << "one seed, device and size: nothing to warn about";
+
+  // Problems of different element types are no mix; one problem at two of them is.
+  Evaluation bf = a, other = eval("a", "coll_allgather", 4, "correct", 1.2), fp = a;
+  bf.dtype = "bf16";
+  other.dtype = "fp32";
+  fp.dtype = "fp32";
+  EXPECT_TRUE(summarize({bf, other}, {1}).warnings.empty());
+  all.clear();
+  for (auto& x : summarize({bf, other, fp}, {1}).warnings) all += x + "\n";
+  EXPECT_NE(all.find("the same problem at different element types: coll_allreduce (bf16, fp32)"), std::string::npos)
+      << all;
+}
+
+// A collective at W=1 has no one to talk to: the report says so, and counts how many.
+TEST(Summary, WarnsOfCollectivesAtOneRank) {
+  Evaluation lonely = eval("a", "coll_allreduce", 1, "correct", 4.0), fine = eval("a", "coll_allreduce", 2, "correct", 1.1);
+  lonely.collective = fine.collective = true;
+  std::string all;
+  for (auto& x : summarize({lonely, fine}, {1}).warnings) all += x + "\n";
+  EXPECT_NE(all.find("1 evaluation of a collective at W=1 (coll_allreduce)"), std::string::npos) << all;
+  EXPECT_TRUE(summarize({fine}, {1}).warnings.empty());
 }

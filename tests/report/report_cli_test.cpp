@@ -3,6 +3,7 @@
 // out by hand; its HTML page rendered by headless Chromium and the screenshot checked.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -116,8 +117,9 @@ TEST(Report, PerRunNumbersMatchTheHandComputedOnes) {
 TEST(Report, CategoriesAndBestCandidates) {
   std::string dir = temp_dir("report-best");
   json rep = run_report(dir).j;
-  ASSERT_EQ(rep["categories"].size(), 3u);  // coll/alpha, coll/beta, dp/alpha
-  const json& coll_alpha = rep["categories"][0];
+  ASSERT_EQ(rep["categories"].size(), 3u);  // coll/beta, coll/alpha (the runs' rank order), dp/alpha
+  EXPECT_EQ(rep["categories"][0]["run"], "beta");
+  const json& coll_alpha = rep["categories"][1];
   EXPECT_EQ(coll_alpha["category"], "coll");
   EXPECT_EQ(coll_alpha["run"], "alpha");
   EXPECT_NEAR(coll_alpha["correct"].get<double>(), 3.0 / 6, 1e-12);
@@ -140,10 +142,11 @@ TEST(Report, CategoriesAndBestCandidates) {
 TEST(Report, MarkdownAndTerminalTables) {
   std::string dir = temp_dir("report-md");
   Report r = run_report(dir);
-  EXPECT_TRUE(contains(r.md, "| beta | cuda | 2 | 4 | 100.0% | 25.0% | 25.0% | 25.0% | 25.0% | 3.00x | 90.0% | 1 |")) << r.md;
+  EXPECT_TRUE(contains(r.md, "| 1 | beta | cuda | 2 | 4 | 100.0% | 25.0% | 25.0% | 25.0% | 25.0% | 3.00x | 90.0% | 1 |"))
+      << r.md;
   EXPECT_TRUE(contains(r.md, "| alpha | 3 | 55.6% | 88.9% | 100.0% |")) << r.md;
   EXPECT_TRUE(contains(r.md, "### dp: Data Parallel")) << r.md;
-  EXPECT_TRUE(contains(r.out, "alpha  cuda            3            9     88.9%    55.6%   33.3%     22.2%   11.1%")) << r.out;
+  EXPECT_TRUE(contains(r.out, "2  alpha  cuda            3            9     88.9%    55.6%   33.3%     22.2%   11.1%")) << r.out;
 }
 
 TEST(Report, HtmlNeedsNothingFromTheNetwork) {
@@ -158,7 +161,7 @@ TEST(Report, HtmlNeedsNothingFromTheNetwork) {
 TEST(Report, HeaderSaysWhatTheResultsWereRunWith) {
   std::string dir = temp_dir("report-header");
   Report r = run_report(dir);
-  for (const char* line : {"  pkb: 0.1.0 (commit 0123456789ab)\n", "  device: cuda (NVIDIA H100 80GB HBM3)\n",
+  for (const char* line : {"  software: pkb 0.1.0 (commit 0123456789ab)\n", "  device: cuda (NVIDIA H100 80GB HBM3)\n",
                            "  hardware profile: h100_4\n", "  W: 4\n", "  size: default\n", "  dtype: bf16\n",
                            "  seed: 12345\n", "  trials, warmup, iters: trials 5, warmup 10, iters 10\n",
                            "  evaluated: 2026-11-30T10:00:00Z to 2026-11-30T10:13:00Z\n", "  report made: "})
@@ -181,18 +184,18 @@ TEST(Report, SpreadBesideEverySpeedup) {
   EXPECT_TRUE(contains(r.md, "| 3.00x | [2.38-3.67] |")) << r.md;
   EXPECT_TRUE(contains(r.md, "| 0.80x | [0.64-0.88] |")) << r.md;
   EXPECT_TRUE(contains(r.md, "| 1.60x | [1.25-2.00] |")) << r.md;
-  EXPECT_TRUE(contains(r.html, "3.00x [2.38-3.67]</text>")) << "the chart's label";
+  EXPECT_TRUE(contains(r.html, "3.00x [2.38-3.67]  beta s0</text>")) << "the chart's label names the run";
 }
 
 // Problems down, runs across; then every failure with its verdict, message and sample.
 TEST(Report, ProblemByRunTableAndFailures) {
   std::string dir = temp_dir("report-matrix");
   Report r = run_report(dir);
-  EXPECT_TRUE(contains(r.md, "| problem | W | size | alpha | beta |\n")) << r.md;
-  EXPECT_TRUE(contains(r.md, "| coll_allreduce | 4 | default | 2/3 2.50x [2.50-2.50] | 1/2 3.00x [2.38-3.67] |"))
+  EXPECT_TRUE(contains(r.md, "| problem | W | size | beta | alpha |\n")) << "runs in rank order: " << r.md;
+  EXPECT_TRUE(contains(r.md, "| coll_allreduce | 4 | default | 1/2 3.00x [2.38-3.67] | 2/3 2.50x [2.50-2.50] |"))
       << r.md;
-  EXPECT_TRUE(contains(r.md, "| coll_allgather | 4 | default | 1/3 0.80x [0.64-0.88] | 0/2 |")) << r.md;
-  EXPECT_TRUE(contains(r.md, "| dp_layernorm_bwd_allreduce | 4 | default | 2/3 1.60x [1.25-2.00] | - |")) << r.md;
+  EXPECT_TRUE(contains(r.md, "| coll_allgather | 4 | default | 0/2 | 1/3 0.80x [0.64-0.88] |")) << r.md;
+  EXPECT_TRUE(contains(r.md, "| dp_layernorm_bwd_allreduce | 4 | default | - | 2/3 1.60x [1.25-2.00] |")) << r.md;
   ASSERT_EQ(r.j["failures"].size(), 7u);
   EXPECT_EQ(r.j["failures"][0]["verdict"], "wrong");  // alpha's coll_allreduce s2 comes first
   EXPECT_EQ(r.j["failures"][0]["path"], "solutions_cuda/alpha/coll_allreduce/sample_2.cu");
@@ -240,7 +243,7 @@ TEST(Report, CpuDeviceAndSharedGpuTimingsNeverCount) {
   EXPECT_NEAR(run_named(r.j, "alpha")["fast"]["1"].get<double>(), 3.0 / 9, 1e-12);
   EXPECT_EQ(r.j["best"][0]["best"]["run"], "beta");
   EXPECT_DOUBLE_EQ(r.j["best"][0]["best"]["speedup"].get<double>(), 3.0);
-  EXPECT_TRUE(contains(r.md, "| coll_allreduce | 4 | default | 2/3 2.50x [2.50-2.50] | 1/2 3.00x [2.38-3.67] | 2/2 "
+  EXPECT_TRUE(contains(r.md, "| coll_allreduce | 4 | default | 1/2 3.00x [2.38-3.67] | 2/3 2.50x [2.50-2.50] | 2/2 "
                              "(CPU device, shared GPU) |"))
       << r.md;
   std::string warnings = r.j["warnings"].dump();
@@ -318,36 +321,253 @@ TEST(Report, BadInputGetsOneErrorLine) {
   EXPECT_TRUE(contains(r.err, "cannot write /nonexistent/dir/r.html")) << r.err;
 }
 
-// The page as a person sees it: Chromium renders it, and the screenshot must show the
-// header (its background, with text in it, above the charts), the speedup bars (blue when
-// faster, amber when slower) at lengths proportional to 3.0, 0.8 and 1.6, each with its
-// quartile range under it spanning the expected speedups, and each stacked verdict bar with
-// its correct share (3/6, 1/4, 2/3) in green.
-TEST(Report, HtmlChartsRenderInHeadlessChromium) {
+// The first line of a fixture file as JSON.
+json fixture_line(const std::string& file, int index = 0) {
+  std::stringstream lines(slurp(file));
+  std::string line;
+  for (int i = 0; i <= index; ++i) std::getline(lines, line);
+  return json::parse(line);
+}
+
+// pkb eval --json writes one object over many lines; pkb report reads that file as it is.
+TEST(Report, ReadsTheFilePkbEvalJsonWrites) {
+  std::string dir = temp_dir("report-eval-json");
+  json j = fixture_line(kFixtures + "/task_0.jsonl");
+  j.erase("sweep");  // pkb eval's own file has no sweep key
+  std::ofstream(dir + "/ar.json") << j.dump(2) << "\n";
+  PkbRun p = run_pkb({"report", dir + "/ar.json", "--json", dir + "/r.json"});
+  ASSERT_EQ(p.code, 0) << p.err;
+  json rep = json::parse(slurp(dir + "/r.json"));
+  EXPECT_EQ(rep["evaluations"], 1);
+  EXPECT_EQ(rep["skipped_lines"], 0);
+  EXPECT_TRUE(rep["skipped_files"].empty());
+  EXPECT_EQ(rep["runs"][0]["run"], "alpha") << "outside a sweep the candidate's folder names the run";
+  EXPECT_TRUE(contains(p.out, "1 evaluation from 1 file.")) << p.out;
+}
+
+// A folder holding both forms (and files that hold no result) is read whole; each file
+// without a result is named once, with why, and never silently skipped.
+TEST(Report, ReadsAFolderOfBothFormsAndNamesWhatHoldsNoResult) {
+  std::string dir = temp_dir("report-mixed"), in = dir + "/in";
+  std::filesystem::create_directories(in);
+  json a = fixture_line(kFixtures + "/task_0.jsonl", 0), b = fixture_line(kFixtures + "/task_0.jsonl", 1);
+  json c = fixture_line(kFixtures + "/task_1.jsonl", 0);
+  std::ofstream(in + "/sweep.jsonl") << a.dump() << "\n" << b.dump() << "\n";
+  c.erase("sweep");
+  std::ofstream(in + "/eval.json") << c.dump(2) << "\n";
+  std::ofstream(in + "/doctor.json") << "{\n  \"devices\": []\n}\n";
+  std::ofstream(in + "/empty.jsonl") << "";
+  PkbRun p = run_pkb({"report", in, "--json", dir + "/r.json", "--md", dir + "/r.md"});
+  ASSERT_EQ(p.code, 0) << p.err;
+  json rep = json::parse(slurp(dir + "/r.json"));
+  EXPECT_EQ(rep["evaluations"], 3);
+  EXPECT_EQ(rep["files"].size(), 2u);
+  ASSERT_EQ(rep["skipped_files"].size(), 2u);
+  EXPECT_TRUE(contains(p.err, "pkb: note: " + in + "/doctor.json holds no pkb.eval/1 result (it holds a JSON object "
+                                                   "without a pkb.eval/1 schema); left out\n"))
+      << p.err;
+  EXPECT_TRUE(contains(p.err, in + "/empty.jsonl holds no pkb.eval/1 result (it is empty)")) << p.err;
+  EXPECT_EQ(std::count(p.err.begin(), p.err.end(), '\n'), 2) << "one line a file: " << p.err;
+  EXPECT_TRUE(contains(slurp(dir + "/r.md"), "- **left out**:\n  - " + in + "/doctor.json: it holds a JSON object"))
+      << slurp(dir + "/r.md");
+
+  // Nothing but such files: one error line saying why for each.
+  std::filesystem::remove(in + "/sweep.jsonl");
+  std::filesystem::remove(in + "/eval.json");
+  p = run_pkb({"report", in});
+  EXPECT_EQ(p.code, 2);
+  EXPECT_TRUE(contains(p.err, "pkb: error: no pkb.eval/1 result in " + in + "/doctor.json: it holds a JSON object")) << p.err;
+  EXPECT_EQ(std::count(p.err.begin(), p.err.end(), '\n'), 1) << p.err;
+}
+
+// The header says each thing once: the software from every result's "versions", seeds
+// counted rather than listed (and not again in the warnings), each setting of trials,
+// warmup and iters on a line of its own with how many evaluations ran with it.
+TEST(Report, HeaderLinesAreCompact) {
+  std::string dir = temp_dir("report-compact");
+  json base = fixture_line(kFixtures + "/task_0.jsonl");
+  base["versions"] = {{"pkb", "0.1.0"}, {"commit", "633f2cf"}, {"torch", "2.11.0+cu130"}, {"nccl", 22809},
+                      {"cuda_runtime", 13000}, {"cuda_driver", 12080}};
+  {
+    std::ofstream f(dir + "/r.jsonl");
+    for (int i = 0; i < 5; ++i) {
+      json j = base;
+      j["run"]["seed"] = std::to_string(1000 + i);
+      j["sweep"]["task"] = "t" + std::to_string(i);
+      if (i >= 3) j["run"]["trials"] = 100, j["run"]["warmup"] = 500, j["run"]["iters"] = 100;
+      f << j.dump() << "\n";
+    }
+  }
+  PkbRun p = run_pkb({"report", dir + "/r.jsonl"});
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_TRUE(contains(p.out, "  software: pkb 0.1.0 (commit 633f2cf) · torch 2.11.0+cu130 · NCCL 2.28.9 · CUDA runtime "
+                              "13.0 · driver 12.8\n"))
+      << p.out;
+  EXPECT_TRUE(contains(p.out, "  seed: 5 distinct seeds (pkb report --json lists them)\n")) << p.out;
+  EXPECT_FALSE(contains(p.out, "1003")) << "no seed printed: " << p.out;
+  EXPECT_TRUE(contains(p.out, "  trials, warmup, iters: trials 5, warmup 10, iters 10 (3 evaluations)\n"
+                              "                         trials 100, warmup 500, iters 100 (2 evaluations)\n"))
+      << p.out;
+  EXPECT_TRUE(contains(p.out, "the results mix 5 seeds: their evaluations")) << p.out;
+}
+
+// A collective at W=1 times a local copy: the report warns and marks it; bus bandwidth for
+// collectives and TFLOP/s (the spec's roofline flops over the candidate's median) for others.
+TEST(Report, ThroughputColumnsAndCollectivesAtOneRank) {
+  std::string dir = temp_dir("report-throughput");
+  json coll = fixture_line(kFixtures + "/task_0.jsonl");  // coll_allreduce s0, 2.5x, candidate 40 us
+  coll["run"]["world"] = 1;
+  coll["busbw_gbps"] = {{"reference", 10.0}, {"candidate", 25.0}};
+  json gemm = coll;
+  gemm["problem"] = "tp_allgather_gemm";
+  gemm["problem_id"] = 12;
+  gemm["category"] = "tp";
+  gemm["run"]["world"] = 4;
+  gemm["busbw_gbps"] = nullptr;
+  gemm["timing"]["candidate"]["median_us"] = 100.0;
+  gemm["sweep"]["task"] = "gemm";
+  std::ofstream(dir + "/r.jsonl") << coll.dump() << "\n" << gemm.dump() << "\n";
+  PkbRun p = run_pkb({"report", dir + "/r.jsonl", "--json", dir + "/r.json", "--md", dir + "/r.md", "--html",
+                      dir + "/r.html"});
+  ASSERT_EQ(p.code, 0) << p.err;
+  json rep = json::parse(slurp(dir + "/r.json"));
+  ASSERT_EQ(rep["best"].size(), 2u);
+  EXPECT_TRUE(rep["best"][0]["best"]["collective"].get<bool>());
+  EXPECT_DOUBLE_EQ(rep["best"][0]["best"]["busbw_gbps"].get<double>(), 25.0);
+  EXPECT_TRUE(rep["best"][0]["best"]["tflops"].is_null());
+  // tp_allgather_gemm's flops: 2 * M * N * K = 2 * 1024 * 1024 * 512 over 100 us.
+  EXPECT_NEAR(rep["best"][1]["best"]["tflops"].get<double>(), 2.0 * 1024 * 1024 * 512 / 100e-6 / 1e12, 1e-9);
+  std::string md = slurp(dir + "/r.md");
+  EXPECT_TRUE(contains(md, "| busbw GB/s | TFLOP/s | roofline |")) << md;
+  EXPECT_TRUE(contains(md, "| 25.0 | - | 50.0% |")) << md;
+  EXPECT_TRUE(contains(md, "| - | 10.7 | 50.0% |")) << md;
+  std::string warnings = rep["warnings"].dump();
+  EXPECT_TRUE(contains(warnings, "1 evaluation of a collective at W=1 (coll_allreduce): one rank communicates with no "
+                                 "one, so these time a local copy"))
+      << warnings;
+  EXPECT_TRUE(contains(slurp(dir + "/r.html"), "coll_allreduce W=1 (no comm.)")) << "the chart marks it";
+}
+
+// The leaderboard is ranked, and says how: geo-mean speedup, then fast_1, then correct.
+TEST(Report, RunsAreRankedAndThePageSaysHow) {
+  std::string dir = temp_dir("report-rank");
+  Report r = run_report(dir, {kFixtures, kCpuFixtures});
+  std::vector<std::string> order;
+  for (auto& run : r.j["runs"]) order.push_back(run["run"]);
+  EXPECT_EQ(order, (std::vector<std::string>{"beta", "alpha", "gamma"})) << "3.0x, 1.31x, then no counted timing";
+  EXPECT_EQ(r.j["runs"][0]["rank"], 1);
+  EXPECT_TRUE(contains(r.html, "Runs are ranked by geo-mean speedup over their correct candidates whose timing counts"))
+      << r.html;
+  EXPECT_TRUE(contains(r.md, "| # | run | backend | problems |")) << r.md;
+  EXPECT_TRUE(contains(r.html, "No timing that counts for speed (ranked after, by fast_1 and correct): gamma.")) << r.html;
+}
+
+std::string chromium_or_skip() {
   std::string chromium = pkb::launch::which("chromium");
   if (chromium.empty()) chromium = pkb::launch::which("chromium-browser");
-  if (chromium.empty()) {
-    // CI installs it (scripts/test.sh): there a skip would hide a test that never runs.
-    if (std::string(std::getenv("CI") ? std::getenv("CI") : "") == "true") FAIL() << "CI has no chromium on PATH";
-    GTEST_SKIP() << "no chromium on PATH (Debian package chromium; scripts/test.sh installs it)";
+  return chromium;
+}
+
+// CI installs Chromium (scripts/test.sh): there a skip would hide a test that never runs.
+#define NEED_CHROMIUM(chromium)                                                                               \
+  if ((chromium).empty()) {                                                                                   \
+    if (std::string(std::getenv("CI") ? std::getenv("CI") : "") == "true") FAIL() << "CI has no chromium on PATH"; \
+    GTEST_SKIP() << "no chromium on PATH (Debian package chromium; scripts/test.sh installs it)";            \
   }
+
+// The page at a laptop's width (1366 px): nothing wider than the window, no chart label over
+// another or over a bar (tests/report/check_layout.py measures the page in Chromium).
+void expect_layout_fits(const std::string& chromium, const std::string& page, const std::string& shot = "") {
+  std::vector<std::string> argv = {PKB_PYTHON, std::string(PKB_SOURCE_DIR) + "/tests/report/check_layout.py", chromium,
+                                   page, "--width", "1366"};
+  if (!shot.empty()) argv.insert(argv.end(), {"--shot", shot});
+  auto check = pkb::launch::run_process(argv, 600);
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+}
+
+// The screenshot's bars against the report's own numbers: the leaderboard chart (each run's
+// geo-mean speedup, in rank order) and the best speedup per problem, with its spread.
+std::string expected_bars(const json& report) {
+  json runs = json::array(), best = json::array(), spread = json::array();
+  for (auto& r : report["runs"])
+    if (r["geomean_speedup"].is_number())
+      runs.push_back({r["geomean_speedup"].get<double>() >= 1 ? "faster" : "slower", r["geomean_speedup"]});
+  bool spreads = true;
+  for (auto& b : report["best"]) {
+    if (b["best"].is_null()) continue;
+    double v = b["best"]["speedup"];
+    best.push_back({v >= 1 ? "faster" : "slower", v});
+    spreads = spreads && b["best"]["speedup_low"].is_number();
+    spread.push_back({b["best"]["speedup_low"], b["best"]["speedup_high"]});
+  }
+  json charts = json::array();
+  if (!runs.empty()) charts.push_back({{"bars", runs}});
+  if (!best.empty()) charts.push_back(spreads ? json{{"bars", best}, {"spread", spread}} : json{{"bars", best}});
+  return charts.dump();
+}
+
+// The page as a person sees it: Chromium renders it, and the screenshot must show the
+// header (its background, with text in it, above the charts), the leaderboard's bars (beta's
+// 3.0x, then alpha's geo-mean) and the best speedup per problem (3.0x, 0.8x, 1.6x: blue when
+// faster, amber when slower, on a log scale from the 1x line), each with its quartile range
+// under it, and each stacked verdict bar with its correct share (3/6, 1/4, 2/3) in green.
+TEST(Report, HtmlChartsRenderInHeadlessChromium) {
+  std::string chromium = chromium_or_skip();
+  NEED_CHROMIUM(chromium);
   std::string dir = temp_dir("report-shot");
   run_report(dir);
   std::string shot = dir + "/shot.png";
   auto c = pkb::launch::run_process({chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                                     "--screenshot=" + shot, "--window-size=1100,1400", "file://" + dir + "/r.html"},
+                                     "--screenshot=" + shot, "--window-size=1366,1800", "file://" + dir + "/r.html"},
                                     120, {{"HOME", dir}});
   ASSERT_TRUE(std::filesystem::exists(shot)) << "chromium wrote no screenshot: " << c.err;
+  double alpha = std::pow(2.5 * 1.2 * 0.8 * 1.6 * 1.0, 1.0 / 5);
   std::ofstream(dir + "/expect.json") << R"({
     "colours": {"faster": "#2563eb", "slower": "#f59e0b", "correct": "#16a34a", "wrong": "#dc2626",
                 "integrity": "#7c3aed", "compile_error": "#9ca3af", "crash": "#92400e", "timeout": "#db2777",
                 "spread": "#0f766e", "header": "#eef2ff"},
     "header": true,
-    "speedup": [["faster", 3.0], ["slower", 0.8], ["faster", 1.6]],
-    "spread": [[2.375, 3.6667], [0.6429, 0.875], [1.25, 2.0]],
+    "charts": [{"bars": [["faster", 3.0], ["faster", )" << alpha << R"(]]},
+               {"bars": [["faster", 3.0], ["slower", 0.8], ["faster", 1.6]],
+                "spread": [[2.375, 3.6667], [0.6429, 0.875], [1.25, 2.0]]}],
     "stack": ["correct", "wrong", "integrity", "compile_error", "crash", "timeout"],
-    "verdicts": [["correct", 0.5], ["correct", 0.25], ["correct", 0.6667]]})";
+    "verdicts": [["correct", 0.25], ["correct", 0.5], ["correct", 0.6667]]})";
   auto check = pkb::launch::run_process(
       {PKB_PYTHON, std::string(PKB_SOURCE_DIR) + "/tests/report/check_screenshot.py", shot, dir + "/expect.json"}, 300);
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  expect_layout_fits(chromium, dir + "/r.html");
+}
+
+// The two reports whose screenshots are in docs/: a real CPU-device sweep (its results
+// committed in tests/report/fixtures/cpu_sweep) and the H200 runs in bench/results. Each
+// renders in Chromium, fits a 1366 px screen, and draws its bars as its numbers say.
+void expect_real_report_renders(const std::vector<std::string>& inputs, const std::string& name) {
+  std::string chromium = chromium_or_skip();
+  NEED_CHROMIUM(chromium);
+  std::string dir = temp_dir("report-" + name);
+  std::vector<std::string> args = {"report"};
+  args.insert(args.end(), inputs.begin(), inputs.end());
+  for (std::string a : {std::string("--json"), dir + "/r.json", std::string("--html"), dir + "/r.html"}) args.push_back(a);
+  PkbRun p = run_pkb(args);
+  ASSERT_EQ(p.code, 0) << p.err;
+  json rep = json::parse(slurp(dir + "/r.json"));
+  std::string shot = dir + "/shot.png";
+  expect_layout_fits(chromium, dir + "/r.html", shot);
+  ASSERT_TRUE(std::filesystem::exists(shot));
+  std::ofstream(dir + "/expect.json") << R"({
+    "colours": {"faster": "#2563eb", "slower": "#f59e0b", "spread": "#0f766e", "header": "#eef2ff"},
+    "header": true, "min_bar": 3, "charts": )" << expected_bars(rep) << R"(, "stack": [], "verdicts": []})";
+  auto check = pkb::launch::run_process(
+      {PKB_PYTHON, std::string(PKB_SOURCE_DIR) + "/tests/report/check_screenshot.py", shot, dir + "/expect.json"}, 600);
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+}
+
+TEST(Report, CpuSweepReportRendersInChromium) {
+  expect_real_report_renders({std::string(PKB_SOURCE_DIR) + "/tests/report/fixtures/cpu_sweep"}, "cpu-sweep");
+}
+
+TEST(Report, H200ResultsReportRendersInChromium) {
+  std::string results = std::string(PKB_SOURCE_DIR) + "/bench/results/";
+  expect_real_report_renders({results + "h200-2026-12-01/results.jsonl", results + "h200-2026-11-29/results.jsonl"},
+                             "h200");
 }

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "support.hpp"
 
 using namespace pkbtest;
@@ -13,6 +15,11 @@ TEST(Cli, UnknownProblem) {
   PkbRun r = run_pkb({"dryrun", "-p", "allreduc", "--device", "cpu"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(contains(r.err, "pkb: error: unknown problem 'allreduc'; did you mean coll_allreduce")) << r.err;
+  // A typo: the nearest name first.
+  r = run_pkb({"eval", "-p", "coll_allreduse", "-s", std::string(PKB_SOURCE_DIR) + "/solutions_cpu/coll_allreduce.cpp",
+               "--device", "cpu"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "pkb: error: unknown problem 'coll_allreduse'; did you mean coll_allreduce?\n");
 }
 
 TEST(Cli, MalformedSpecInAProblemFolder) {
@@ -56,6 +63,135 @@ TEST(Cli, UnknownFlagsAndCommandsGetASuggestion) {
   r = run_pkb({"report", "--md"});
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+  // A long flag is compared with long flags only: never "-h" for "--m".
+  r = run_pkb({"generate", "-p", "1", "--m", "gpt-5.5"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "pkb: error: unknown flag --m for pkb generate; did you mean --model?\n");
+  r = run_pkb({"list", "--m"});
+  EXPECT_EQ(r.err, "pkb: error: unknown flag --m for pkb list; pkb list --help lists them\n");
+}
+
+// A value out of range says the range in words, on one short line.
+TEST(Cli, ValuesOutOfRangeSayTheRange) {
+  const std::string cand = std::string(PKB_SOURCE_DIR) + "/solutions_cpu/coll_allreduce.cpp";
+  PkbRun r = run_pkb({"eval", "-p", "1", "-s", cand, "--timeout", "0"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "pkb: error: --timeout takes a number above 0, not 0; pkb eval --help says what each flag takes\n");
+  r = run_pkb({"eval", "-p", "1", "-s", cand, "--trials", "0"});
+  EXPECT_EQ(r.err, "pkb: error: --trials takes 1 to 100000, not 0; pkb eval --help says what each flag takes\n");
+  r = run_pkb({"generate", "-m", "x", "-p", "1", "--retry-delay=-1"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "--retry-delay takes a number of 0 or more, not -1")) << r.err;
+  EXPECT_LT(r.err.size(), 120u) << r.err;
+}
+
+// An unknown hardware profile lists the profiles there are.
+TEST(Cli, UnknownHardwareProfileListsTheProfiles) {
+  PkbRun r = run_pkb({"eval", "-p", "1", "-s", std::string(PKB_SOURCE_DIR) + "/solutions_cpu/coll_allreduce.cpp",
+                      "--device", "cpu", "-w", "2", "--hardware", "h100"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "pkb: error: no hardware profile 'h100' in hardware/profiles.toml (did you mean h100_4?); "
+                              "the profiles are a100_8, b200_8, cpu, h100_4, h100_8, h200_1, h200_8, or auto\n"))
+      << r.err;
+}
+
+// Users of the original ParallelKernelBench: the spellings that mean the same thing work
+// (--nproc-per-node and --num-gpus for -w, bfloat16 and float32 for bf16 and fp32).
+TEST(Cli, TheOriginalsSpellingsWork) {
+  using json = nlohmann::json;
+  const std::string cand = std::string(PKB_SOURCE_DIR) + "/solutions_cpu/coll_allreduce.cpp";
+  std::string dir = temp_dir("original-spellings");
+  PkbRun r = run_pkb({"eval", "-p", "1", "-s", cand, "--device", "cpu", "--nproc-per-node", "2", "--dtype", "bfloat16",
+                      "-n", "2", "--no-timing", "--json", dir + "/a.json"});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  json a = json::parse(std::ifstream(dir + "/a.json"));
+  EXPECT_EQ(a["run"]["world"], 2);
+  EXPECT_EQ(a["run"]["dtype"], "bf16");
+  r = run_pkb({"eval", "-p", "1_allreduce", "-s", cand, "--device", "cpu", "--num-gpus", "3", "--dtype", "float32",
+               "-n", "2", "--no-timing", "--json", dir + "/b.json"});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  json b = json::parse(std::ifstream(dir + "/b.json"));
+  EXPECT_EQ(b["run"]["world"], 3);
+  EXPECT_EQ(b["run"]["dtype"], "fp32");
+  r = run_pkb({"dryrun", "-p", "1", "--device", "cpu", "--num-gpus", "2", "--dtype", "float16", "-n", "1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "W=2")) << r.out;
+  EXPECT_TRUE(contains(r.out, "fp16[")) << r.out;
+  // pkb sweep takes them too: the run stops at its (missing) solutions, not at the flag.
+  r = run_pkb({"sweep", "--solutions", "/nonexistent", "--out", temp_dir("alias-sweep") + "/r.jsonl", "--device", "cpu",
+               "--nproc-per-node", "2"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_FALSE(contains(r.err, "--nproc-per-node")) << r.err;
+  // Hidden from the help, which shows pkb's own spelling.
+  r = run_pkb({"eval", "--help"});
+  EXPECT_FALSE(contains(r.out, "--nproc-per-node")) << r.out;
+}
+
+// The original's flags that pkb spells another way get one line with the pkb way.
+TEST(Cli, TheOriginalsOtherFlagsGetThePkbWay) {
+  const std::string cand = std::string(PKB_SOURCE_DIR) + "/solutions_cpu/coll_allreduce.cpp";
+  auto one_line = [](const PkbRun& r, const std::string& want) {
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_TRUE(contains(r.err, want)) << r.err;
+  };
+  one_line(run_pkb({"eval", "-p", "1", "-s", cand, "--measure-perf"}),
+           "pkb: error: --measure-perf is the original ParallelKernelBench's flag: pkb always times both sides after "
+           "the correctness trials (--no-timing turns timing off)");
+  one_line(run_pkb({"eval", "-p", "1", "-s", cand, "--mode", "eval"}),
+           "pkb: error: pkb takes the mode as its command: `pkb eval -p PROBLEM -s FILE -w N ...`");
+  one_line(run_pkb({"eval", "-p", "1", "-s", cand, "--mode", "both"}),
+           "`pkb eval` checks and times a candidate against the reference (--mode eval), `pkb dryrun` runs the "
+           "reference alone (--mode dryrun)");
+  one_line(run_pkb({"--nproc-per-node", "4", "--mode", "eval", "--problem", "1", "--solution", "cuda"}),
+           "pkb: error: pkb takes the mode as its command: `pkb eval -p PROBLEM -s FILE -w N ...`");
+  one_line(run_pkb({"eval", "-p", "1", "-s", cand, "--download"}), "pkb eval --save-outputs DIR writes");
+  one_line(run_pkb({"eval", "-p", "1", "-s", cand, "--solutions-dir", "/tmp"}),
+           "pkb eval -s takes the candidate file itself (-s solutions_cuda/coll_allreduce.cu); `pkb sweep --solutions "
+           "DIR` evaluates a folder of them");
+  one_line(run_pkb({"eval", "-p", "1", "-s", cand, "--m", "4096"}),
+           "problems name their own sizes: give them with --size M=4096,N=1024");
+  one_line(run_pkb({"dryrun", "-p", "1", "--solution", "cuda"}),
+           "pkb: error: pkb dryrun runs the reference alone (--solution reference); to run a candidate, `pkb eval");
+  // A backend name where pkb wants a file: the file it means.
+  one_line(run_pkb({"eval", "-p", "1", "-s", "triton", "--device", "cpu"}),
+           "pkb: error: -s takes a candidate file, not a backend name ('triton'); e.g. -s ");
+  PkbRun r = run_pkb({"eval", "-p", "1", "-s", "triton"});
+  EXPECT_TRUE(contains(r.err, "solutions_triton/coll_allreduce.py; `pkb sweep --solutions solutions_triton` evaluates "
+                              "a folder"))
+      << r.err;
+  one_line(run_pkb({"eval", "-p", "1", "-s", "reference"}),
+           "-s reference: pkb eval always runs the reference beside the candidate; `pkb dryrun -p 1` runs the reference "
+           "alone");
+}
+
+// nccl-tests users read -w as warm-up and -n as iterations: the help says what they are
+// beside --warmup and --iters.
+TEST(Cli, EvalHelpSaysWhatDashWAndDashNAre) {
+  PkbRun r = run_pkb({"eval", "--help"});
+  ASSERT_EQ(r.code, 0);
+  // A flag's entry: its line, and the indented line CLI11 wraps its description onto.
+  auto line_of = [&](const std::string& flag) {
+    size_t at = r.out.find("\n  " + flag);
+    if (at == std::string::npos) return std::string();
+    size_t end = r.out.find("\n  -", at + 1);
+    return r.out.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  };
+  EXPECT_TRUE(contains(line_of("--warmup"), "nccl-tests' -w; pkb's -w is --world-size")) << r.out;
+  EXPECT_TRUE(contains(line_of("--iters"), "nccl-tests' -n; pkb's -n is --trials")) << r.out;
+}
+
+// A Python candidate's traceback names the user's file, not its copy in the build cache.
+TEST(Cli, PythonTracebackNamesTheUsersFile) {
+  std::string cand = std::string(PKB_SOURCE_DIR) + "/tests/candidates/py/exception.py";
+  std::string dir = temp_dir("py-traceback-file");
+  PkbRun r = run_pkb({"eval", "-p", "coll_allreduce", "-s", cand, "--device", "cpu", "-w", "2", "-n", "2", "--json",
+                      dir + "/r.json"});
+  if (contains(r.out, "built without embedded Python")) GTEST_SKIP() << "pkb was built without embedded Python";
+  std::string m = nlohmann::json::parse(std::ifstream(dir + "/r.json"))["message"];
+  EXPECT_TRUE(contains(m, "File \"" + cand + "\", line 8, in pkb_run")) << m;
+  EXPECT_TRUE(contains(m, "raise ValueError(\"the candidate gave up on purpose\")")) << "the line itself: " << m;
+  EXPECT_FALSE(contains(m, "/build/")) << m;
 }
 
 TEST(Cli, ListAndShow) {
@@ -63,6 +199,26 @@ TEST(Cli, ListAndShow) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "coll_alltoall")) << r.out;
   EXPECT_TRUE(contains(r.out, "8 problems")) << r.out;
+  // The world sizes each preset runs at, not a formula.
+  EXPECT_TRUE(contains(r.out, "W at default       W at large\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "coll_allreduce                             coll  1-64               1-64\n")) << r.out;
+  r = run_pkb({"list", "-c", "tp"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  // K % W == 0 with K = 512 (default) and 8192 (large), W up to 64.
+  EXPECT_TRUE(contains(r.out, "tp_allgather_gemm                          tp    1,2,4,8,16,32,64   1,2,4,8,16,32,64\n"))
+      << r.out;
+  // The categories offered are the ones with problems; 'test' names where its problems are.
+  r = run_pkb({"list", "-c", "tset"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "unknown category 'tset'; use one of coll, dp, tp")) << r.err;
+  EXPECT_FALSE(contains(r.err, "test")) << r.err;
+  r = run_pkb({"list", "-c", "test"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "no problems of category 'test' are loaded: the harness's self-test problems")) << r.err;
+  r = run_pkb({"--problem-dir", std::string(PKB_SOURCE_DIR) + "/tests/candidates/problems", "--reference-lib",
+               PKB_GALLERY_REFS, "list", "-c", "test"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "test_roofline_lie")) << r.out;
   r = run_pkb({"show", "14_gemm_allgather"});
   if (r.code == 0) EXPECT_TRUE(contains(r.out, "tp_gemm_allgather"));
   r = run_pkb({"show", "3"});
@@ -109,8 +265,33 @@ TEST(Cli, DoctorReportsTheSandboxLayers) {
   PkbRun r = run_pkb({"doctor"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "sandbox: environment allow-list")) << r.out;
-  EXPECT_TRUE(contains(r.out, "processes (seccomp): yes")) << r.out;
+  // Which kinds of candidate this build runs, and where nvcc is.
+  EXPECT_TRUE(contains(r.out, "candidates this build runs:\n  CUDA (.cu) ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\n  ThunderKittens (.cu with kittens.cuh) ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\n  Triton/Python (.py) ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\n  CPU device (.cpp)                      yes, ")) << r.out;
   PkbRun j = run_pkb({"doctor", "--json"});
   ASSERT_EQ(j.code, 0) << j.err;
+  std::string nvcc = nlohmann::json::parse(j.out)["candidates"]["cuda"]["nvcc"];
+  if (nvcc.empty())
+    EXPECT_TRUE(contains(r.out, "no: pkb was built without the CUDA toolkit")) << r.out;
+  else
+    EXPECT_TRUE(contains(r.out, "yes, nvcc " + nvcc)) << r.out;
+  EXPECT_TRUE(contains(r.out, "processes (seccomp): yes")) << r.out;
   EXPECT_TRUE(contains(j.out, "\"landlock_abi\"")) << j.out;
+}
+
+// docs/results.md lists every exit code pkb has (eval/verdict.hpp's Exit).
+TEST(Cli, EveryExitCodeIsDocumented) {
+  std::ifstream h(std::string(PKB_SOURCE_DIR) + "/src/eval/verdict.hpp"), d(std::string(PKB_SOURCE_DIR) + "/docs/results.md");
+  std::string header((std::istreambuf_iterator<char>(h)), std::istreambuf_iterator<char>());
+  std::string doc((std::istreambuf_iterator<char>(d)), std::istreambuf_iterator<char>());
+  std::string exits = header.substr(header.find("enum Exit"), header.find("};", header.find("enum Exit")) - header.find("enum Exit"));
+  int codes = 0;
+  for (size_t at = 0; (at = exits.find(" = ", at)) != std::string::npos; at += 3) {
+    std::string code = exits.substr(at + 3, exits.find(',', at) - at - 3);
+    ++codes;
+    EXPECT_TRUE(contains(doc, "\n| " + code + " | ")) << "exit code " << code << " is not in docs/results.md";
+  }
+  EXPECT_EQ(codes, 9);  // 0-7 and 130
 }
