@@ -157,6 +157,14 @@ void print_table(const json& r) {
            r["run"]["hardware_profile"].get<std::string>().c_str(), fmt_us(r["roofline"]["bound_us"]).c_str(),
            r["roofline"]["limiter"].get<std::string>().c_str());
   printf("\n");
+  // The calls each side made, where the time budgets cut the settings' counts.
+  const json& counts = r["run"].value("counts", json());
+  if (counts.is_object()) {
+    const json &c = counts["candidate"], &f = counts["reference"];
+    printf("calls: candidate %d warm-up + %d timed (%d checked), reference %d + %d%s\n", c.value("warmup", 0),
+           c.value("iters", 0), c.value("captured", 0), f.value("warmup", 0), f.value("iters", 0),
+           r["timing"].value("reference_cached", false) ? " (cached)" : "");
+  }
   if (!r["flags"].empty()) {
     std::string f;
     for (auto& x : r["flags"]) f += (f.empty() ? "" : ", ") + x.get<std::string>();
