@@ -225,9 +225,10 @@ int evaluate(Globals& g, EvalOptions& o) {
   job.capture_budget_bytes = static_cast<size_t>(mib * (1 << 20));
   job.candidate_heap_bytes = static_cast<size_t>(o.heap_mib * (1 << 20));
   job.library = b.library;
-  // Triton's kernel cache lives with pkb's (HOME is a scratch folder removed after the run).
-  if (b.backend == "triton" && !std::getenv("TRITON_CACHE_DIR"))
-    p.env.push_back({"TRITON_CACHE_DIR", build::default_cache_dir() + "/triton"});
+  // Triton's kernel cache: one folder per candidate source, which no other candidate sees;
+  // with --seed (inputs that repeat) the scratch folder's, gone with the run (docs/architecture.md).
+  if (b.backend == "triton" && o.seed.empty())
+    p.env.push_back({"TRITON_CACHE_DIR", build::default_cache_dir() + "/triton/" + b.source_sha256});
   if (!o.save.empty()) {
     job.save_dir = fs::absolute(o.save).string();
     // Made here: the sandbox lets ranks write only into folders that exist when they enter it.
