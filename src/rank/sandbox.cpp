@@ -143,8 +143,9 @@ uint64_t handled_rights(int abi) {
 }
 
 constexpr uint64_t kReadRights = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
-constexpr uint64_t kReadWriteRights =
-    LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
+// Truncation included: open(O_TRUNC) of a /proc/self file ("w" in Python) asks for it.
+constexpr uint64_t kReadWriteRights = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |
+                                      LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_TRUNCATE;
 
 // Rights that make sense on a file (not a folder).
 uint64_t file_rights(int abi) {
@@ -306,6 +307,31 @@ const long kSchedulingOfSelf[] = {SYS_sched_setaffinity, SYS_sched_setscheduler,
 char g_violation[256];
 std::atomic<bool> g_violated{false};
 
+// Threads that ran before the sandbox (NCCL's proxy and RAS threads, gloo's, CUDA's): the
+// filter holds for them too, but what they are refused is their libraries' doing, not the
+// candidate's, so it is said on stderr rather than recorded for the verdict.
+pid_t g_earlier[1024];
+std::atomic<int> g_earlier_count{0};
+std::atomic<int> g_earlier_said{0};
+
+void note_earlier_threads() {
+  pid_t self = static_cast<pid_t>(syscall(SYS_gettid));
+  int n = 0;
+  std::error_code ec;
+  for (auto& e : fs::directory_iterator("/proc/self/task", ec)) {
+    pid_t tid = static_cast<pid_t>(std::atol(e.path().filename().c_str()));
+    if (tid != self && n < int(sizeof g_earlier / sizeof g_earlier[0])) g_earlier[n++] = tid;
+  }
+  g_earlier_count = n;
+}
+
+bool on_earlier_thread() {
+  pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
+  for (int i = 0, n = g_earlier_count.load(); i < n; ++i)
+    if (g_earlier[i] == tid) return true;
+  return false;
+}
+
 // Async-signal-safe text building, for the handler.
 struct Text {
   char buf[sizeof g_violation];
@@ -376,7 +402,15 @@ extern "C" void on_sigsys(int, siginfo_t* info, void* context) {
 #endif
   Text t;
   describe(t, info->si_syscall, arg);
-  note(t);
+  if (!on_earlier_thread()) {
+    note(t);
+  } else if (g_earlier_said++ < 4) {
+    Text line;
+    line << "pkb: the sandbox refused " << t.buf << " on thread " << static_cast<long>(syscall(SYS_gettid))
+         << ", started before the sandbox by pkb or a library\n";
+    ssize_t ignored = write(2, line.buf, line.n);
+    (void)ignored;
+  }
 #if defined(__x86_64__)
   uc->uc_mcontext.gregs[REG_RAX] = -EPERM;
 #elif defined(__aarch64__)
@@ -484,6 +518,7 @@ bool filter_syscalls(bool processes, int abi, std::string& why) {
   sa.sa_flags = SA_SIGINFO;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGSYS, &sa, nullptr);
+  note_earlier_threads();
   std::vector<sock_filter> prog = build_filter(processes, abi);
   sock_fprog fprog{static_cast<unsigned short>(prog.size()), prog.data()};
   // Every thread of the rank: one NCCL, gloo or CUDA started before is no way around it.

@@ -16,7 +16,8 @@
 // and what it tried is recorded for the verdict (take_violation) rather than crashing the
 // rank. Environment, process limits, inherited descriptors and leftover children are the
 // parent's part (launch/environment.hpp, launch/spawn.hpp). Threads that existed before
-// (NCCL's, gloo's, CUDA's) are filtered by seccomp too but keep the rank's filesystem rights:
+// (NCCL's, gloo's, CUDA's) are filtered by seccomp too (what they are refused is said on
+// stderr, not recorded: it is their library's doing) but keep the rank's filesystem rights:
 // the candidate gets no handle on them through the ABI.
 #pragma once
 
@@ -69,8 +70,9 @@ void allow_programs(SandboxPaths& p, const std::vector<std::string>& programs);
 // kernel lacks is skipped and named in the status's note.
 SandboxStatus enter_sandbox(const SandboxPaths& paths);
 
-// What the sandbox denied since the last call, e.g. "socket(AF_INET/AF_INET6): a network
-// connection", or "" when nothing.
+// What the sandbox denied the candidate (the thread that entered it and threads started
+// since) since the last call, e.g. "socket(AF_INET/AF_INET6): a network connection", or ""
+// when nothing.
 std::string take_violation();
 
 }  // namespace pkb::rank
