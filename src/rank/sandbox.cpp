@@ -56,9 +56,14 @@ namespace {
 
 // ---- what a rank may read ---------------------------------------------------------------
 
-// The system's software: programs, libraries, headers, their data.
-const char* const kSystemFolders[] = {"/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/opt", "/sys",
-                                      "/nix/store"};
+// The system's software: programs, libraries, headers, their data; and from /sys what
+// describes the machine (processors, NUMA nodes, PCI devices and their links, NICs and RDMA
+// devices, drivers' parameters, cgroup limits, huge pages), not debugfs, tracing,
+// securityfs or firmware variables.
+const char* const kSystemFolders[] = {"/usr",        "/lib",        "/lib64",      "/lib32",       "/libx32",
+                                      "/bin",        "/sbin",       "/opt",        "/nix/store",   "/sys/devices",
+                                      "/sys/bus",    "/sys/class",  "/sys/module", "/sys/dev",     "/sys/fs/cgroup",
+                                      "/sys/kernel/mm", "/sys/kernel/iommu_groups"};
 
 // What libraries read from /etc, by name: the dynamic loader (also of the compiler Triton
 // runs), locale and time zone, user and host lookups (public files: password hashes are in

@@ -53,8 +53,8 @@ struct SandboxStatus {
 // What this kernel offers (pkb doctor), without entering anything.
 SandboxStatus sandbox_support();
 
-// The paths a rank needs: the system's software folders (/usr, /lib*, /bin, /sbin, /opt,
-// /sys), the files of /etc and /proc that libraries read, its own /proc/<pid>, every library
+// The paths a rank needs: the system's software folders (/usr, /lib*, /bin, /sbin, /opt),
+// what /sys says about the machine, the files of /etc and /proc that libraries read, its own /proc/<pid>, every library
 // it has mapped (and, for Python packages, their site-packages), the device files CUDA, NCCL
 // and the C library open, the scratch folder ($PKB_SCRATCH), the MPS pipes, plus `read` and
 // `write`. A read path that would cover a hidden place (the user's home, /tmp, /dev/shm,

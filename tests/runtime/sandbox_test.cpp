@@ -353,12 +353,15 @@ TEST(SandboxLayers, ARankReadsWhatItNeedsAndWritesOnlyItsScratch) {
     std::string r = enter({scratch});
     if (!r.empty()) return r;
     for (const char* ok : {"/etc/passwd", "/etc/ld.so.cache", "/proc/self/status", "/proc/self/maps", "/proc/cpuinfo",
-                           "/proc/meminfo", "/proc/sys/kernel/pid_max", "/usr/include/stdio.h"})
+                           "/proc/meminfo", "/proc/sys/kernel/pid_max", "/usr/include/stdio.h",
+                           "/sys/devices/system/cpu/online"})
       if (fs::exists(ok)) r += expect(std::string("read ") + ok, open_read(ok), 0);
     for (const std::string& hidden : {std::string("/etc/shadow"), parent + "/environ", parent + "/cmdline",
                                       parent + "/status", std::string("/proc/1/cmdline"), outside + "/secret"})
       r += expect("read " + hidden, open_read(hidden), EACCES);
     r += expect("list /proc", open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC), EACCES);
+    for (const char* kernel : {"/sys/kernel/debug", "/sys/kernel/tracing", "/sys/firmware"})
+      if (fs::exists(kernel)) r += expect(std::string("list ") + kernel, open(kernel, O_RDONLY | O_DIRECTORY), EACCES);
     r += expect("write /dev/null", open("/dev/null", O_WRONLY | O_CLOEXEC), 0);
     r += expect("write the scratch folder", create(scratch + "/mine"), 0);
     for (const std::string& place : {std::string("/dev/shm"), std::string("/tmp"), std::string("/var/tmp"), outside})
