@@ -516,12 +516,29 @@ void expect_all_refused(const std::vector<Attempt>& all, const std::string& home
 
 }  // namespace
 
+// "probe <label> <n> <target>" lines: a rank's descriptors, or pkb's.
+std::vector<std::pair<std::string, std::string>> descriptors(const std::string& echoed, const std::string& label) {
+  std::regex line("^\\[rank \\d+\\] probe " + label + " (\\d+) (.*)$");
+  std::vector<std::pair<std::string, std::string>> out;
+  std::istringstream in(echoed);
+  std::smatch m;
+  for (std::string l; std::getline(in, l);)
+    if (std::regex_match(l, m, line)) out.emplace_back(m[1], m[2]);
+  return out;
+}
+
 // The native probe tries every place and secret, a Unix socket and pkb itself, and finds
 // none; under --no-sandbox the same probe reaches them, so its lines are worth reading.
+// A pipe this process leaves open across exec reaches pkb, never a rank.
 TEST(Sandbox, AProbeFindsNoWayOut) {
   std::string home = planted_home(), name = "pkb-test-" + std::to_string(getpid()) + "-probe";
   int listener = abstract_listener(name);
   ASSERT_GE(listener, 0);
+  int leak[2];
+  ASSERT_EQ(pipe(leak), 0);  // no O_CLOEXEC: inherited by pkb
+  struct stat leak_st{};
+  fstat(leak[1], &leak_st);
+  std::string leaked = "pipe:[" + std::to_string(leak_st.st_ino) + "]";
   std::vector<std::pair<std::string, std::string>> env = {
       {"PKB_TEST_HOME", home}, {"PKB_TEST_ABSTRACT", name}, {"OPENAI_API_KEY", "sk-test-not-a-key"}};
   std::vector<std::string> args = {"--echo", "--seed", "4242"};
@@ -542,6 +559,13 @@ TEST(Sandbox, AProbeFindsNoWayOut) {
   EXPECT_EQ(outcome(all, "connect", "@" + name), "failed");  // no socket to try with
   EXPECT_EQ(accepted(listener), 0);
   EXPECT_TRUE(survivors(e.run.tag).empty());
+  auto own = descriptors(e.run.err, "descriptor");
+  EXPECT_GE(own.size(), 6u);  // stdin, stdout, stderr and the bootstrap socket, both ranks
+  for (auto& [fd, target] : own) {
+    EXPECT_NE(target, leaked) << "descriptor " << fd;
+    if (fd == "0") EXPECT_EQ(target, "/dev/null");
+  }
+  EXPECT_TRUE(descriptors(e.run.err, "parent-descriptor").empty());
 
   // Without the sandbox every one of them is there to be had.
   Eval open = eval_file("cpu/sandbox_probe.cpp", 2, {"--echo", "--seed", "4242", "--no-sandbox"}, env);
@@ -563,6 +587,12 @@ TEST(Sandbox, AProbeFindsNoWayOut) {
   EXPECT_EQ(outcome(seen, "connect", "@" + name), "allowed");
   EXPECT_EQ(accepted(listener), 2);
   close(listener);
+  auto theirs = descriptors(open.run.err, "parent-descriptor");
+  EXPECT_TRUE(std::any_of(theirs.begin(), theirs.end(), [&](auto& d) { return d.second == leaked; }))
+      << "pkb did not inherit the pipe: the check below would mean nothing";
+  for (auto& [fd, target] : descriptors(open.run.err, "descriptor")) EXPECT_NE(target, leaked) << "descriptor " << fd;
+  close(leak[0]);
+  close(leak[1]);
   for (auto& a : seen)
     if (a.what == "kill" || a.what == "pidfd_open" || a.what == "process_vm_readv")
       EXPECT_EQ(a.outcome, "allowed") << a.what;

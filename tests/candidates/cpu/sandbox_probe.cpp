@@ -15,7 +15,10 @@
 //   unix    - to open a Unix-domain socket and connect to the abstract one PKB_TEST_ABSTRACT
 //             names (a test listens there);
 //   signal  - to signal pkb (kill(ppid, 0)) and get a handle on it (pidfd_open);
-//   memory  - to read pkb's memory (process_vm_readv) and compare its files with its own (kcmp).
+//   memory  - to read pkb's memory (process_vm_readv) and compare its files with its own (kcmp);
+//   descriptors - lists what its descriptors are ("probe descriptor <n> <target>") and
+//             tries to list pkb's ("probe parent-descriptor ..." when it can): whatever pkb
+//             inherited from its caller must not reach a rank.
 // PKB_PROBE picks groups (comma-separated; all by default). The home is the password
 // database's, and PKB_TEST_HOME's too where a test stands one in with planted secrets.
 // Its outputs are right: what Landlock denies shows only in its lines, what seccomp denies
@@ -201,6 +204,30 @@ void probe_memory() {
   report("kcmp", "pid " + std::to_string(parent), syscall(SYS_kcmp, getpid(), parent, 0 /* KCMP_FILE */, 1, 1));
 }
 
+// Its own descriptors (listing them is no attempt), or pkb's (an attempt).
+void print_descriptors(const std::string& dir, const char* label, bool attempt) {
+  std::vector<std::string> names;
+  if (attempt) {
+    names = try_list(dir);
+  } else if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') names.push_back(e->d_name);
+    closedir(d);
+  }
+  for (auto& n : names) {
+    char target[512];
+    ssize_t len = readlink((dir + "/" + n).c_str(), target, sizeof target - 1);
+    target[len > 0 ? len : 0] = 0;
+    printf("probe %s %s %s\n", label, n.c_str(), target);
+  }
+  fflush(stdout);
+}
+
+void probe_descriptors() {
+  print_descriptors("/proc/self/fd", "descriptor", false);
+  print_descriptors("/proc/" + std::to_string(getppid()) + "/fd", "parent-descriptor", true);
+}
+
 }  // namespace
 
 PKB_EXPORT int pkb_abi_version(void) { return PKB_ABI_VERSION; }
@@ -215,6 +242,7 @@ PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int, pkb_tensor* out,
     if (wanted("unix")) probe_unix();
     if (wanted("signal")) probe_signal();
     if (wanted("memory")) probe_memory();
+    if (wanted("descriptors")) probe_descriptors();
   }
   size_t n = size_t(out[0].sizes[0]) * size_t(out[0].sizes[1]);
   allreduce(ctx, in[0].data, out[0].data, n);
