@@ -326,9 +326,10 @@ int evaluate(Globals& g, EvalOptions& o) {
          b.cached ? "cached build" : ("built in " + fmt_us(b.seconds) + " s").c_str());
 
   job.library = b.library;
-  // Triton's kernel cache lives with pkb's (HOME is a scratch folder removed after the run).
-  if (b.backend == "triton" && !std::getenv("TRITON_CACHE_DIR"))
-    p.env.push_back({"TRITON_CACHE_DIR", build::default_cache_dir() + "/triton"});
+  // Triton's kernel cache: one folder per candidate source, which no other candidate sees;
+  // with --seed (inputs that repeat) the scratch folder's, gone with the run (docs/architecture.md).
+  if (b.backend == "triton" && o.seed.empty())
+    p.env.push_back({"TRITON_CACHE_DIR", build::default_cache_dir() + "/triton/" + b.source_sha256});
   if (!o.save.empty()) {
     job.save_dir = fs::absolute(o.save).string();
     std::error_code ec;

@@ -101,6 +101,7 @@ class CandidateJob {
       needs.read.push_back(std::filesystem::path(job_.spec).parent_path().string());
       rank::SandboxPaths paths = rank::rank_paths(needs.read, needs.write);
       if (needs.processes) rank::allow_programs(paths, needs.exec);
+      paths.every_thread = !r_.comm;  // NCCL's threads keep what they need
       sandbox_ = rank::enter_sandbox(paths);
     }
     cand_ = eval::load_candidate(job_.library);  // its constructors (a module's import) run here, confined

@@ -46,8 +46,12 @@ std::vector<std::string> rank_environment(const std::vector<std::string>& parent
     if (policy.isolate && !passed && (denied || is_secret_name(name) || !allowed(name))) continue;
     vars[name] = eq == std::string::npos ? "" : kv.substr(eq + 1);
   }
-  if (!policy.scratch.empty())
-    for (const char* v : {"HOME", "TMPDIR"}) vars[v] = policy.scratch;
+  if (!policy.scratch.empty()) {
+    for (const char* v : {"HOME", "TMPDIR", "PKB_SCRATCH"}) vars[v] = policy.scratch;
+    // Triton's kernel cache too, unless pkb names one in `set` (a folder per candidate):
+    // never the user's, which every candidate would share.
+    vars["TRITON_CACHE_DIR"] = policy.scratch + "/triton-cache";
+  }
   for (auto& [k, v] : set) vars[k] = v;
   std::vector<std::string> out;
   for (auto& [k, v] : vars) out.push_back(k + "=" + v);

@@ -14,7 +14,9 @@ struct EnvPolicy {
   bool isolate = true;            // false (--no-sandbox): the parent's environment, whole
   std::vector<std::string> pass;  // --pass-env NAME: kept on purpose, secret or not
   std::vector<std::string> deny;  // names that always go (models.toml's key variables)
-  std::string scratch;            // HOME and TMPDIR point here ("": left as they are)
+  // HOME, TMPDIR and PKB_SCRATCH (what the sandbox lets a rank write) point here, and
+  // TRITON_CACHE_DIR inside it ("": left as they are).
+  std::string scratch;
 };
 
 // *KEY*, *TOKEN*, *SECRET*, *PASSWORD*, *PASSWD*, *CREDENTIAL* (any case), and the

@@ -14,6 +14,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +27,28 @@ namespace {
 }
 
 void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+// `fd` moved above 0, 1 and 2 (where the child's standard streams go), close-on-exec.
+int above_stdio(int fd) {
+  if (fd > 2) return fd;
+  int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  close(fd);
+  if (moved < 0) throw_errno("fcntl");
+  return moved;
+}
+
+// In the child before exec: every descriptor but 0, 1, 2 and `keep` closed, whatever the
+// parent inherited without close-on-exec from its own caller (a shell's pipes, a log file
+// open for writing): none of them may reach the candidate.
+void close_inherited(int keep) {
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, 3u, static_cast<unsigned>(keep - 1), 0u) == 0 &&
+      syscall(SYS_close_range, static_cast<unsigned>(keep + 1), ~0u, 0u) == 0)
+    return;
+#endif
+  for (int fd = 3; fd < 65536; ++fd)
+    if (fd != keep) close(fd);
+}
 
 // A /proc file's text, "" when its process is gone. (Reading the file of a process reaped
 // after the open fails with ESRCH, and libstdc++'s filebuf throws on a failed read.)
@@ -76,6 +99,12 @@ Spawned spawn_rank(const std::vector<std::string>& argv, std::vector<std::string
   int sv[2], out[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) throw_errno("socketpair");
   if (pipe2(out, O_CLOEXEC) != 0) throw_errno("pipe");
+  sv[1] = above_stdio(sv[1]);
+  out[1] = above_stdio(out[1]);
+  // A rank reads nothing from the user's terminal (nor types into it: TIOCSTI).
+  int null_in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null_in < 0) throw_errno("open /dev/null");
+  null_in = above_stdio(null_in);
   env.push_back("PKB_BOOTSTRAP_FD=" + std::to_string(sv[1]));
   // Everything the child needs is built before forking: it only sets limits and execs.
   std::vector<char*> args, envp;
@@ -103,6 +132,8 @@ Spawned spawn_rank(const std::vector<std::string>& argv, std::vector<std::string
     }
     dup2(out[1], 1);
     dup2(out[1], 2);
+    dup2(null_in, 0);
+    close_inherited(sv[1]);
     fcntl(sv[1], F_SETFD, 0);  // keep the bootstrap socket across exec
     execve(args[0], args.data(), envp.data());
     dprintf(2, "pkb: cannot start worker %s: %s\n", args[0], strerror(errno));
@@ -111,6 +142,7 @@ Spawned spawn_rank(const std::vector<std::string>& argv, std::vector<std::string
   setpgid(pid, pgid ? pgid : pid);
   close(sv[1]);
   close(out[1]);
+  close(null_in);
   set_nonblocking(sv[0]);
   set_nonblocking(out[0]);
   return {pid, sv[0], out[0]};

@@ -3,7 +3,8 @@
 // A rank is a fork+exec of pkb itself in the group's process group (so the group can be
 // killed as one) that dies with the parent (PR_SET_PDEATHSIG), with resource limits, an
 // environment built for it (environment.hpp) and two channels to the parent: the
-// bootstrap socket and a pipe of its stdout and stderr.
+// bootstrap socket and a pipe of its stdout and stderr. Its stdin is /dev/null, and no
+// other descriptor of the parent's reaches it.
 #pragma once
 
 #include <string>

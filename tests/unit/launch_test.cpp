@@ -83,15 +83,20 @@ TEST(Environment, RanksGetAnAllowListNeverSecrets) {
   std::vector<std::string> parent = {"PATH=/usr/bin", "LD_LIBRARY_PATH=/opt/lib", "NCCL_DEBUG=INFO",
                                      "CUDA_VISIBLE_DEVICES=0,1", "PKB_TEST_TAG=t1", "OPENAI_API_KEY=sk-x",
                                      "HF_TOKEN=hf", "PKB_OPENAI_API_KEY=k", "GITHUB_PAT=p", "SSH_AUTH_SOCK=/s",
-                                     "HOME=/home/u", "DB_PASSWORD=x", "TOGETHER_PROVIDER=t"};
+                                     "HOME=/home/u", "DB_PASSWORD=x", "TOGETHER_PROVIDER=t",
+                                     "TRITON_CACHE_DIR=/home/u/.triton/cache"};
   EnvPolicy policy;
   policy.scratch = "/tmp/pkb-scratch-1";
   policy.deny = {"TOGETHER_PROVIDER"};  // a models.toml key variable, whatever its name
   auto env = rank_environment(parent, policy, {{"PKB_RANK", "3"}, {"NCCL_NVLS_ENABLE", "0"}});
   for (auto kv : {"PATH=/usr/bin", "LD_LIBRARY_PATH=/opt/lib", "NCCL_DEBUG=INFO", "CUDA_VISIBLE_DEVICES=0,1",
                   "PKB_TEST_TAG=t1", "PKB_RANK=3", "NCCL_NVLS_ENABLE=0", "HOME=/tmp/pkb-scratch-1",
-                  "TMPDIR=/tmp/pkb-scratch-1"})
+                  "TMPDIR=/tmp/pkb-scratch-1", "PKB_SCRATCH=/tmp/pkb-scratch-1",
+                  "TRITON_CACHE_DIR=/tmp/pkb-scratch-1/triton-cache"})
     EXPECT_TRUE(has(env, kv)) << kv;
+  // The user's Triton cache, shared by every candidate, never; a folder pkb names, yes.
+  EXPECT_TRUE(has(rank_environment(parent, policy, {{"TRITON_CACHE_DIR", "/c/triton/ab12"}}),
+                  "TRITON_CACHE_DIR=/c/triton/ab12"));
   for (auto name : {"OPENAI_API_KEY", "HF_TOKEN", "PKB_OPENAI_API_KEY", "GITHUB_PAT", "SSH_AUTH_SOCK",
                     "DB_PASSWORD", "TOGETHER_PROVIDER"})
     EXPECT_FALSE(has_name(env, name)) << name;
