@@ -53,16 +53,21 @@ MemoryPlan plan_memory(const MemoryRequest& r) {
   uint64_t capture = one.capture_device + (r.cuda ? 0 : one.capture_host);
   auto [in, out] = largest_rank_io(r);
 
-  // The judge: the reference's inputs, outputs and working memory (its peak), and its own
-  // copies of the inputs (the pristine set, the one the reference runs on).
+  // The judge: the reference's inputs, outputs and working memory (its peak: it runs on the
+  // judge's own inputs). Measured by an earlier run, declared by the spec, or estimated.
   uint64_t ref_peak = r.reference_peak;
   p.reference_source = r.reference_peak_source;
+  if (ref_peak == 0 && !r.spec->reference_peak.empty()) {
+    for (int q = 0; q < r.world; ++q)
+      ref_peak = std::max(ref_peak, static_cast<uint64_t>(r.spec->reference_peak.eval(
+                                        r.spec->roofline_vars(r.size, r.world, q, r.dtype))));
+    p.reference_source = "declared";
+  }
   if (ref_peak == 0) {
     ref_peak = in + out + std::max(in, out);  // its inputs and outputs, and one temporary of the larger
     p.reference_source = "estimated";
   }
   p.judge = {{"reference (peak: inputs, outputs, working memory; " + p.reference_source + ")", ref_peak},
-             {"the judge's copy of the inputs", in},
              {"process runtime", kRankRuntime}};
   if (r.nccl) p.judge.push_back({"NCCL buffers", kNcclBuffers});
   p.judge_rank = total(p.judge);
@@ -96,7 +101,7 @@ MemoryPlan plan_memory(const MemoryRequest& r) {
                       std::to_string(before) + ", to fit");
   }
   if (per_gpu() > usable && !r.candidate_heap) {
-    uint64_t over = per_gpu() - usable, room = (p.candidate_heap - std::max(kMinCandidateHeap, set)) * r.ranks_per_gpu;
+    uint64_t over = per_gpu() - usable, room = (p.candidate_heap - kMinCandidateHeap) * r.ranks_per_gpu;
     uint64_t cut = std::min(over, room) / r.ranks_per_gpu;
     p.candidate_heap -= cut;
     if (cut) p.notes.push_back("the candidate's own heap is " + gib(p.candidate_heap) + " (--heap-size), not " +

@@ -1,9 +1,9 @@
 // How much device memory an evaluation takes on each GPU, before any rank starts: a
 // candidate rank's symmetric heap (the harness: one set of inputs and outputs and the
 // captures of timed calls; then the candidate's own heap) and a judge rank's (the
-// reference's inputs and outputs, its own copy of the inputs, the reference's working
-// memory), each with its process's runtime; ranks sharing a GPU add up. pkb sizes its own
-// buffers to fit (fewer captures, then a smaller default candidate heap) and refuses, in
+// reference's peak: its inputs, outputs and working memory), each with its process's
+// runtime; ranks sharing a GPU add up. pkb sizes its own buffers to fit (fewer captures,
+// then a smaller default candidate heap, down to 256 MiB) and refuses, in
 // one line with the numbers, a problem that cannot fit at all. On the CPU device the same
 // arithmetic runs against the host's memory. Torch-free; tested on made-up numbers.
 #pragma once

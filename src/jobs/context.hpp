@@ -23,9 +23,10 @@ struct ProblemContext {
 
   // A trial's fresh inputs (ctx.begin_trial(key) first).
   Inputs inputs_for(int64_t key);
-  // Runs the reference and checks its outputs against the spec; the read-only inputs must
-  // come back unchanged (the reference is pkb's: a failure here is a bug in it).
-  std::vector<at::Tensor> run_reference(Inputs& in);
+  // Runs the reference and checks its outputs against the spec; with `check_inputs`, the
+  // read-only inputs must come back unchanged (the reference is pkb's: a failure there is a
+  // bug in it; dryrun and validate check it, a judge spares the copy of a large problem's).
+  std::vector<at::Tensor> run_reference(Inputs& in, bool check_inputs = true);
 };
 
 }  // namespace pkb::jobs

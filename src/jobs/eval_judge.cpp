@@ -259,8 +259,9 @@ class JudgeJob {
       r_.client.phase(phase::kTrial, t);
       if (!fail) fail = check_inputs(pristine, phase::kTrial, t);
       // Every judge runs the reference, whatever its candidate did: it communicates. On the
-      // pristine inputs themselves (checked above): one copy fewer of a large problem's.
-      std::vector<at::Tensor> want = pc_.run_reference(pristine);
+      // pristine inputs themselves (checked above), and no copy to check the reference
+      // itself (dryrun and validate do): the judge holds a large problem's inputs once.
+      std::vector<at::Tensor> want = pc_.run_reference(pristine, /*check_inputs=*/false);
       ReportedSizes sizes;
       if (!fail) {
         sizes = sizes_of(ran.at("sizes"));
@@ -350,7 +351,7 @@ class JudgeJob {
     for (size_t k = 0; k < captured.size(); ++k) {
       int i = captured[k];
       Inputs pristine = pc_.inputs_for(timing::kTimedKey + i);
-      std::vector<at::Tensor> want = pc_.run_reference(pristine);
+      std::vector<at::Tensor> want = pc_.run_reference(pristine, /*check_inputs=*/false);
       std::optional<Failure> f =
           judge_call(static_cast<int>(k), sizes_of(sizes[k]), i == n - 1, want, "timing", timing::kTimedKey + i);
       ++report_.timed_calls_checked;

@@ -33,7 +33,7 @@ const std::set<std::string> kInits = {"randn", "uniform", "randint", "zeros", "o
 
 const std::set<std::string> kTopKeys = {"slug", "id", "stem", "category", "origin", "description", "dtype", "world",
                                         "constraints", "vars", "sizes", "inputs", "outputs", "args", "roofline",
-                                        "timeout"};
+                                        "memory", "timeout"};
 
 // The strict TOML reader, plus formulas.
 class Reader : public io::TomlReader {
@@ -333,6 +333,19 @@ void read_roofline(const Reader& r, const toml::table& root, ProblemSpec& s, std
     r.fail(rl, "[roofline] data_bytes and bus_factor go together (bus bandwidth needs both)");
 }
 
+void read_memory(const Reader& r, const toml::table& root, ProblemSpec& s, std::set<std::string> known) {
+  const toml::node* m = root.get("memory");
+  if (!m) return;
+  const toml::table* mt = m->as_table();
+  if (!mt) r.fail(m, "[memory] must be a table of formulas");
+  r.only_keys(*mt, {"reference_peak"}, "[memory]");
+  known.insert("dt_bytes");
+  if (auto* n = mt->get("reference_peak")) {
+    s.reference_peak = r.formula(*n, "memory reference_peak");
+    check_names(r, known, s.reference_peak, "memory reference_peak", line_of(*n));
+  }
+}
+
 // Every size must give whole-number shapes at every world size up to 8 it allows.
 void check_whole_shapes(const ProblemSpec& s) {
   for (auto& [size, vals] : s.sizes) {
@@ -385,6 +398,7 @@ ProblemSpec read_spec(const std::string& path) {
   if (s.outputs.empty()) r.fail(root, "a problem needs at least one [[outputs]] entry");
   read_args(r, root, s, known);
   read_roofline(r, root, s, known);
+  read_memory(r, root, s, known);
   check_whole_shapes(s);
   return s;
 }

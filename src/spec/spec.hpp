@@ -82,6 +82,10 @@ struct ProblemSpec {
   std::vector<TensorSpec> inputs, outputs;
   std::vector<Arg> args;
   Roofline roofline;
+  // [memory] reference_peak: bytes the reference holds at its peak on a rank (its inputs,
+  // outputs and working memory), a formula over the sizes, vars and dt_bytes; empty: pkb's
+  // memory plan estimates it (eval/memory_plan.hpp). Declared where the estimate is far off.
+  Expr reference_peak;
   double trial_timeout_s = 0;  // 0: sized by the harness
 
   const TensorSpec* input(const std::string& name) const;

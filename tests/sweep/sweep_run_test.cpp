@@ -111,7 +111,7 @@ TEST(Sweep, EveryWayAnEvaluationEndsGetsExactlyOneLine) {
   std::set<std::string> seeds;
   for (auto& l : lines)
     if (!l["run"]["seed"].is_null()) seeds.insert(l["run"]["seed"].get<std::string>());
-  EXPECT_EQ(seeds.size(), 2u) << "the two evaluations that wrote their own result each drew a seed";
+  EXPECT_EQ(seeds.size(), 3u) << "the three evaluations that wrote their own result each drew a seed";
   EXPECT_EQ(s.log_lines("build").size(), 6u);
   EXPECT_EQ(s.log_lines("eval").size(), 6u);
   EXPECT_TRUE(contains(r.out, "[6/6] coll_gather W=4 fake/sample_0: correct 0.50x")) << r.out;

@@ -48,9 +48,8 @@ TEST(MemoryPlan, PartsAddUp) {
   EXPECT_EQ(part(p.candidate, "the device-copy check"), 2 * x);
   EXPECT_EQ(part(p.judge, "reference"), 3 * x);  // estimated: inputs, outputs and one temporary
   EXPECT_EQ(p.reference_source, "estimated");
-  EXPECT_EQ(part(p.judge, "the judge's copy"), x);
   uint64_t cand = 2 * x + 100 * x + eval::kMinCandidateHeap + eval::kRankRuntime + eval::kNcclBuffers + 2 * x;
-  uint64_t judge = 3 * x + x + eval::kRankRuntime + eval::kNcclBuffers;
+  uint64_t judge = 3 * x + eval::kRankRuntime + eval::kNcclBuffers;
   EXPECT_EQ(p.candidate_rank, cand);
   EXPECT_EQ(p.judge_rank, judge);
   EXPECT_EQ(p.per_gpu, cand + judge);
@@ -65,6 +64,14 @@ TEST(MemoryPlan, PartsAddUp) {
   eval::MemoryPlan m = eval::plan_memory(measured);
   EXPECT_EQ(part(m.judge, "reference"), 100 * MiB);
   EXPECT_EQ(m.reference_source, "measured");
+  // A spec may declare it (gnn_feature_fetch_projection's large table), over the sizes.
+  spec::ProblemSpec g = load("gnn_feature_fetch_projection");
+  ASSERT_FALSE(g.reference_peak.empty());
+  eval::MemoryRequest d = request(g, 141 * GiB);
+  eval::MemoryPlan dp = eval::plan_memory(d);
+  EXPECT_EQ(dp.reference_source, "declared");
+  auto v = g.roofline_vars("default", 2, 0, g.dtype);
+  EXPECT_GE(part(dp.judge, "reference"), static_cast<uint64_t>(v["Vl"] * v["E"] * 2));  // the table at least
 }
 
 // When memory is short pkb takes fewer captures first, then a smaller default heap, and
@@ -92,7 +99,7 @@ TEST(MemoryPlan, ShrinksItsOwnBuffersThenRefuses) {
   eval::MemoryPlan no = eval::plan_memory(r);
   EXPECT_FALSE(no.fits);
   EXPECT_EQ(no.captures, eval::kLeastCaptures);  // under the usual 20 where memory demands
-  EXPECT_EQ(part(no.candidate, "the candidate's own heap"), 2 * x);  // shrunk to one set
+  EXPECT_EQ(part(no.candidate, "the candidate's own heap"), eval::kMinCandidateHeap);  // shrunk as far as it goes
   EXPECT_NE(no.refusal.find("coll_allreduce at --size M=16384,N=16384 on 2 ranks needs ~"), std::string::npos)
       << no.refusal;
   EXPECT_NE(no.refusal.find("which has 4.0 GiB"), std::string::npos) << no.refusal;
