@@ -224,18 +224,25 @@ double copy_us(at::Device d, size_t total) {
   return us[reps / 2] * static_cast<double>(total) / static_cast<double>(bytes);
 }
 
+// torch's allocator is set up lazily, with the first CUDA tensor: its statistics need it.
+static void init_allocator() { at::globalContext().lazyInitDevice(at::kCUDA); }
+
 uint64_t peak_allocated(at::Device d) {
   if (!d.is_cuda()) return 0;
+  init_allocator();
   auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(d.index());
   return static_cast<uint64_t>(stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak);
 }
 
 void reset_peak(at::Device d) {
-  if (d.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(d.index());
+  if (!d.is_cuda()) return;
+  init_allocator();
+  c10::cuda::CUDACachingAllocator::resetPeakStats(d.index());
 }
 
 void release_cached_memory(at::Device d) {
   if (!d.is_cuda()) return;
+  init_allocator();
   check(cudaDeviceSynchronize(), "CUDA error");
   c10::cuda::CUDACachingAllocator::emptyCache();
 }
