@@ -112,6 +112,15 @@ Header header_of(const std::vector<Evaluation>& evaluations) {
     if (e.world) h.worlds.insert(e.world);
     auto n = [](const std::optional<int>& v) { return v ? std::to_string(*v) : std::string("default"); };
     ++h.settings["trials " + n(e.trials) + ", warmup " + n(e.warmup) + ", iters " + n(e.iters)];
+    auto fewer = [](const std::optional<int>& used, const std::optional<int>& set, int& fewest) {
+      if (!used) return false;
+      fewest = fewest < 0 ? *used : std::min(fewest, *used);
+      return set && *used < *set;
+    };
+    bool cut = fewer(e.trials_run, e.trials, h.fewest_trials);
+    cut = fewer(e.warmup_used, e.warmup, h.fewest_warmup) || cut;
+    cut = fewer(e.iters_used, e.iters, h.fewest_iters) || cut;
+    if (cut) ++h.cut_by_budgets;
     if (!e.time.empty()) {
       if (h.first_time.empty() || e.time < h.first_time) h.first_time = e.time;
       if (e.time > h.last_time) h.last_time = e.time;

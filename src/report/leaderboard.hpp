@@ -98,6 +98,9 @@ struct Header {
   std::set<std::string> devices;   // "cuda (NVIDIA H100 80GB HBM3)", "cpu"
   std::set<std::string> profiles, sizes, dtypes, seeds;
   std::map<std::string, int> settings;  // "trials 5, warmup 10, iters 10" -> evaluations run so
+  // Evaluations whose time budgets made fewer calls than their settings, and the fewest
+  // trials, warm-up and timed calls any made (-1: none recorded).
+  int cut_by_budgets = 0, fewest_trials = -1, fewest_warmup = -1, fewest_iters = -1;
   std::set<int> worlds;
   std::string first_time, last_time;  // when the evaluations ran (UTC), where recorded
 };

@@ -313,6 +313,17 @@ Lines settings_lines(const Header& h) {
   return out.empty() ? Lines{kNone} : out;
 }
 
+// Where the time budgets made fewer calls than the settings: how many evaluations, and the
+// fewest calls any made.
+Lines budget_lines(const Header& h) {
+  if (h.fewest_iters < 0 && h.fewest_trials < 0) return {kNone};
+  if (h.cut_by_budgets == 0) return {"every evaluation made the calls its settings name"};
+  auto n = [](int v) { return v < 0 ? std::string(kNone) : std::to_string(v); };
+  return {std::to_string(h.cut_by_budgets) + " evaluation" + (h.cut_by_budgets == 1 ? "" : "s") +
+          " made fewer calls (time budgets); the fewest: " + n(h.fewest_trials) + " trials, " + n(h.fewest_warmup) +
+          " warm-up, " + n(h.fewest_iters) + " timed calls"};
+}
+
 // What the results were run with: each field lists the distinct values found.
 Section header_section(const Summary& s, const Results& r) {
   const Header& h = s.header;
@@ -335,6 +346,7 @@ Section header_section(const Summary& s, const Results& r) {
                                                      {"dtype", {joined(h.dtypes)}},
                                                      {"seed", {seeds_line(h)}},
                                                      {"trials, warmup, iters", settings_lines(h)},
+                                                     {"calls made", budget_lines(h)},
                                                      {"evaluated", {when}},
                                                      {"report made", {now_utc()}}};
   sec.fields.insert(sec.fields.end(), more.begin(), more.end());

@@ -144,6 +144,9 @@ Evaluation evaluation_of(const json& j, const std::string& file, const SpecLooku
   e.trials = int_at(j, {"run", "trials"});
   e.warmup = int_at(j, {"run", "warmup"});
   e.iters = int_at(j, {"run", "iters"});
+  e.trials_run = int_at(j, {"run", "trials_run"});
+  e.warmup_used = int_at(j, {"run", "counts", "candidate", "warmup"});
+  e.iters_used = int_at(j, {"run", "counts", "candidate", "iters"});
   e.pkb_version = string_at(j, {"versions", "pkb"});
   e.commit = string_at(j, {"versions", "commit"});
   e.torch = string_at(j, {"versions", "torch"});

@@ -28,6 +28,8 @@ struct Evaluation {
   std::string torch, nccl, cuda_runtime, cuda_driver;
   int problem_id = 0, world = 0, sample = 0, ranks_per_gpu = 1;
   std::optional<int> trials, warmup, iters;
+  // The calls made where the time budgets cut the settings' counts (run.counts, run.trials_run).
+  std::optional<int> trials_run, warmup_used, iters_used;
   int turn = 0;  // pkb agent's turn (from 1) that made this candidate; 0 for any other line
   std::optional<double> speedup, roofline_fraction, candidate_us, reference_us;
   // The speedup if both sides sat at opposite quartiles of their timed calls:

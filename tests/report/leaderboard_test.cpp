@@ -236,3 +236,25 @@ TEST(Summary, WarnsOfCollectivesAtOneRank) {
   EXPECT_NE(all.find("1 evaluation of a collective at W=1 (coll_allreduce)"), std::string::npos) << all;
   EXPECT_TRUE(summarize({fine}, {1}).warnings.empty());
 }
+
+// The calls the time budgets let each evaluation make (run.counts): the header says how
+// many made fewer than their settings, and the fewest.
+TEST(Summary, CountsTheEvaluationsTheTimeBudgetsCut) {
+  Evaluation a = eval("a", "coll_allreduce", 2, "correct", 1.5);
+  a.trials = 100;
+  a.warmup = 500;
+  a.iters = 100;
+  a.trials_run = 100;
+  a.warmup_used = 500;
+  a.iters_used = 100;
+  Evaluation b = a;
+  b.problem = "coll_allgather";
+  b.problem_id = 2;
+  b.warmup_used = 3;
+  b.iters_used = 10;
+  Summary s = summarize({a, b}, {1});
+  EXPECT_EQ(s.header.cut_by_budgets, 1);
+  EXPECT_EQ(s.header.fewest_trials, 100);
+  EXPECT_EQ(s.header.fewest_warmup, 3);
+  EXPECT_EQ(s.header.fewest_iters, 10);
+}
