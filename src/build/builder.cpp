@@ -100,12 +100,23 @@ Toolchain Toolchain::from_build(const std::string& root) {
   return t;
 }
 
-std::string backend_of(const std::string& source) {
-  std::string ext = fs::path(source).extension().string();
-  if (ext == ".py") return "triton";
-  if (ext == ".cpp" || ext == ".cc" || ext == ".cxx") return "cpu";
-  if (ext == ".cu") return io::read_file(source).find("kittens.cuh") != std::string::npos ? "tk" : "cuda";
+const char* name(Backend b) {
+  switch (b) {
+    case Backend::cuda: return "cuda";
+    case Backend::cpu: return "cpu";
+    case Backend::triton: return "triton";
+    case Backend::tk: return "tk";
+    case Backend::none: break;
+  }
   return "";
+}
+
+Backend backend_of(const std::string& source) {
+  std::string ext = fs::path(source).extension().string();
+  if (ext == ".py") return Backend::triton;
+  if (ext == ".cpp" || ext == ".cc" || ext == ".cxx") return Backend::cpu;
+  if (ext == ".cu") return io::read_file(source).find("kittens.cuh") != std::string::npos ? Backend::tk : Backend::cuda;
+  return Backend::none;
 }
 
 std::string default_cache_dir() {
@@ -172,8 +183,8 @@ Result build(const Request& req, const Toolchain& tc) {
   std::vector<std::string> flags;
   bool torch_bridge = source.find("pkb/torch_bridge.hpp") != std::string::npos;
   std::vector<std::string> rpath_dirs;
-  if (res.backend == "cuda") {
-    if (req.device != "cuda") {
+  if (res.backend == Backend::cuda) {
+    if (req.device != launch::Device::cuda) {
       res.error = "a .cu candidate runs on the CUDA device; this run uses the CPU device (CPU candidates are .cpp files)";
       return res;
     }
@@ -188,15 +199,15 @@ Result build(const Request& req, const Toolchain& tc) {
              "-Xlinker", "--as-needed", tc.nccl_library, "-L" + tc.cuda_lib_dir, "-L" + tc.cuda_lib_dir + "/stubs",
              "-lcublas", "-lcublasLt", "-lcufft", "-lcuda"};
     rpath_dirs.push_back(fs::path(tc.nccl_library).parent_path().string());
-  } else if (res.backend == "cpu") {
-    if (req.device != "cpu") {
+  } else if (res.backend == Backend::cpu) {
+    if (req.device != launch::Device::cpu) {
       res.error = "a .cpp candidate runs on the CPU device (--device cpu); CUDA candidates are .cu files";
       return res;
     }
     compiler = "c++";
     flags = {"-std=c++17", "-O3", "-shared", "-fPIC", "-pthread", "-I" + tc.root + "/include"};
-  } else if (res.backend == "tk") {
-    if (req.device != "cuda") {
+  } else if (res.backend == Backend::tk) {
+    if (req.device != launch::Device::cuda) {
       res.error = "a ThunderKittens candidate runs on the CUDA device; this run uses the CPU device";
       return res;
     }
@@ -230,7 +241,7 @@ Result build(const Request& req, const Toolchain& tc) {
     rpath_dirs.push_back(fs::path(tc.nccl_library).parent_path().string());
     // Its headers are part of the key: another checkout rebuilds.
     flags.push_back("-DPKB_TK_HEADERS=" + sha256_hex(io::read_file(inc + "/kittens.cuh")).substr(0, 16));
-  } else if (res.backend == "triton") {
+  } else if (res.backend == Backend::triton) {
     if (tc.python.empty()) {
       res.error = "this pkb was built without embedded Python (no Python.h or shared libpython for its torch's "
                   "interpreter), so it cannot run .py candidates; install the interpreter's development files and "
@@ -245,17 +256,17 @@ Result build(const Request& req, const Toolchain& tc) {
   }
   if (torch_bridge) {
     for (std::string inc : {"/include", "/include/torch/csrc/api/include"}) flags.push_back("-I" + tc.torch_root + inc);
-    flags.push_back(res.backend != "cpu" ? "-Xcompiler=-D_GLIBCXX_USE_CXX11_ABI=1" : "-D_GLIBCXX_USE_CXX11_ABI=1");
+    flags.push_back(res.backend != Backend::cpu ? "-Xcompiler=-D_GLIBCXX_USE_CXX11_ABI=1" : "-D_GLIBCXX_USE_CXX11_ABI=1");
     flags.push_back("-L" + tc.torch_root + "/lib");
     for (std::string lib : {"-ltorch_cpu", "-lc10"}) flags.push_back(lib);
-    if (res.backend != "cpu")
+    if (res.backend != Backend::cpu)
       for (std::string lib : {"-ltorch_cuda", "-lc10_cuda"}) flags.push_back(lib);
     std::stringstream rp(tc.rpath);
     for (std::string d; std::getline(rp, d, ':');) rpath_dirs.push_back(d);
   }
-  for (auto& d : rpath_dirs) flags.push_back(res.backend != "cpu" ? "-Xlinker=-rpath," + d : "-Wl,-rpath," + d);
+  for (auto& d : rpath_dirs) flags.push_back(res.backend != Backend::cpu ? "-Xlinker=-rpath," + d : "-Wl,-rpath," + d);
 
-  res.compiler = version_line(compiler, res.backend != "cpu");
+  res.compiler = version_line(compiler, res.backend != Backend::cpu);
   std::string flag_text;
   for (auto& f : flags) flag_text += f + " ";
   res.key = sha256_hex(res.source_sha256 + "\n" + compiler + " " + flag_text + "\n" + res.compiler + "\nabi 1\n" +

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "launch/kinds.hpp"
+
 namespace pkb::build {
 
 // Where pkb's own build found things; candidates are built against the same.
@@ -22,9 +24,13 @@ struct Toolchain {
   static Toolchain from_build(const std::string& root);
 };
 
+// The kinds of candidate (results spell them cuda, cpu, triton, tk).
+enum class Backend { none, cuda, cpu, triton, tk };
+const char* name(Backend b);
+
 struct Request {
   std::string source;
-  std::string device = "cpu";  // "cpu" or "cuda"
+  launch::Device device = launch::Device::cpu;
   std::string arch = "sm_90a"; // CUDA target (from the probed GPU)
   std::string cache_dir;       // default_cache_dir() + "/build" when empty
   std::string tk_dir;          // ThunderKittens checkout (else $PKB_TK_DIR)
@@ -32,7 +38,7 @@ struct Request {
 
 struct Result {
   bool ok = false;
-  std::string backend;       // cuda, cpu, triton, tk
+  Backend backend = Backend::none;
   std::string library;       // the shared object (a .py candidate: its module)
   std::string source_sha256;
   std::string key;           // the cache key
@@ -47,8 +53,8 @@ struct Result {
 // rank compiles the copy under that name, so tracebacks and Triton name the user's file.
 inline constexpr const char* kSourcePathFile = "source_path";
 
-// The kind of candidate a file is, by extension and content: cuda, cpu, triton, tk or "".
-std::string backend_of(const std::string& source);
+// The kind of candidate a file is, by extension and content (none: not a candidate file).
+Backend backend_of(const std::string& source);
 
 Result build(const Request& req, const Toolchain& tc);
 

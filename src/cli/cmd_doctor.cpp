@@ -160,8 +160,8 @@ void add_doctor_commands(CLI::App& app, Globals& g, Action& run) {
       job.heap_bytes = size_t{1} << 22;
       job.barrier_iters = iters;
       launch::GroupReport r = run_ranks(g, p, ro, job, nullptr, "selftest");
-      printf("pkb selftest  W=%d  device=%s  comm=%s  ranks/GPU=%d  MPS=%s\n", p.world, p.device.c_str(),
-             p.comm.c_str(), p.ranks_per_gpu, p.mps ? "private daemon" : "no");
+      printf("pkb selftest  W=%d  device=%s  comm=%s  ranks/GPU=%d  MPS=%s\n", p.world, launch::name(p.device),
+             launch::name(p.comm), p.ranks_per_gpu, p.mps ? "private daemon" : "no");
       if (r.outcome != launch::Outcome::Ok) {
         fprintf(stderr, "%s", r.details().c_str());
         return exit_for(r);

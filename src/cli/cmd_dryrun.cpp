@@ -85,7 +85,7 @@ void add_dryrun_command(CLI::App& app, Globals& g, Action& run) {
       if (!o.json_out.empty() && !o.time) throw UsageError("--json writes the reference's timing: add --time");
       if (!o.save.empty()) j.save_dir = std::filesystem::absolute(o.save).string();
       printf("pkb dryrun %s  W=%d  device=%s%s  comm=%s  size=%s  seed=%llu  trials=%d\n", s.slug.c_str(), p.world,
-             p.device.c_str(), p.gpu_name.empty() ? "" : (" (" + p.gpu_name + ")").c_str(), p.comm.c_str(),
+             launch::name(p.device), p.gpu_name.empty() ? "" : (" (" + p.gpu_name + ")").c_str(), launch::name(p.comm),
              j.size.c_str(), static_cast<unsigned long long>(j.seed), j.trials);
       fflush(stdout);
       launch::GroupReport r = run_ranks(g, p, o.run, j, &s, "dryrun " + s.slug + " W=" + std::to_string(p.world));
@@ -112,7 +112,7 @@ void add_dryrun_command(CLI::App& app, Globals& g, Action& run) {
         std::string dtype = j.dtype.empty() ? s.dtype : j.dtype;
         nlohmann::json t = timing_of(r, s, j, p.world, dtype, hw);
         t["problem"] = s.slug;
-        t["run"] = {{"world", p.world}, {"device", p.device}, {"gpu", p.gpu_name}, {"ranks_per_gpu", p.ranks_per_gpu},
+        t["run"] = {{"world", p.world}, {"device", launch::name(p.device)}, {"gpu", p.gpu_name}, {"ranks_per_gpu", p.ranks_per_gpu},
                     {"size", j.size}, {"dtype", dtype}};
         const nlohmann::json& st = t["timing"];
         printf("reference: median %.1f us (IQR %.1f), %d timed calls after %d warm-up", st["median_us"].get<double>(),

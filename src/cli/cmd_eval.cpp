@@ -61,13 +61,13 @@ std::string utc_now(const char* format) {
 
 // A candidate runs on one device only: a .cu file on the CUDA device, a .cpp file on the
 // CPU device. A mismatch is the command line's mistake, told before anything is built.
-void check_candidate_device(const std::string& solution, const std::string& device, bool device_given) {
-  std::string kind = build::backend_of(solution);
-  if ((kind == "cuda" || kind == "tk") && device == "cpu")
+void check_candidate_device(const std::string& solution, launch::Device device, bool device_given) {
+  build::Backend kind = build::backend_of(solution);
+  if ((kind == build::Backend::cuda || kind == build::Backend::tk) && device == launch::Device::cpu)
     throw UsageError(solution + " is a CUDA candidate (.cu), but this run uses the CPU device" +
                      (device_given ? " (--device cpu)" : " (no GPU is visible)") +
                      "; CPU-device candidates are .cpp files (see solutions_cpu/)");
-  if (kind == "cpu" && device == "cuda")
+  if (kind == build::Backend::cpu && device == launch::Device::cuda)
     throw UsageError(solution + " is a CPU-device candidate (.cpp), but this run uses the CUDA device; add --device "
                                 "cpu, or give a .cu candidate");
 }
@@ -130,7 +130,7 @@ std::string reference_timing_key(Globals& g, const spec::ProblemSpec& s, const r
                                  const launch::Placement& p, const std::string& dtype) {
   std::ostringstream k;
   k << "v2|" << PKB_VERSION << "|" << io::read_file(s.path) << "|" << io::read_file(g.registry().reference_source(s))
-    << "|" << j.size << "|" << dtype << "|" << p.world << "|" << p.ranks_per_gpu << "|" << p.device << "|"
+    << "|" << j.size << "|" << dtype << "|" << p.world << "|" << p.ranks_per_gpu << "|" << launch::name(p.device) << "|"
     << p.gpu_name << "|" << j.warmup << "|" << j.iters << "|" << j.min_iters << "|" << j.warmup_budget_s << "|"
     << j.timing_budget_s << "|" << j.cache;
   return build::sha256_hex(k.str()).substr(0, 32);
@@ -201,8 +201,8 @@ json new_eval_record(const spec::ProblemSpec& s, const rank::Job& job, const lau
   head.problem = s.slug;
   head.problem_id = s.id;
   head.category = s.category;
-  head.run = {{"world", p.world}, {"device", p.device}, {"gpu", p.gpu_name}, {"gpus", p.gpus},
-              {"ranks_per_gpu", p.ranks_per_gpu}, {"comm", p.comm}, {"hardware_profile", hw ? hw->name : ""},
+  head.run = {{"world", p.world}, {"device", launch::name(p.device)}, {"gpu", p.gpu_name}, {"gpus", p.gpus},
+              {"ranks_per_gpu", p.ranks_per_gpu}, {"comm", launch::name(p.comm)}, {"hardware_profile", hw ? hw->name : ""},
               {"size", job.size}, {"dtype", dtype}, {"seed", std::to_string(job.seed)}, {"trials", job.trials},
               {"warmup", job.warmup}, {"iters", job.iters}, {"cache", job.cache}, {"sandbox", sandbox},
               {"budgets_s", {{"warmup", job.warmup_budget_s}, {"timing", job.timing_budget_s},
@@ -232,14 +232,14 @@ eval::MemoryPlan plan_eval_memory(const spec::ProblemSpec& s, const rank::Job& j
   r.size = job.size;
   r.dtype = dtype;
   r.world = p.world;
-  r.ranks_per_gpu = p.device == "cuda" ? p.ranks_per_gpu : p.world;  // the CPU device: every rank on the host
-  r.cuda = p.device == "cuda";
+  r.ranks_per_gpu = p.device == launch::Device::cuda ? p.ranks_per_gpu : p.world;  // the CPU device: every rank on the host
+  r.cuda = p.device == launch::Device::cuda;
   r.timing = job.timing;
-  r.nccl = p.comm == "nccl" && p.world > 1;
+  r.nccl = p.comm == launch::Comm::nccl && p.world > 1;
   r.memory = in.memory;
   r.iters = job.iters;
   r.min_captures = kMinCaptures;
-  double mib = o.capture_mib > 0 ? o.capture_mib : p.device == "cuda" ? 8192.0 / p.ranks_per_gpu : 256.0;
+  double mib = o.capture_mib > 0 ? o.capture_mib : p.device == launch::Device::cuda ? 8192.0 / p.ranks_per_gpu : 256.0;
   r.capture_budget = static_cast<uint64_t>(mib * (1 << 20));
   r.candidate_heap = static_cast<uint64_t>(o.heap_mib * (1 << 20));
   r.reference_peak = in.reference_peak;
@@ -269,7 +269,7 @@ int evaluate(Globals& g, EvalOptions& o) {
   const spec::HardwareProfile* hw = hardware_for(g, o.hardware, p, profiles);
   json res = new_eval_record(s, job, p, hw, dtype, !o.run.no_sandbox);
   printf("pkb eval %s  W=%d  device=%s%s  comm=%s  size=%s  seed=%llu  trials=%d\n", s.slug.c_str(), p.world,
-         p.device.c_str(), p.gpu_name.empty() ? "" : (" (" + p.gpu_name + ")").c_str(), p.comm.c_str(),
+         launch::name(p.device), p.gpu_name.empty() ? "" : (" (" + p.gpu_name + ")").c_str(), launch::name(p.comm),
          job.size.c_str(), static_cast<unsigned long long>(job.seed), job.trials);
   if (o.run.no_sandbox) warn("--no-sandbox: the candidate runs with your environment, files and network");
   fflush(stdout);
@@ -302,7 +302,7 @@ int evaluate(Globals& g, EvalOptions& o) {
   res["candidate"] = {{"path", o.solution},
                       {"abs_path", fs::absolute(o.solution).lexically_normal().string()},
                       {"sha256", b.source_sha256},
-                      {"backend", b.backend}};
+                      {"backend", build::name(b.backend)}};
   res["versions"]["compiler"] = b.compiler;
   res["build_s"] = b.seconds;
   auto finish = [&](int code) {
@@ -322,13 +322,13 @@ int evaluate(Globals& g, EvalOptions& o) {
     if (!b.log.empty()) fprintf(stderr, "%s", b.log.c_str());
     return finish(eval::kCompileError);
   }
-  printf("candidate %s (%s, sha256 %.12s, %s)\n", o.solution.c_str(), b.backend.c_str(), b.source_sha256.c_str(),
+  printf("candidate %s (%s, sha256 %.12s, %s)\n", o.solution.c_str(), build::name(b.backend), b.source_sha256.c_str(),
          b.cached ? "cached build" : ("built in " + fmt_us(b.seconds) + " s").c_str());
 
   job.library = b.library;
   // Triton's kernel cache: one folder per candidate source, which no other candidate sees;
   // with --seed (inputs that repeat) the scratch folder's, gone with the run (docs/architecture.md).
-  if (b.backend == "triton" && o.seed.empty())
+  if (b.backend == build::Backend::triton && o.seed.empty())
     p.env.push_back({"TRITON_CACHE_DIR", build::default_cache_dir() + "/triton/" + b.source_sha256});
   if (!o.save.empty()) {
     job.save_dir = fs::absolute(o.save).string();
@@ -412,8 +412,10 @@ int evaluate_on_slurm(Globals& g, EvalOptions& o) {
   if (!fs::is_regular_file(o.solution)) throw UsageError("no such candidate file: " + o.solution);
   const launch::PlaceRequest& req = o.run.place;
   // Nothing is probed here (this machine may have no GPU): the candidate's kind says the device.
-  std::string device = req.device != "auto" ? req.device : build::backend_of(o.solution) == "cpu" ? "cpu" : "cuda";
-  check_candidate_device(o.solution, device, req.device != "auto");
+  std::string device = req.device != "auto"                                   ? req.device
+                       : build::backend_of(o.solution) == build::Backend::cpu ? "cpu"
+                                                                              : "cuda";
+  check_candidate_device(o.solution, launch::device_from_name(device), req.device != "auto");
   sweep::SlurmJob job;
   if (device == "cuda") {
     if (req.world == 0)
@@ -548,9 +550,11 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
   bcmd->callback([&] {
     run = [&] {
       launch::Placement p;
-      std::string kind = build::backend_of(build_src);
-      p.device = build_device != "auto" ? build_device : (kind == "cpu" ? "cpu" : "cuda");
-      if (p.device == "cuda" && kind != "triton") {  // the GPU's architecture
+      build::Backend kind = build::backend_of(build_src);
+      p.device = build_device != "auto" ? launch::device_from_name(build_device)
+                 : kind == build::Backend::cpu ? launch::Device::cpu
+                                               : launch::Device::cuda;
+      if (p.device == launch::Device::cuda && kind != build::Backend::triton) {  // the GPU's architecture
         p.probe = launch::probe_devices();
         p.gpus = static_cast<int>(p.probe.value("devices", json::array()).size());
       }

@@ -126,7 +126,7 @@ const spec::HardwareProfile* hardware_for(Globals& g, const std::string& wanted,
     if (!hw) throw UsageError(spec::unknown_profile_message(store, wanted) + ", or auto");
     return hw;
   }
-  return spec::pick_profile(store, p.device == "cpu" ? "cpu" : p.gpu_name, p.gpus);
+  return spec::pick_profile(store, p.device == launch::Device::cpu ? "cpu" : p.gpu_name, p.gpus);
 }
 
 namespace {
@@ -148,7 +148,7 @@ PlanInputs plan_inputs(const launch::Placement& p, double limit_gib, const json&
   PlanInputs in;
   if (limit_gib > 0) {
     in.memory = static_cast<uint64_t>(limit_gib * double(uint64_t{1} << 30));
-  } else if (p.device == "cuda") {
+  } else if (p.device == launch::Device::cuda) {
     for (int g = 0; g < p.gpus; ++g) {
       uint64_t m = static_cast<uint64_t>(p.probe["devices"][g].value("memory_bytes", 0.0));
       if (m && (!in.memory || m < in.memory)) in.memory = m;

@@ -30,19 +30,19 @@ F symbol(void* handle, const char* name) {
 NativeCandidate::NativeCandidate(const std::string& library) {
   // RTLD_LOCAL: two candidates' symbols never mix; RTLD_NOW: a missing symbol fails here.
   handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle_) throw rank::RankError("abi", std::string("cannot load the candidate: ") + dlerror());
+  if (!handle_) throw rank::RankError(rank::ErrorKind::abi, std::string("cannot load the candidate: ") + dlerror());
   auto version = symbol<pkb_abi_version_fn>(handle_, "pkb_abi_version");
   if (!version)
-    throw rank::RankError("abi", "the candidate does not export pkb_abi_version(); add: extern \"C\" int "
+    throw rank::RankError(rank::ErrorKind::abi, "the candidate does not export pkb_abi_version(); add: extern \"C\" int "
                                    "pkb_abi_version(void) { return PKB_ABI_VERSION; }");
   int v = version();
   if (v != PKB_ABI_VERSION)
-    throw rank::RankError("abi", "the candidate was written for solution ABI version " + std::to_string(v) +
+    throw rank::RankError(rank::ErrorKind::abi, "the candidate was written for solution ABI version " + std::to_string(v) +
                                        "; this pkb speaks version " + std::to_string(PKB_ABI_VERSION) +
                                        " (include/pkb/solution.h)");
   run_ = symbol<pkb_run_fn>(handle_, "pkb_run");
   if (!run_)
-    throw rank::RankError("abi", "the candidate does not export pkb_run() (extern \"C\" int pkb_run(pkb_ctx*, "
+    throw rank::RankError(rank::ErrorKind::abi, "the candidate does not export pkb_run() (extern \"C\" int pkb_run(pkb_ctx*, "
                                    "const pkb_tensor*, int, pkb_tensor*, int))");
   init_ = symbol<pkb_init_fn>(handle_, "pkb_init");
   finalize_ = symbol<pkb_finalize_fn>(handle_, "pkb_finalize");
@@ -80,14 +80,14 @@ const PythonPlugin& python_plugin() {
     PythonPlugin p;
 #if defined(PKB_PYTHON_PLUGIN) && defined(PKB_LIBPYTHON)
     if (!dlopen(PKB_LIBPYTHON, RTLD_NOW | RTLD_GLOBAL))
-      throw rank::RankError("abi", std::string("cannot load libpython for .py candidates: ") + dlerror());
+      throw rank::RankError(rank::ErrorKind::abi, std::string("cannot load libpython for .py candidates: ") + dlerror());
     void* h = dlopen(PKB_PYTHON_PLUGIN, RTLD_NOW | RTLD_GLOBAL);
-    if (!h) throw rank::RankError("abi", std::string("cannot load pkb's Python layer: ") + dlerror());
+    if (!h) throw rank::RankError(rank::ErrorKind::abi, std::string("cannot load pkb's Python layer: ") + dlerror());
     p.prepare = reinterpret_cast<pkb_python_prepare_fn>(dlsym(h, "pkb_python_prepare"));
     p.load = reinterpret_cast<pkb_python_load_fn>(dlsym(h, "pkb_python_load"));
-    if (!p.prepare || !p.load) throw rank::RankError("abi", std::string(PKB_PYTHON_PLUGIN) + " is not pkb's Python layer");
+    if (!p.prepare || !p.load) throw rank::RankError(rank::ErrorKind::abi, std::string(PKB_PYTHON_PLUGIN) + " is not pkb's Python layer");
 #else
-    throw rank::RankError("abi",
+    throw rank::RankError(rank::ErrorKind::abi,
                           "this pkb was built without embedded Python (no Python.h or shared libpython for its "
                           "torch's interpreter at configure time), so it cannot run .py candidates; install the "
                           "interpreter's development files (python3-dev) and rebuild");
@@ -103,7 +103,7 @@ LoadNeeds prepare_candidate(const std::string& library, bool cuda) {
   LoadNeeds needs;
   if (!is_python(library)) return needs;
   std::string error;
-  if (!python_plugin().prepare(cuda, &needs, &error)) throw rank::RankError("abi", error);
+  if (!python_plugin().prepare(cuda, &needs, &error)) throw rank::RankError(rank::ErrorKind::abi, error);
   return needs;
 }
 
@@ -111,7 +111,7 @@ std::unique_ptr<Candidate> load_candidate(const std::string& library) {
   if (!is_python(library)) return std::make_unique<NativeCandidate>(library);
   std::string error;
   Candidate* c = python_plugin().load(library.c_str(), &error);
-  if (!c) throw rank::RankError("abi", error);
+  if (!c) throw rank::RankError(rank::ErrorKind::abi, error);
   return std::unique_ptr<Candidate>(c);
 }
 

@@ -39,7 +39,7 @@ class Candidate {
 // The shared object of a .cu or .cpp candidate, checked against the solution ABI.
 class NativeCandidate : public Candidate {
  public:
-  // Loads the library. Throws rank::RankError("abi", ...) when an entry point is missing
+  // Loads the library. Throws rank::RankError(rank::ErrorKind::abi, ...) when an entry point is missing
   // or the ABI version differs.
   explicit NativeCandidate(const std::string& library);
   NativeCandidate(const NativeCandidate&) = delete;
@@ -66,7 +66,7 @@ struct LoadNeeds {
 
 // Before the sandbox: gets what loading `library` needs ready (for a .py candidate, the
 // embedded interpreter with torch, and Triton on CUDA) and says what the sandbox must grant.
-// Throws rank::RankError("abi", ...) when this pkb cannot run that kind of candidate.
+// Throws rank::RankError(rank::ErrorKind::abi, ...) when this pkb cannot run that kind of candidate.
 LoadNeeds prepare_candidate(const std::string& library, bool cuda);
 
 // Inside the sandbox: loads the candidate (a .py module is imported here).

@@ -9,6 +9,7 @@
 #include "eval/stats.hpp"
 #include "io/text.hpp"
 #include "launch/phases.hpp"
+#include "rank/job.hpp"
 
 namespace pkb::eval {
 
@@ -38,12 +39,13 @@ bool judge_outcome(json& res, const launch::GroupReport& rep) {
   }
   if (rep.outcome != launch::Outcome::Crash) return false;
   for (auto& rk : rep.ranks) {
-    if (rk.error_kind == "abi") {
+    rank::ErrorKind kind = rank::error_kind_from_name(rk.error_kind);
+    if (kind == rank::ErrorKind::abi) {
       set_verdict(res, Verdict::compile_error, rk.error_message);
       return true;
     }
-    if (rk.error_kind == "sandbox" || rk.signal == SIGSYS) {
-      std::string what = rk.error_kind == "sandbox" ? rk.error_message
+    if (kind == rank::ErrorKind::sandbox || rk.signal == SIGSYS) {
+      std::string what = kind == rank::ErrorKind::sandbox ? rk.error_message
                                                     : rk.name +
                                                           " was killed by SIGSYS: the candidate made a system call "
                                                           "pkb's sandbox denies and would not let pkb report it";
@@ -315,7 +317,7 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
     }
   }
   // Where timing counts, each rank's reported times must fit the spans the parent saw.
-  if (res["verdict"] == "correct" && c.device == "cuda" && c.ranks_per_gpu == 1) {
+  if (res["verdict"] == "correct" && c.device == launch::Device::cuda && c.ranks_per_gpu == 1) {
     double copy = cands[0].device_copy.is_null() ? 0 : cands[0].device_copy.value("median_us", 0.0);
     for (int r = 0; r < w && res["verdict"] == "correct"; ++r) {
       if (!cands[r].timing) continue;

@@ -11,6 +11,7 @@
 
 #include "eval/reports.hpp"
 #include "launch/group.hpp"
+#include "launch/kinds.hpp"
 #include "spec/hardware.hpp"
 #include "spec/spec.hpp"
 
@@ -51,7 +52,8 @@ struct Rules {
 // What the verdict is judged on besides the ranks' reports.
 struct Context {
   const spec::ProblemSpec* spec = nullptr;
-  std::string size = "default", dtype, device = "cpu";
+  std::string size = "default", dtype;
+  launch::Device device = launch::Device::cpu;
   int world = 1, ranks_per_gpu = 1;
   bool timing = true;
   const spec::HardwareProfile* hardware = nullptr;  // for the roofline (none: no roofline)

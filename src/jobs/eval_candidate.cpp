@@ -159,7 +159,7 @@ class CandidateJob {
   void deny_if_violated(const std::string& when) {
     std::string v = rank::take_violation();
     if (!v.empty())
-      throw rank::RankError("sandbox", "rank " + std::to_string(r_.rank) + ": " + when + ", the candidate tried " + v +
+      throw rank::RankError(rank::ErrorKind::sandbox, "rank " + std::to_string(r_.rank) + ": " + when + ", the candidate tried " + v +
                                            ", which pkb's sandbox denies (candidates may not use the network, start "
                                            "processes or run programs)");
   }

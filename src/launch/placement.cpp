@@ -34,9 +34,9 @@ void place_on_gpus(const PlaceRequest& req, Placement& p) {
                          " GPU(s) at " + std::to_string(k) + " per GPU; raise --ranks-per-gpu");
   p.ranks_per_gpu = k;
   // NCCL refuses two ranks on one GPU; shared memory (through the host) does not mind.
-  p.comm = k > 1 ? (req.ref_comm == "gloo" ? "gloo" : "shm") : "nccl";
+  p.comm = k > 1 ? (req.ref_comm == "gloo" ? Comm::gloo : Comm::shm) : Comm::nccl;
   if (k == 1) return;
-  p.warnings.push_back(std::to_string(k) + " ranks share each GPU: the reference communicates through " + p.comm +
+  p.warnings.push_back(std::to_string(k) + " ranks share each GPU: the reference communicates through " + std::string(name(p.comm)) +
                        " and timings mean nothing");
   if (req.no_mps) {
     p.warnings.push_back("MPS is off (--no-mps): device barriers between co-resident ranks take milliseconds");
@@ -67,19 +67,19 @@ Placement place(const PlaceRequest& req, const spec::ProblemSpec* spec, const st
     device = p.gpus > 0 ? "cuda" : "cpu";
     if (p.gpus > 0) p.gpu_name = p.probe["devices"][0].value("name", "");
   }
-  p.device = device;
-  if (device == "cpu") {
+  p.device = device_from_name(device);
+  if (p.device == Device::cpu) {
     p.world = req.world ? req.world : 4;
     p.ranks_per_gpu = 1;
-    p.comm = req.ref_comm == "shm" ? "shm" : "gloo";
+    p.comm = req.ref_comm == "shm" ? Comm::shm : Comm::gloo;
   } else {
     place_on_gpus(req, p);
   }
-  if (p.comm == "shm" && p.world > kShmMaxRanks) {  // its regions hold a mailbox per peer
+  if (p.comm == Comm::shm && p.world > kShmMaxRanks) {  // its regions hold a mailbox per peer
     if (req.ref_comm == "shm")
       throw io::InputError("--ref-comm shm takes up to " + std::to_string(kShmMaxRanks) + " ranks, not " +
                            std::to_string(p.world) + "; use --ref-comm gloo");
-    p.comm = "gloo";
+    p.comm = Comm::gloo;
   }
   if (spec) {
     std::string err = spec->world_size_error(p.world, size);
@@ -102,7 +102,7 @@ std::map<std::string, double> phase_budgets(const spec::ProblemSpec* spec, const
                                             const Placement& p, double timeout) {
   double trial = spec && spec->trial_timeout_s > 0 ? spec->trial_timeout_s : 60;
   if (size != "default") trial *= 4;
-  if (p.ranks_per_gpu > 1 || p.device == "cpu") trial *= 2;
+  if (p.ranks_per_gpu > 1 || p.device == Device::cpu) trial *= 2;
   // Bootstrap, the interpreter's start and the waits are pkb's own: --timeout leaves them alone.
   std::map<std::string, double> b = {{phase::kBootstrap, 120}, {phase::kInterpreter, 300},
                                      {phase::kInit, 180},      {phase::kTrial, trial},

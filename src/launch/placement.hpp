@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "launch/kinds.hpp"
 #include "launch/mps.hpp"
 #include "spec/spec.hpp"
 
@@ -32,18 +33,18 @@ struct PlaceRequest {
 };
 
 struct Placement {
-  std::string device;  // "cpu" or "cuda"
+  Device device = Device::cpu;
   int world = 1;
   int ranks_per_gpu = 1;
   int gpus = 0;        // visible GPUs
-  std::string comm;    // "nccl", "shm" or "gloo"
+  Comm comm = Comm::gloo;  // the references'
   std::string gpu_name;
   nlohmann::json probe = nlohmann::json::object();
   std::unique_ptr<MpsDaemon> mps;
   std::vector<std::pair<std::string, std::string>> env;  // for every rank
   std::vector<std::string> warnings;
   // Rank r on GPU r / ranks_per_gpu: co-resident ranks are neighbours.
-  int gpu_of(int rank) const { return device == "cuda" ? rank / ranks_per_gpu : -1; }
+  int gpu_of(int rank) const { return device == Device::cuda ? rank / ranks_per_gpu : -1; }
 };
 
 // Runs `pkb __probe` in a child process: the GPUs as CUDA sees them, or why there are none.

@@ -23,9 +23,7 @@ void fields(J&& visit, Job& j) {
   visit("mode", j.mode);
   visit("rank", j.rank);
   visit("world", j.world);
-  visit("device", j.device);
   visit("gpu", j.gpu);
-  visit("comm", j.comm);
   visit("spec", j.spec);
   visit("size", j.size);
   visit("dtype", j.dtype);
@@ -53,6 +51,14 @@ void fields(J&& visit, Job& j) {
 
 }  // namespace
 
+const char* error_kind_name(ErrorKind k) {
+  return k == ErrorKind::abi ? "abi" : k == ErrorKind::sandbox ? "sandbox" : "error";
+}
+
+ErrorKind error_kind_from_name(const std::string& name) {
+  return name == "abi" ? ErrorKind::abi : name == "sandbox" ? ErrorKind::sandbox : ErrorKind::error;
+}
+
 const char* role_name(Role r) {
   for (auto& [x, n] : kRoles)
     if (x == r) return n;
@@ -63,6 +69,8 @@ nlohmann::json to_json(const Job& j) {
   nlohmann::json out;
   fields([&](const char* key, const auto& v) { out[key] = v; }, j);
   out["role"] = role_name(j.role);
+  out["device"] = launch::name(j.device);
+  out["comm"] = launch::name(j.comm);
   out["seed"] = std::to_string(j.seed);
   return out;
 }
@@ -73,6 +81,8 @@ Job job_from_json(const nlohmann::json& in) {
     if (in.contains(key)) in.at(key).get_to(v);
   }, j);
   if (in.contains("role")) j.role = role_from_name(in.at("role").get<std::string>());
+  if (in.contains("device")) j.device = launch::device_from_name(in.at("device").get<std::string>());
+  if (in.contains("comm")) j.comm = launch::comm_from_name(in.at("comm").get<std::string>());
   if (in.contains("seed")) j.seed = std::stoull(in.at("seed").get<std::string>());
   return j;
 }

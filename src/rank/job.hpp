@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "launch/kinds.hpp"
+
 namespace pkb::rank {
 
 // pkb eval runs two kinds of rank side by side: judge ranks (the reference, the inputs, the
@@ -19,15 +21,22 @@ namespace pkb::rank {
 enum class Role { single, judge, candidate };
 const char* role_name(Role r);
 
+// Why a rank failed, as the parent turns it into a verdict: abi (a candidate that does not
+// fit the solution ABI: compile_error), sandbox (the candidate did what the sandbox
+// denies: integrity_violation), error (anything else: crash).
+enum class ErrorKind { error, abi, sandbox };
+const char* error_kind_name(ErrorKind k);
+ErrorKind error_kind_from_name(const std::string& name);  // "error" for any other name
+
 struct Job {
   std::string mode;  // dryrun, selftest, eval, validate
   Role role = Role::single;
 
   // Where the rank runs (filled per rank by the launcher).
   int rank = 0, world = 1;
-  std::string device = "cpu";  // cpu or cuda
+  launch::Device device = launch::Device::cpu;
   int gpu = -1;                // CUDA ordinal, -1 on the CPU device
-  std::string comm = "gloo";   // the references' communicator: nccl, shm or gloo
+  launch::Comm comm = launch::Comm::gloo;  // the references' communicator
 
   // The problem.
   std::string spec;            // path of problems/<slug>.toml

@@ -8,15 +8,15 @@ namespace pkb::rank {
 
 Rank::Rank(launch::Client& c, Job j) : client(c), job(std::move(j)), rank(job.rank), world(job.world) {
   for (auto& lib : job.reference_libs) ref::load_reference_library(lib);
-  if (job.device == "cuda") device = at::Device(at::kCUDA, job.gpu);
+  if (job.device == launch::Device::cuda) device = at::Device(at::kCUDA, job.gpu);
   device::select(device);
   if (job.role == Role::candidate) {
     // A candidate rank's communicator is the candidate's own: NCCL where ranks have a GPU
     // each, none elsewhere.
-    if (job.comm == "nccl") comm = comm::make_nccl(client, rank, world, device);
-  } else if (job.comm == "nccl") {
+    if (job.comm == launch::Comm::nccl) comm = comm::make_nccl(client, rank, world, device);
+  } else if (job.comm == launch::Comm::nccl) {
     comm = comm::make_nccl(client, rank, world, device);
-  } else if (job.comm == "shm") {
+  } else if (job.comm == launch::Comm::shm) {
     comm = comm::make_shm(client, rank, world, device);
   } else {
     comm = comm::make_gloo(client, rank, world, device);

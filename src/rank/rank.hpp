@@ -13,12 +13,10 @@
 
 namespace pkb::rank {
 
-// An error with a kind the parent turns into a verdict: "abi" (a candidate that does not
-// fit the solution ABI: compile_error), "sandbox" (the candidate did what the sandbox
-// denies: integrity_violation), "cuda" (a device error: crash).
+// An error with a kind the parent turns into a verdict (rank/job.hpp's ErrorKind).
 struct RankError : std::runtime_error {
-  RankError(std::string kind, const std::string& what) : std::runtime_error(what), kind(std::move(kind)) {}
-  std::string kind;
+  RankError(ErrorKind kind, const std::string& what) : std::runtime_error(what), kind(kind) {}
+  ErrorKind kind;
 };
 
 struct Rank {

@@ -55,7 +55,7 @@ int worker_main() {
     std::cerr << "pkb rank error: " << e.what() << std::endl;
     if (client) {
       try {
-        client->error(typed ? typed->kind : "error", e.what());
+        client->error(rank::error_kind_name(typed ? typed->kind : rank::ErrorKind::error), e.what());
       } catch (...) {
       }
     }

@@ -128,7 +128,7 @@ TEST(Job, RoundTripsThroughJsonWithItsDefaultsAndA64BitSeed) {
 
 TEST(Placement, PhaseBudgetsScaleWithDeviceSizeAndOverride) {
   Placement cpu;
-  cpu.device = "cpu";
+  cpu.device = pkb::launch::Device::cpu;
   auto b = phase_budgets(nullptr, "default", cpu, 0);
   EXPECT_EQ(b.at(phase::kTrial), 120);  // 60 s, doubled on the CPU device
   EXPECT_EQ(b.at(phase::kCandidateTiming), 1200);

@@ -88,7 +88,7 @@ Judged judge(const launch::GroupReport& rep, eval::Context c) {
 
 eval::Context cuda(int world, const spec::HardwareProfile* hw = nullptr) {
   eval::Context c;
-  c.device = "cuda";
+  c.device = launch::Device::cuda;
   c.world = world;
   c.hardware = hw;
   return c;
@@ -303,6 +303,6 @@ TEST(Verdict, ReportedTimesMustFitTheParentsClock) {
   EXPECT_EQ(forged.res["failure"]["reason"], "timing_report");
   // Where timing says nothing (the CPU device), the clock check is not held.
   eval::Context cpu = cuda(2);
-  cpu.device = "cpu";
+  cpu.device = launch::Device::cpu;
   EXPECT_EQ(judge(with_spans(timed(100, 4000), 2100), cpu).res["verdict"], "correct");
 }
