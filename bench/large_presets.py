@@ -123,28 +123,37 @@ def _flash_ring(B, S, H, D, b):
     return B * S * H * D * (4 + 4 * b + b) + B * S * H * 4 * 2
 
 
-def _mlp_step(e, b, full_params, flat_copies):
-    # the flat parameters (and state) copies, the flat gradient and the per-tensor gradients,
-    # the activations (pre, h, out, dout, dpre: nl x hid twice, nl x dout twice)
+def _mlp_step(e, b, flat_copies, state_part):
+    """dp_adam.hpp's training steps: the larger of run() and make_inputs().
+    run(): the flat parameter (and state) copies, the per-tensor and flat gradients, the
+    gradient part and its Adam state copies, and the MLP's activations (pre, h, the ReLU
+    mask, dpre and the matmul it comes from: nl x hid each; out and dout: nl x dout).
+    make_inputs(): grad_scales' activations again, and make_adam_state's fp32 temporaries
+    (drift, z and one product) and the scale vector over the state part."""
     P = e["hid"] * e["din"] + e["hid"] + e["dout"] * e["hid"] + e["dout"]
     nl = e["n"] // e["W"]
-    act = (3 * nl * e["hid"] + 2 * nl * e["dout"]) * b
-    return flat_copies * P * b + 2 * full_params * b + act
+    act = 4 * nl * e["hid"] * b + nl * e["hid"] + 2 * nl * e["dout"] * b
+    run = flat_copies * P * b + 2 * P * b + 3 * state_part * b + act
+    init = act + 2 * P * b + 4 * state_part * 4
+    return max(run, init)
 
 
 WORK = {
     # --- attention (flash kernels: no score matrices) ---
     "cp_ring_attention": lambda e, b, io: _flash_ring(e["B"], e["S"], e["H"], e["D"], b),
+    # qkv (3 heads' worth), the ring on the local heads, ctx and the pre-all-reduce output
     "cp_ring_attention_tp": lambda e, b, io: (3 * e["B"] * e["S"] * e["NH"] // e["tp"] * e["D"] * b
                                               + _flash_ring(e["B"], e["S"], e["NH"] // e["tp"], e["D"], b)
                                               + e["B"] * e["S"] * e["NH"] * e["D"] * b),
     "pp_ring_attention_pp": lambda e, b, io: (3 * e["B"] * e["S"] * e["Hd"] * b
                                               + _flash_ring(e["B"], e["S"], e["Hd"] // e["D"], e["D"], b)
                                               + 2 * e["B"] * e["S"] * e["Hd"] * b),
-    # backward: per block the fp32 dq, dk, dv accumulators (and the dk, dv in flight), a
-    # block's dt grads, the K/V blocks in flight; the inputs' forward (make_inputs) is
-    # outside the timed call
-    "cp_ring_attention_bwd_dp": lambda e, b, io: e["B"] * e["S"] * e["H"] * e["D"] * (5 * 4 + 3 * b + 4 * b + 3 * 4),
+    # backward: the fp32 dq, dk, dv accumulators and the dk, dv in flight, a block's dt
+    # grads, the K/V blocks in flight; make_inputs' forward (explicit fp32 attention over
+    # the replica's whole sequence, 2^27-element score chunks) is larger at W <= 2
+    "cp_ring_attention_bwd_dp": lambda e, b, io: max(
+        e["B"] * e["S"] * e["H"] * e["D"] * (5 * 4 + 3 * b + 4 * b),
+        2 * (1 << 27) * 4 + 3 * e["B"] * e["T"] * e["H"] * e["D"] * 4),
     # Ulysses: qkv (3 x), the all-to-all buffers (q, kv stacked, sent and received), out
     "cp_ulysses_attention": lambda e, b, io: 12 * e["B"] * e["S"] * e["NH"] * e["D"] * b,
     # MAGI: K/V sent, received and clipped; queries sent and received; per range the
@@ -153,11 +162,36 @@ WORK = {
                                                + 4 * e["tokens"] * e["Hq"] * e["D"] * b
                                                + 2 * e["R"] * e["chunk"] * e["Hq"] // e["W"] * e["D"] * b),
     # --- optimizer steps (dp_adam.hpp) ---
-    "dp_ddp_adam_step": lambda e, b, io: _mlp_step(e, b, 1, 4),
-    "fsdp_zero1_adam_step": lambda e, b, io: _mlp_step(e, b, 1, 3),
-    "fsdp_zero2_adam_step": lambda e, b, io: _mlp_step(e, b, 1, 2),
-    "fsdp_step_e2e": lambda e, b, io: _mlp_step(e, b, 1, 2),
-    "fsdp_adam_unshard_allgather": lambda e, b, io: 3 * e["P"] * b,
+    "dp_ddp_adam_step": lambda e, b, io: _mlp_step(e, b, 3, 0),
+    "fsdp_zero1_adam_step": lambda e, b, io: _mlp_step(e, b, 1, e["part"]),
+    "fsdp_zero2_adam_step": lambda e, b, io: _mlp_step(e, b, 1, e["part"]),
+    "fsdp_step_e2e": lambda e, b, io: _mlp_step(e, b, 1, e["part"]) + 2 * e["P"] * 4,  # fp32 init of the whole MLP
+    "fsdp_adam_unshard_allgather": lambda e, b, io: 3 * e["P"] * b + 4 * e["P"] * 4,  # clones; make_inputs' fp32
+    # --- fp32 score and logit matrices ---
+    # logits (Bl, Bl) fp32 and log_sigmoid's output
+    "dp_siglip_contrastive_loss": lambda e, b, io: 8 * e["Bl"] * e["Bl"] + 2 * io[0],
+    # logits (M, V) fp32 and logsumexp's exp temporary
+    "dp_importance_sampling_loss": lambda e, b, io: 8 * e["M"] * e["V"] + 2 * io[0],
+    # sims (W Q, T) fp32, the stable sort's values and int64 indices, the gathered queries
+    "dp_dinov2_knn": lambda e, b, io: 16 * e["W"] * e["Q"] * e["T"] + 2 * io[0],
+    # the logits in fp32, shifted, exponentiated
+    "tp_vocab_parallel_cross_entropy": lambda e, b, io: 12 * e["B"] * e["S"] * e["Vl"],
+    # --- FFTs in complex64 ---
+    # fft, its transposed copy, the received rows, their regrouped copy, the second fft
+    "sci_distributed_rfft2": lambda e, b, io: 5 * 2 * io[0] + io[1],
+    # the padded spectrum and its send copy, the all-gathered whole (W x) and its
+    # contiguous copy, the first inverse fft, its send and receive buffers, the regrouped copy
+    "sci_distributed_irfft2": lambda e, b, io: (2 * e["W"] + 6) * e["B"] * e["C"] * e["Hl"] * e["X"] * 8,
+    # bmm(k, k^T) and the two products of the P update (NB, BS, BS) fp64
+    "sci_kalman_filter_optimizer": lambda e, b, io: 3 * e["NB"] * e["BS"] * e["BS"] * 8,
+    # --- MoE: the routed rows (M top_k of them) as sent, received, grouped, computed, returned,
+    # and the fp32 unpermute; the weights are read in place ---
+    "ep_fused_moe_fwd": lambda e, b, io: (6 * b + 8) * e["M"] * e["top_k"] * e["N"] + 4 * e["M"] * e["N"],
+    "ep_fused_moe_fwd_lora": lambda e, b, io: (6 * b + 8) * e["M"] * e["top_k"] * e["N"] + 4 * e["M"] * e["N"],
+    # --- sparse: the rows fetched are Q of them; make_inputs permutes all V ids (int64) ---
+    "gnn_feature_fetch_projection": lambda e, b, io: 4 * e["Q"] * e["E"] * b + 16 * e["V"],
+    # make_inputs draws and sorts the El edge ids (int64) of the rank's graph
+    "gnn_neighbor_sampling": lambda e, b, io: 32 * e["El"],
 }
 
 
@@ -215,8 +249,8 @@ def main():
     table = rows(a.size, a.max_world)
     over = []
     if a.md:
-        print("| problem | W | inputs GiB | outputs GiB | reference working GiB | total a rank GiB | worst W |")
-        print("| --- | --- | --- | --- | --- | --- | --- |")
+        print("| problem | W | inputs GiB | outputs GiB | reference working GiB | total a rank GiB | at W | total at the largest W GiB |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for slug, per_w in table:
         if not per_w:
             print(f"{slug}: no world size up to {a.max_world} allowed", file=sys.stderr)
@@ -228,7 +262,7 @@ def main():
         if t / GIB > H200_GIB:
             over.append((slug, w_max, t))
         if a.md:
-            print(f"| {slug} | {span} | {fmt(i)} | {fmt(o)} | {fmt(k)} | {fmt(t)} | {w_max} |")
+            print(f"| {slug} | {span} | {fmt(i)} | {fmt(o)} | {fmt(k)} | {fmt(t)} | {w_max} | {fmt(per_w[-1][1][3])} |")
         else:
             print(f"{slug:45s} W {span:9s} in {fmt(i):>7s} out {fmt(o):>7s} work {fmt(k):>7s} total {fmt(t):>7s} (W={w_max})")
     for slug, w, t in over:

@@ -352,44 +352,62 @@ inline at::Tensor heads_to_seq(pkb::Comm& comm, const at::Tensor& x) {
 //   (I + A) U = diag(beta) (V - (K * e^G) S0),  A_sj = beta_s sum_d k_sd k_jd e^(G_sd - G_jd), j < s
 //   O = (Q * e^G) S0 + P U,  P_ts = sum_d q_td k_sd e^(G_td - G_sd), s <= t
 //   S_C = e^(G_C) * S0 + (K * e^(G_C - G))^T U
-// Every exponent is <= 0, so nothing overflows. q, k (N, T, dk), v (N, T, dv), g (N, T, dk)
-// or (N, T, 1), beta (N, T); all fp32. Returns o (N, T, dv) fp32.
+// Every exponent is <= 0, so nothing overflows. Only S0 carries from chunk to chunk, and U
+// is linear in it: U = U0 - Wm S0 with (I + A) U0 = diag(beta) V and (I + A) Wm =
+// diag(beta) (K * e^G). So everything but S0 (A, the triangular solves, P, K * e^(G_C - G))
+// is computed for all chunks at once, and the sequential part is three small batched
+// products a chunk. q, k (N, T, dk), v (N, T, dv), g (N, T, dk) or (N, T, 1), beta (N, T);
+// all fp32. Returns o (N, T, dv) fp32.
 inline at::Tensor delta_rule_chunked(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                      const at::Tensor& g, const at::Tensor& beta, int64_t chunk = 64) {
-  int64_t n = q.size(0), t = q.size(1), dk = q.size(2), dv = v.size(2);
-  bool scalar = g.size(2) == 1;
-  at::Tensor state = at::zeros({n, dk, dv}, q.options());
-  at::Tensor o = at::empty({n, t, dv}, q.options());
-  for (int64_t t0 = 0; t0 < t; t0 += chunk) {
-    int64_t c = std::min(chunk, t - t0);
-    at::Tensor qc = q.narrow(1, t0, c), kc = k.narrow(1, t0, c), vc = v.narrow(1, t0, c);
-    at::Tensor bc = beta.narrow(1, t0, c).unsqueeze(-1);  // (N, C, 1)
-    at::Tensor gc = g.narrow(1, t0, c).cumsum(1);         // (N, C, dk or 1)
-    at::Tensor lower = at::ones({c, c}, q.options().dtype(at::kBool)).tril(-1);
-    at::Tensor causal = at::ones({c, c}, q.options().dtype(at::kBool)).tril();
-    at::Tensor kk, qk;  // (N, C, C): sum_d x_sd k_jd e^(G_sd - G_jd)
-    if (scalar) {
-      at::Tensor diff = gc - gc.transpose(1, 2);  // (N, C, C): G_s - G_j
-      kk = at::matmul(kc, kc.transpose(1, 2)) * diff.masked_fill(lower.logical_not(), -kInf).exp();
-      qk = at::matmul(qc, kc.transpose(1, 2)) * diff.masked_fill(causal.logical_not(), -kInf).exp();
-    } else {
-      at::Tensor diff = gc.unsqueeze(2) - gc.unsqueeze(1);  // (N, C, C, dk): G_s - G_j
-      at::Tensor dec_l = diff.masked_fill(lower.logical_not().unsqueeze(-1), -kInf).exp();
+  int64_t n = q.size(0), t = q.size(1), dk = q.size(2), dv = v.size(2), gd = g.size(2);
+  int64_t c = chunk, nc = (t + c - 1) / c, tp = nc * c;
+  // Zeros pad the sequence to whole chunks: a padded token (k = v = beta = 0, no decay)
+  // changes no state and comes after every real token of its chunk.
+  auto chunks = [&](const at::Tensor& x) {  // (N, T, X) -> (N, nc, C, X)
+    at::Tensor y = tp == t ? x : at::constant_pad_nd(x, {0, 0, 0, tp - t});
+    return y.reshape({n, nc, c, x.size(2)});
+  };
+  at::Tensor qc = chunks(q), kc = chunks(k), vc = chunks(v), bc = chunks(beta.unsqueeze(-1));
+  at::Tensor gc = chunks(g).cumsum(2);                // G, (N, nc, C, dk or 1)
+  at::Tensor g_last = gc.narrow(2, c - 1, 1);          // G_C, (N, nc, 1, dk or 1)
+  at::Tensor eg = gc.exp();
+  at::Tensor kd = kc * (g_last - gc).exp();            // K * e^(G_C - G)
+  at::Tensor decay = g_last.squeeze(2).exp().unsqueeze(-1);  // e^(G_C) per key dim, (N, nc, dk or 1, 1)
+  at::Tensor lower = at::ones({c, c}, q.options().dtype(at::kBool)).tril(-1);
+  at::Tensor causal = at::ones({c, c}, q.options().dtype(at::kBool)).tril();
+  at::Tensor kk, qk;  // (N, nc, C, C): sum_d x_sd k_jd e^(G_sd - G_jd)
+  if (gd == 1) {
+    at::Tensor diff = gc - gc.transpose(2, 3);  // G_s - G_j
+    kk = at::matmul(kc, kc.transpose(2, 3)) * diff.masked_fill(lower.logical_not(), -kInf).exp();
+    qk = at::matmul(qc, kc.transpose(2, 3)) * diff.masked_fill(causal.logical_not(), -kInf).exp();
+  } else {
+    // The per-key-dim decays make (N, chunks, C, C, dk) products: a group of chunks at a time.
+    kk = at::empty({n, nc, c, c}, q.options());
+    qk = at::empty({n, nc, c, c}, q.options());
+    int64_t group = std::max<int64_t>(1, (int64_t{1} << 25) / (n * c * c * dk));
+    for (int64_t c0 = 0; c0 < nc; c0 += group) {
+      int64_t m = std::min(group, nc - c0);
+      at::Tensor gg = gc.narrow(1, c0, m), kg = kc.narrow(1, c0, m), qg = qc.narrow(1, c0, m);
+      at::Tensor diff = gg.unsqueeze(3) - gg.unsqueeze(2);  // (N, m, C, C, dk): G_s - G_j
+      at::Tensor dec_l = diff.masked_fill(lower.logical_not().unsqueeze(-1), -kInf).exp_();
       at::Tensor dec_c = diff.masked_fill_(causal.logical_not().unsqueeze(-1), -kInf).exp_();
-      kk = (kc.unsqueeze(2) * kc.unsqueeze(1) * dec_l).sum(-1);
-      qk = (qc.unsqueeze(2) * kc.unsqueeze(1) * dec_c).sum(-1);
+      kk.narrow(1, c0, m).copy_((kg.unsqueeze(3) * kg.unsqueeze(2) * dec_l).sum(-1));
+      qk.narrow(1, c0, m).copy_((qg.unsqueeze(3) * kg.unsqueeze(2) * dec_c).sum(-1));
     }
-    at::Tensor eg = gc.exp();  // (N, C, dk or 1)
-    at::Tensor a = kk * bc + at::eye(c, q.options());
-    at::Tensor rhs = bc * (vc - at::matmul(kc * eg, state));
-    at::Tensor u = at::linalg_solve_triangular(a, rhs, /*upper=*/false, /*left=*/true, /*unitriangular=*/true);
-    o.narrow(1, t0, c).copy_(at::matmul(qc * eg, state) + at::matmul(qk, u));
-    at::Tensor g_last = gc.narrow(1, c - 1, 1);  // (N, 1, dk or 1)
-    at::Tensor kd = kc * (g_last - gc).exp();
-    at::Tensor carry = scalar ? state * g_last.exp() : state * g_last.transpose(1, 2).exp();
-    state = carry + at::matmul(kd.transpose(1, 2), u);
   }
-  return o;
+  at::Tensor a = kk * bc + at::eye(c, q.options());
+  at::Tensor rhs = at::cat({bc * vc, bc * (kc * eg)}, -1);  // (N, nc, C, dv + dk)
+  at::Tensor sol = at::linalg_solve_triangular(a, rhs, /*upper=*/false, /*left=*/true, /*unitriangular=*/true);
+  at::Tensor u0 = sol.narrow(-1, 0, dv), wm = sol.narrow(-1, dv, dk), qe = qc * eg;
+  at::Tensor state = at::zeros({n, dk, dv}, q.options());
+  std::vector<at::Tensor> outs;
+  for (int64_t i = 0; i < nc; ++i) {
+    at::Tensor u = at::baddbmm(u0.select(1, i), wm.select(1, i), state, 1.0, -1.0);  // U0 - Wm S0
+    outs.push_back(at::baddbmm(at::bmm(qk.select(1, i), u), qe.select(1, i), state));  // P U + (Q e^G) S0
+    state = at::baddbmm(state * decay.select(1, i), kd.select(1, i).transpose(1, 2), u);
+  }
+  return at::stack(outs, 1).reshape({n, tp, dv}).narrow(1, 0, t);
 }
 
 // ---- inputs replicated within sub-groups --------------------------------------------------
