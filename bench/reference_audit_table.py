@@ -15,6 +15,11 @@ import sys
 WHY = {
     "cp_gated_deltanet_all2all": "sequential delta-rule recurrence, one 64-token chunk after another (launch-bound); the bound counts data movement only",
     "cp_kda_attention_cp_tp": "sequential delta-rule recurrence, one 64-token chunk after another (launch-bound), with per-key-dim decay tensors",
+    "cp_magi_cso_attention": "the bound counts each range's own chunk of keys; the random windows average 2.5 chunks (the spec's deviation 1)",
+    "cp_magi_tile_vae_decode": "one tile at a time (decode, blend, crop: hundreds of small kernels for 224 tiles at the large preset)",
+    "sci_spherical_disco_conv": "the kernel's K x E shifted-row gathers, each a full pass over the feature map; the bound counts reading x and writing y once",
+    "ep_fused_moe_fwd": "one local expert at a time (256 at W = 1: three small GEMMs each)",
+    "ep_fused_moe_fwd_lora": "one local expert at a time (256 at W = 1: three small GEMMs and their LoRA terms each)",
     "tp_muon_newton_schulz": "fp32 GEMMs by the spec (the original's); the bound uses the bf16 rate",
     "dp_dinov2_knn": "fp32 similarity GEMM and a stable full sort of every row (exact ties by index, the spec's rule); the bound counts the GEMM only",
     "gnn_feature_fetch_projection": "the bound leaves out the data-dependent gather and exchange",
