@@ -57,18 +57,30 @@ inline Block attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& 
   return {out.transpose(1, 2), lse.transpose(1, 2)};
 }
 
-// Query-key pairs (over batch and heads) from which a fused attention call works in dt
-// (bf16/fp16 inputs, fp32 accumulation, probabilities rounded to dt before P v, the output
-// rounded to dt: a flash-attention candidate's numerics) rather than fp32. Below it the
-// fp32 kernels cost little, and they keep small blocks exact: a block of a few keys has
-// outputs as large as single values of v, whose rounding to dt before the log-sum-exp
-// merge would take ~half the tolerance of the 16-token default sizes.
+// Query-key pairs (over batch and heads) from which a fused attention call works in 16 bits
+// (fp32 accumulation, the probabilities rounded to 16 bits before P v, the output rounded to
+// 16 bits: a flash-attention kernel's numerics) rather than fp32. Below it the fp32
+// kernels cost little, and they keep small blocks exact: a block of a few keys has outputs
+// as large as single values of v, whose rounding before the log-sum-exp merge would take
+// a large share of the tolerance of the 16-token default sizes.
 inline constexpr int64_t kDtPairs = int64_t{1} << 24;
 
-// The element type one fused attention call over `pairs` query-key pairs works in.
-inline at::ScalarType attention_dtype(at::ScalarType dt, int64_t pairs) {
-  bool reduced = dt == at::kBFloat16 || dt == at::kHalf;
-  return reduced && pairs >= kDtPairs ? dt : at::kFloat;
+// The element type of a fused attention forward over `pairs` query-key pairs: fp16 for
+// large bf16 and fp16 calls, fp32 otherwise. bf16 inputs go to fp16 when they fit its
+// range (|x| <= 65504; they convert exactly, those below 2^-14 to within 2^-25): fp16
+// keeps 3 more bits of every probability and output than bf16, which attention over a
+// few thousand keys needs (with bf16 probabilities the error of an average of thousands of
+// values reaches cp_magi_cso_attention's atol 2e-4; fp16 stays at ~0.2 of its tolerance,
+// the output's final rounding to bf16 being most of it). The kernels are as fast in either.
+inline at::ScalarType attention_dtype(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                      int64_t pairs) {
+  at::ScalarType dt = q.scalar_type();
+  if (pairs < kDtPairs || (dt != at::kBFloat16 && dt != at::kHalf)) return at::kFloat;
+  if (dt == at::kHalf) return at::kHalf;
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const at::Tensor* x : {&q, &k, &v})
+    if (at::linalg_vector_norm(*x, inf).item<double>() > 65504.0) return at::kFloat;
+  return at::kHalf;
 }
 
 // The backend torch's scaled_dot_product_attention would pick for (B, H, S, D) views.
@@ -80,13 +92,13 @@ inline at::SDPBackend sdp_backend(const at::Tensor& qh, const at::Tensor& kh, co
 // attend() through the fused scaled-dot-product kernels that return the log-sum-exp: on
 // CUDA flash, memory-efficient or cuDNN attention (whichever torch's SDPA picks), on the
 // CPU the flash kernel; exact fp32 (attend) where none applies. Works in
-// attention_dtype(): q's dtype for large bf16/fp16 calls, else fp32. `causal`: query i sees
+// attention_dtype(): fp16 for large bf16/fp16 calls, else fp32. `causal`: query i sees
 // keys 0..i (top-left aligned; only used with Sq == Sk). Returns out (B, Sq, H, D) in the
 // working dtype and lse (B, Sq, H) fp32.
 inline Block attend_fused(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
                           bool causal = false) {
   int64_t b = q.size(0), sq = q.size(1), h = q.size(2), sk = k.size(1);
-  at::ScalarType work = attention_dtype(q.scalar_type(), b * h * sq * sk);
+  at::ScalarType work = attention_dtype(q, k, v, b * h * sq * sk);
   auto heads = [&](const at::Tensor& x) { return x.to(work).transpose(1, 2); };  // (B, H, S, D) views
   at::Tensor qh = heads(q), kh = heads(k), vh = heads(v);
   at::Tensor out, lse;
@@ -235,13 +247,16 @@ inline Grads attend_backward(const at::Tensor& dout, const at::Tensor& q, const 
 }
 
 // attend_backward() through the fused flash-attention backward (CUDA, or the CPU's), which
-// takes the global out and lse as given, in attention_dtype() (dt for large bf16/fp16
-// blocks, else fp32); exact fp32 (attend_backward) where flash does not apply. Returns the
-// grads (B, S, H, D) in the working dtype.
+// takes the global out and lse as given: in dt for blocks of at least kDtPairs query-key
+// pairs in bf16 or fp16 (not fp16 for bf16 inputs: a key that many queries attend to gets
+// a dV beyond fp16's range), else in fp32; exact fp32 (attend_backward) where flash does not
+// apply. Returns the grads (B, S, H, D) in the working dtype.
 inline Grads attend_backward_fused(const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k,
                                    const at::Tensor& v, const at::Tensor& out, const at::Tensor& lse, double scale) {
   int64_t b = q.size(0), sq = q.size(1), h = q.size(2), sk = k.size(1);
-  at::ScalarType work = attention_dtype(q.scalar_type(), b * h * sq * sk);
+  at::ScalarType dt = q.scalar_type();
+  bool reduced = dt == at::kBFloat16 || dt == at::kHalf;
+  at::ScalarType work = reduced && b * h * sq * sk >= kDtPairs ? dt : at::kFloat;
   auto heads = [&](const at::Tensor& x) { return x.to(work).transpose(1, 2); };  // (B, H, S, D) views
   at::Tensor qh = heads(q), kh = heads(k), vh = heads(v);
   if (sdp_backend(qh, kh, vh, scale, false) != at::SDPBackend::flash_attention)
