@@ -27,7 +27,7 @@ inline constexpr double kInf = std::numeric_limits<double>::infinity();
 // Layout (B, S, H, D) as the originals use.
 
 struct Block {
-  at::Tensor out;  // (B, Sq, H, D): fp32, or dt from the fused kernels (attend_fused)
+  at::Tensor out;  // (B, Sq, H, D): fp32, or 16 bits from the fused kernels (attend_fused)
   at::Tensor lse;  // (B, Sq, H) fp32
 };
 
@@ -160,13 +160,6 @@ inline void merge_rows(Block& acc, const Block& blk, int64_t row0) {
 // ---- zig-zag sharding -------------------------------------------------------------------
 // The global sequence (length T) is cut into 2W chunks of T/(2W); rank r holds chunks r and
 // 2W-1-r, in that order. Every rank then does the same causal work.
-
-// Global positions (int64, S = T/W) of rank r's tokens.
-inline at::Tensor zigzag_positions(int64_t t, int w, int r, const at::TensorOptions& o) {
-  int64_t c = t / (2 * w);
-  return at::cat({at::arange(r * c, (r + 1) * c, o.dtype(at::kLong)),
-                  at::arange((2 * w - 1 - r) * c, (2 * w - r) * c, o.dtype(at::kLong))});
-}
 
 // Rows of a full-sequence tensor (dim `dim`) that rank r holds under zig-zag sharding.
 inline at::Tensor zigzag_slice(const at::Tensor& full, int64_t dim, int w, int r) {
