@@ -7,20 +7,25 @@
 # reference's median, roofline bound, fraction of it, limiter and peak memory
 # (bench/results/reference_audit_h200.md holds the H200 run).
 #
-#   bench/reference_audit.sh [PKB] [OUT_DIR]
+#   bench/reference_audit.sh [PKB] [TABLE]      (defaults: build/pkb bench/results/reference_audit_h200.md)
 # Environment (defaults): BUDGET_S=1500 (the whole audit), PER_PROBLEM_S=240 (one problem's
 # deadline, less when the budget has less left), MIN_LEFT_S=30 (below it the remaining
 # problems are listed as not run), WARMUP=3, ITERS=10, SIZE=large, ONLY (a regex of problems),
-# EXTRA (more dryrun flags, e.g. --hardware h200_1).
-# Writes OUT_DIR/<problem>.json and .log, OUT_DIR/status.tsv (problem, exit code, seconds),
-# and OUT_DIR/reference_audit.md; prints the table.
+# EXTRA (more dryrun flags, e.g. --hardware h200_1), OUT (a folder to keep every problem's
+# <problem>.json and .log and status.tsv in; by default a temporary one, removed at the end).
+# Writes the markdown table to TABLE and prints it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PKB=${1:-build/pkb}
-OUT=${2:-bench/results/reference_audit}
+TABLE=${2:-bench/results/reference_audit_h200.md}
 BUDGET_S=${BUDGET_S:-1500} PER_PROBLEM_S=${PER_PROBLEM_S:-240} MIN_LEFT_S=${MIN_LEFT_S:-30}
 WARMUP=${WARMUP:-3} ITERS=${ITERS:-10} SIZE=${SIZE:-large}
-mkdir -p "$OUT"
+if [ -n "${OUT:-}" ]; then
+  mkdir -p "$OUT"
+else
+  OUT=$(mktemp -d)
+  trap 'rm -rf "$OUT"' EXIT
+fi
 : >"$OUT/status.tsv"
 
 problems=$("$PKB" list | awk 'NR > 1 && $2 ~ /^[a-z]+_/ && $2 !~ /^test_/ {print $2}' | grep -E "${ONLY:-.}")
@@ -49,4 +54,14 @@ for p in $problems; do
   echo "$p: exit $rc in $(($(date +%s) - t0)) s" >&2
 done
 
-python3 bench/reference_audit_table.py "$OUT" | tee "$OUT/reference_audit.md"
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+{
+  echo "# Reference audit: every reference alone at --size $SIZE, W = 1"
+  echo
+  echo "\`bench/reference_audit.sh\` on ${gpu:-this machine},"
+  echo "$(date -u +%Y-%m-%d), pkb $(git rev-parse --short HEAD 2>/dev/null): \`pkb dryrun --time\` with $WARMUP warm-up and $ITERS"
+  echo "timed calls, 1 trial, at most ${PER_PROBLEM_S} s a problem and ${BUDGET_S} s in all. The bound is the"
+  echo "roofline of the problem's spec on pkb's hardware profile; fraction = bound / median."
+  echo
+  python3 bench/reference_audit_table.py "$OUT"
+} | tee "$TABLE"
