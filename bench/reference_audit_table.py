@@ -85,7 +85,7 @@ def main():
             why = "timed out" if rc in ("124", "137") else f"exit {rc}"
             print(f"| {p} | | | | | | {secs} | {why}: {last_line(os.path.join(out, p + '.log'))} |")
             continue
-        t, roof, mem = data["timing"], data.get("roofline", {}), data.get("memory", {})
+        t, roof, mem = data["timing"], data.get("roofline") or {}, data.get("memory") or {}
         frac = roof.get("fraction")
         note = ""
         if frac is not None and frac < 0.1:
@@ -94,7 +94,11 @@ def main():
         else:
             counts["ok"] += 1
         fr = f"{frac:.3f}" if frac is not None else ""
-        print(f"| {p} | {ms(t.get('median_us'))} | {ms(roof.get('bound_us'))} | {fr} | {roof.get('limiter', '')} | "
+        if not roof:
+            note = "no roofline (no hardware profile for this device)"
+        its = (data.get("counts") or {}).get("iters")
+        calls = f" ({its} calls)" if its else ""
+        print(f"| {p} | {ms(t.get('median_us'))}{calls} | {ms(roof.get('bound_us'))} | {fr} | {roof.get('limiter', '')} | "
               f"{gib(mem.get('peak_bytes'))} | {secs} | {note} |")
     print()
     print(f"{counts['ok']} within 10x of the bound, {counts['off']} further off, {counts['failed']} failed, "
