@@ -123,21 +123,6 @@ def _flash_ring(B, S, H, D, b):
     return B * S * H * D * (4 + 4 * b + b) + B * S * H * 4 * 2
 
 
-def _mlp_step(e, b, flat_copies, state_part):
-    """dp_adam.hpp's training steps: the larger of run() and make_inputs().
-    run(): the flat parameter (and state) copies, the per-tensor and flat gradients, the
-    gradient part and its Adam state copies, and the MLP's activations (pre, h, the ReLU
-    mask, dpre and the matmul it comes from: nl x hid each; out and dout: nl x dout).
-    make_inputs(): grad_scales' activations again, and make_adam_state's fp32 temporaries
-    (drift, z and one product) and the scale vector over the state part."""
-    P = e["hid"] * e["din"] + e["hid"] + e["dout"] * e["hid"] + e["dout"]
-    nl = e["n"] // e["W"]
-    act = 4 * nl * e["hid"] * b + nl * e["hid"] + 2 * nl * e["dout"] * b
-    run = flat_copies * P * b + 2 * P * b + 3 * state_part * b + act
-    init = act + 2 * P * b + 4 * state_part * 4
-    return max(run, init)
-
-
 WORK = {
     # --- attention (flash kernels: no score matrices) ---
     "cp_ring_attention": lambda e, b, io: _flash_ring(e["B"], e["S"], e["H"], e["D"], b),
@@ -156,47 +141,24 @@ WORK = {
         2 * (1 << 27) * 4 + 3 * e["B"] * e["T"] * e["H"] * e["D"] * 4),
     # Ulysses: qkv (3 x), the all-to-all buffers (q, kv stacked, sent and received), out
     "cp_ulysses_attention": lambda e, b, io: 12 * e["B"] * e["S"] * e["NH"] * e["D"] * b,
-    # MAGI: K/V sent, received and clipped; queries sent and received; per range the
-    # repeated K/V of its window (up to R*chunk keys, Hq/W heads), the outputs sent and received
-    "cp_magi_cso_attention": lambda e, b, io: (3 * e["tokens"] * max(e["Hkv"], e["W"]) * 2 * e["D"] * b
-                                               + 4 * e["tokens"] * e["Hq"] * e["D"] * b
-                                               + 2 * e["R"] * e["chunk"] * e["Hq"] // e["W"] * e["D"] * b),
-    # --- optimizer steps (dp_adam.hpp) ---
-    "dp_ddp_adam_step": lambda e, b, io: _mlp_step(e, b, 3, 0),
-    "fsdp_zero1_adam_step": lambda e, b, io: _mlp_step(e, b, 1, e["part"]),
-    "fsdp_zero2_adam_step": lambda e, b, io: _mlp_step(e, b, 1, e["part"]),
-    "fsdp_step_e2e": lambda e, b, io: _mlp_step(e, b, 1, e["part"]) + 2 * e["P"] * 4,  # fp32 init of the whole MLP
-    "fsdp_adam_unshard_allgather": lambda e, b, io: 3 * e["P"] * b + 4 * e["P"] * 4,  # clones; make_inputs' fp32
-    # --- fp32 score and logit matrices ---
-    # logits (Bl, Bl) fp32 and log_sigmoid's output
-    "dp_siglip_contrastive_loss": lambda e, b, io: 8 * e["Bl"] * e["Bl"] + 2 * io[0],
-    # logits (M, V) fp32 and logsumexp's exp temporary
-    "dp_importance_sampling_loss": lambda e, b, io: 8 * e["M"] * e["V"] + 2 * io[0],
-    # sims (W Q, T) fp32, the stable sort's values and int64 indices, the gathered queries
-    "dp_dinov2_knn": lambda e, b, io: 16 * e["W"] * e["Q"] * e["T"] + 2 * io[0],
-    # the logits in fp32, shifted, exponentiated
-    "tp_vocab_parallel_cross_entropy": lambda e, b, io: 12 * e["B"] * e["S"] * e["Vl"],
-    # --- FFTs in complex64 ---
-    # fft, its transposed copy, the received rows, their regrouped copy, the second fft
-    "sci_distributed_rfft2": lambda e, b, io: 5 * 2 * io[0] + io[1],
-    # the padded spectrum and its send copy, the all-gathered whole (W x) and its
-    # contiguous copy, the first inverse fft, its send and receive buffers, the regrouped copy
-    "sci_distributed_irfft2": lambda e, b, io: (2 * e["W"] + 6) * e["B"] * e["C"] * e["Hl"] * e["X"] * 8,
-    # bmm(k, k^T) and the two products of the P update (NB, BS, BS) fp64
+    # --- optimizer: Adam's clones of the shard's state; make_inputs' fp32 temporaries ---
+    "fsdp_adam_unshard_allgather": lambda e, b, io: 3 * e["P"] * b + 4 * e["P"] * 4,
+    # --- Kalman: bmm(k, k^T) and the two products of the P update, (NB, BS, BS) fp64 ---
     "sci_kalman_filter_optimizer": lambda e, b, io: 3 * e["NB"] * e["BS"] * e["BS"] * 8,
-    # --- MoE: the routed rows (M top_k of them) as sent, received, grouped, computed, returned,
-    # and the fp32 unpermute; the weights are read in place ---
+    # --- MoE: the routed rows (M top_k of them) as sent, received, grouped, computed,
+    # returned, and the fp32 unpermute; the weights are read in place ---
     "ep_fused_moe_fwd": lambda e, b, io: (6 * b + 8) * e["M"] * e["top_k"] * e["N"] + 4 * e["M"] * e["N"],
     "ep_fused_moe_fwd_lora": lambda e, b, io: (6 * b + 8) * e["M"] * e["top_k"] * e["N"] + 4 * e["M"] * e["N"],
-    # --- sparse: the rows fetched are Q of them; make_inputs permutes all V ids (int64) ---
-    "gnn_feature_fetch_projection": lambda e, b, io: 4 * e["Q"] * e["E"] * b + 16 * e["V"],
-    # make_inputs draws and sorts the El edge ids (int64) of the rank's graph
-    "gnn_neighbor_sampling": lambda e, b, io: 32 * e["El"],
 }
 
 
-def working_bytes(slug, env, b, io):
-    f = WORK.get(slug)
+def working_bytes(spec, env, b, io):
+    """The reference's working memory: its spec's [memory] reference_peak (which counts the
+    inputs and outputs too) where it declares one, else WORK's estimate, else the default."""
+    peak = spec.get("memory", {}).get("reference_peak")
+    if peak is not None:
+        return max(0, int(evaluate(peak, {**env, "dt_bytes": b})) - io[0] - io[1])
+    f = WORK.get(spec["slug"])
     if f is None:
         return 2 * (io[0] + io[1])
     return int(f(env, b, io))
@@ -227,7 +189,7 @@ def rows(size, max_world):
             for r in range(w):
                 env = variables(spec, size, w, r)
                 io = side_bytes(spec, env)
-                work = working_bytes(spec["slug"], env, b, io)
+                work = working_bytes(spec, env, b, io)
                 total = 2 * (io[0] + io[1]) + work
                 if worst is None or total > worst[3]:
                     worst = (io[0], io[1], work, total)
