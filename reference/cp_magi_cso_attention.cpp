@@ -57,7 +57,7 @@ struct MagiCsoAttention : pkb::Reference {
       at::Tensor k = keys.narrow(-1, 0, d).repeat_interleave(hql / hkl, 1).unsqueeze(0);
       at::Tensor v = keys.narrow(-1, d, d).repeat_interleave(hql / hkl, 1).unsqueeze(0);
       at::Tensor q = q_recv.select(1, i).reshape({1, w * spb, hql, d});
-      o_send.select(1, i).copy_(pkb_cp::attend(q, k, v, scale).out.view({w, spb, hql, d}));
+      o_send.select(1, i).copy_(pkb_cp::attend_fused(q, k, v, scale).out.view({w, spb, hql, d}));
     }
     at::Tensor o_recv = at::empty_like(o_send);  // (W src = head group, R, spb, hql, D)
     comm.all_to_all(o_recv, o_send);

@@ -1,7 +1,8 @@
 // Causal ring attention over the whole world with load-balanced (zig-zag) sharding: rank r
 // holds q, k, v (B, S, H, D) for chunks r and 2W-1-r of the 2W chunks of a T-token
 // sequence; K/V blocks travel around the ring (batch_p2p to rank+1, W-1 hops) while the
-// current block is attended, and blocks merge by their log-sum-exp (fp32). Rank r returns
+// current block is attended (fused scaled-dot-product attention that returns the
+// log-sum-exp), and blocks merge by their log-sum-exp (fp32). Rank r returns
 // softmax(q k^T / sqrt(D)) v under the causal mask for its queries, (B, S, H, D) in dt.
 // Origin: ParallelKernelBench 54_ring_attention (zhuzilin's ring-flash-attention RingComm).
 // Deviation: zig-zag sharding instead of contiguous blocks (every rank does the same work).
@@ -13,7 +14,7 @@ struct RingAttention : pkb::Reference {
   std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
     const at::Tensor& q = in["q"];
     double scale = 1.0 / std::sqrt(double(q.size(3)));
-    return {pkb_cp::ring_attention_zigzag(ctx.comm(), q, in["k"], in["v"], scale).to(q.scalar_type())};
+    return {pkb_cp::ring_attention_zigzag(ctx.comm(), q, in["k"], in["v"], scale)};
   }
 };
 

@@ -3,8 +3,9 @@
 // strided (ranks c, c+cp). Rank (dp d, cp c) holds dout, q, k, v (B, S, H, D), block c of
 // replica d's sequence, and out (dt) and softmax_lse (B, H, S) fp32 of the non-causal
 // forward of its queries over the replica's whole sequence. K/V blocks and their fp32
-// dK/dV accumulators travel around the CP ring (flash-attention backward per block); the
-// gradients are then averaged over the DP group (fp32 sum / dp) and rounded to dt.
+// dK/dV accumulators travel around the CP ring (the fused flash-attention backward per
+// block, pkb_cp::attend_backward_fused); the gradients are then averaged over the DP group
+// (fp32 sum / dp) and rounded to dt.
 // Origin: ParallelKernelBench 57_ring_attention_backward_dp.
 // Deviation: out and lse are the true forward over the whole sequence (make_inputs); the
 // original computed them from the local block only, so its gradients were not those of any
@@ -52,8 +53,8 @@ struct RingAttentionBwdDp : pkb::Reference {
   std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
     const at::Tensor& q = in["q"];
     double scale = 1.0 / std::sqrt(double(q.size(3)));
-    at::Tensor lse = in["softmax_lse"].transpose(1, 2);  // (B, S, H)
-    pkb_cp::Grads g = pkb_cp::ring_attention_backward(*cp, in["dout"], q, in["k"], in["v"], in["out"], lse, scale);
+    pkb_cp::Grads g =
+        pkb_cp::ring_attention_backward(*cp, in["dout"], q, in["k"], in["v"], in["out"], in["softmax_lse"], scale);
     std::vector<at::Tensor> out;
     for (at::Tensor* t : {&g.dq, &g.dk, &g.dv}) {
       at::Tensor x = t->contiguous();

@@ -20,7 +20,7 @@ struct UlyssesAttention : pkb::Reference {
     at::Tensor qkv = at::matmul(h, in["w_qkv"].reshape({3 * hd, hd}).t()).view({b, s, 3, nh, d});
     at::Tensor q = pkb_cp::seq_to_heads(ctx.comm(), qkv.select(2, 0));                        // (B, T, NH/W, D)
     at::Tensor kv = pkb_cp::seq_to_heads(ctx.comm(), at::stack({qkv.select(2, 1), qkv.select(2, 2)}, 3));  // (B, T, NH/W, 2, D)
-    pkb_cp::Block a = pkb_cp::attend(q, kv.select(3, 0), kv.select(3, 1), 1.0 / std::sqrt(double(d)));
+    pkb_cp::Block a = pkb_cp::attend_fused(q, kv.select(3, 0), kv.select(3, 1), 1.0 / std::sqrt(double(d)));
     at::Tensor c = pkb_cp::heads_to_seq(ctx.comm(), a.out.to(h.scalar_type()));  // (B, S, NH, D)
     return {at::matmul(c.reshape({b, s, hd}), in["w_o"].t()).contiguous()};
   }

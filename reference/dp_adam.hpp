@@ -1,13 +1,15 @@
 // Shared by the data-parallel and ZeRO/FSDP optimizer-step problems (dp_ddp_adam_step,
 // fsdp_zero1_adam_step, fsdp_zero2_adam_step, fsdp_step_e2e, fsdp_adam_unshard_allgather):
 // the two-layer MLP (Linear -> ReLU -> Linear, MSE loss) and its gradients, Adam's update
-// as the originals write it (element-wise ops in dt, bias corrections on the host), and
-// inputs that look like a real optimizer's state.
+// (torch's fused Adam kernel: fp32 math, each result rounded once to dt), and inputs that
+// look like a real optimizer's state.
 #pragma once
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "pkb/reference.hpp"
@@ -44,28 +46,44 @@ inline std::pair<at::Tensor, at::Tensor> make_adam_state(pkb::Ctx& ctx, const at
   at::TensorOptions f32 = ctx.options(at::kFloat);
   at::Tensor drift = at::randn(shape, ctx.rng(), f32).mul_(scale).mul_(0.5);
   at::Tensor z = at::randn(shape, ctx.rng(), f32);
-  at::Tensor noise = (z * z * 0.5 + 0.25) * scale * scale;
+  // In place where it can be: a 1-billion-element state has 4 GiB fp32 temporaries.
+  at::Tensor noise = z.mul_(z).mul_(0.5).add_(0.25).mul_(scale).mul_(scale);
   double c1 = 1.0 - std::pow(hp.beta1, double(step - 1)), c2 = 1.0 - std::pow(hp.beta2, double(step - 1));
-  at::Tensor m = drift * c1, v = (drift * drift + noise) * c2;
-  return {m.to(ctx.dtype()), v.to(ctx.dtype())};
+  at::Tensor m = (drift * c1).to(ctx.dtype());
+  at::Tensor v = drift.mul_(drift).add_(noise).mul_(c2).to(ctx.dtype());
+  return {m, v};
 }
 
-// One Adam step on (p, m, v) with gradient g, element-wise in the tensors' dtype as the
-// originals do (m.mul_(b1).add_(g, 1-b1); v.mul_(b2).addcmul_(g, g, 1-b2); m/bc1;
-// v/bc2; sqrt + eps; p += -lr * m_hat / denom). Returns (p, m, v), new tensors.
+// One Adam step on (p, m, v) with gradient g, in place, through torch's fused Adam
+// (at::_fused_adam_, or _fused_adamw_ for AdamW's decoupled decay; what torch.optim.Adam(
+// fused=True) runs): one kernel reads p, m, v, g and writes p, m, v, computing in fp32
+// (m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; p -= lr (m / bc1) / (sqrt(v) / sqrt(bc2) +
+// eps), bias corrections bc = 1 - beta^step; AdamW first p *= 1 - lr wd) and rounding each
+// of p, m, v once to its dtype. The originals ran the same formulas as separate dt ops,
+// rounding every intermediate; this is closer to the exact update. All four tensors: the
+// same dtype and device, contiguous.
+inline void adam_step_(at::Tensor& p, at::Tensor& m, at::Tensor& v, const at::Tensor& g, const AdamHyper& hp,
+                       int64_t step, double weight_decay = 0.0) {
+  at::Tensor steps = at::full({}, double(step), p.options().dtype(at::kFloat));  // the optimizer's step tensor
+  if (weight_decay != 0.0)
+    at::_fused_adamw_({p}, {g}, {m}, {v}, {}, {steps}, hp.lr, hp.beta1, hp.beta2, weight_decay, hp.eps,
+                      /*amsgrad=*/false, /*maximize=*/false);
+  else
+    at::_fused_adam_({p}, {g}, {m}, {v}, {}, {steps}, hp.lr, hp.beta1, hp.beta2, 0.0, hp.eps, /*amsgrad=*/false,
+                     /*maximize=*/false);
+}
+
+// adam_step_ on copies: returns the updated (p, m, v), leaving the arguments unchanged.
 struct AdamOut {
   at::Tensor p, m, v;
 };
 
 inline AdamOut adam_update(const at::Tensor& p, const at::Tensor& m0, const at::Tensor& v0, const at::Tensor& g,
                            const AdamHyper& hp, int64_t step, double weight_decay = 0.0) {
-  double bc1 = 1.0 - std::pow(hp.beta1, double(step)), bc2 = 1.0 - std::pow(hp.beta2, double(step));
-  at::Tensor m = m0.mul(hp.beta1).add_(g, 1.0 - hp.beta1);
-  at::Tensor v = v0.mul(hp.beta2).addcmul_(g, g, 1.0 - hp.beta2);
-  at::Tensor denom = (v / bc2).sqrt().add_(hp.eps);
-  at::Tensor out = p.add((m / bc1).div(denom), -hp.lr);
-  if (weight_decay != 0.0) out.add_(p, -hp.lr * weight_decay);  // AdamW's decoupled decay
-  return {out, m, v};
+  AdamOut o{p.clone(at::MemoryFormat::Contiguous), m0.clone(at::MemoryFormat::Contiguous),
+            v0.clone(at::MemoryFormat::Contiguous)};
+  adam_step_(o.p, o.m, o.v, g.contiguous(), hp, step, weight_decay);
+  return o;
 }
 
 // The MLP's parameters, in the order the originals flatten them.
@@ -116,11 +134,18 @@ inline std::vector<double> grad_scales(pkb::Ctx& ctx, const at::Tensor& x, const
   return s;
 }
 
-// One value per element of the flattened MLP: the scale of the tensor it belongs to.
-inline at::Tensor flat_scales(const std::vector<double>& s, const Mlp& p, at::TensorOptions opt) {
+// One value per element [start, start + len) of the flattened MLP: the scale of the tensor
+// it belongs to.
+inline at::Tensor flat_scales(const std::vector<double>& s, const Mlp& p, at::TensorOptions opt, int64_t start,
+                              int64_t len) {
   std::vector<at::Tensor> parts;
   auto l = p.list();
-  for (size_t i = 0; i < l.size(); ++i) parts.push_back(at::full({l[i].numel()}, s[i], opt));
+  int64_t off = 0;
+  for (size_t i = 0; i < l.size(); ++i) {
+    int64_t lo = std::max(start, off), hi = std::min(start + len, off + l[i].numel());
+    if (hi > lo) parts.push_back(at::full({hi - lo}, s[i], opt));
+    off += l[i].numel();
+  }
   return at::cat(parts);
 }
 
@@ -137,11 +162,12 @@ struct ZeroAdamStep : pkb::Reference {
 
   void make_inputs(pkb::Ctx& ctx, pkb::Inputs& in) override {
     Mlp p{in["w1"], in["b1"], in["w2"], in["b2"]};
-    at::Tensor scale = flat_scales(grad_scales(ctx, in["x"], in["y"], p), p, ctx.options(at::kFloat));
     int64_t part = ctx.size("part");
+    at::Tensor scale = flat_scales(grad_scales(ctx, in["x"], in["y"], p), p, ctx.options(at::kFloat),
+                                   ctx.rank() * part, part);
     at::Tensor step = make_step(ctx);
     in["step"] = step;
-    auto [m, v] = make_adam_state(ctx, scale.narrow(0, ctx.rank() * part, part), {part}, step.item<int64_t>());
+    auto [m, v] = make_adam_state(ctx, scale, {part}, step.item<int64_t>());
     in["exp_avg_part"] = m;
     in["exp_avg_sq_part"] = v;
   }
@@ -163,14 +189,16 @@ struct ZeroAdamStep : pkb::Reference {
       g_part = flat_g.narrow(0, start, part);
     }
     g_part = g_part / double(ctx.world());
-    auto upd = adam_update(flat_p.narrow(0, start, part), in["exp_avg_part"], in["exp_avg_sq_part"], g_part,
-                           adam_hyper(ctx), in["step"].item<int64_t>());
+    // flat_p is this call's copy: its part is updated in place; the state is cloned.
+    at::Tensor p_part = flat_p.narrow(0, start, part);
+    at::Tensor m = in["exp_avg_part"].clone(), v = in["exp_avg_sq_part"].clone();
+    adam_step_(p_part, m, v, g_part, adam_hyper(ctx), in["step"].item<int64_t>());
     at::Tensor gathered = at::empty_like(flat_p);
-    comm.all_gather(gathered, upd.p);
+    comm.all_gather(gathered, p_part);
     std::vector<at::Tensor> out;
     for (auto& t : unflatten(gathered, templ)) out.push_back(t.contiguous());
-    out.push_back(upd.m);
-    out.push_back(upd.v);
+    out.push_back(m);
+    out.push_back(v);
     return out;
   }
 

@@ -1,6 +1,7 @@
 // A DDP training step with Adam: the flattened parameters, exp_avg and exp_avg_sq are
 // broadcast from rank 0, each rank computes the MLP's gradients on its batch slice, the
-// flat gradient is all-reduced and divided by W, and Adam updates every tensor in dt.
+// flat gradient is all-reduced and divided by W, and Adam (torch's fused kernel) updates
+// every tensor.
 // Every rank returns the updated parameters, exp_avg and exp_avg_sq.
 // Origin: ParallelKernelBench 40_ddp.
 // Deviations: Adam state and step count random per trial (a realistic state), nn.Linear
@@ -44,9 +45,10 @@ struct DdpAdamStep : pkb::Reference {
     comm.all_reduce(flat_g);
     flat_g.div_(ctx.world());
 
-    auto upd = pkb_dp::adam_update(flat_p, flat_m, flat_v, flat_g, pkb_dp::adam_hyper(ctx), in["step"].item<int64_t>());
+    // flat_p, flat_m, flat_v are this call's own copies: Adam updates them in place.
+    pkb_dp::adam_step_(flat_p, flat_m, flat_v, flat_g, pkb_dp::adam_hyper(ctx), in["step"].item<int64_t>());
     std::vector<at::Tensor> out;
-    for (const at::Tensor* flat : {&upd.p, &upd.m, &upd.v})
+    for (const at::Tensor* flat : {&flat_p, &flat_m, &flat_v})
       for (auto& t : pkb_dp::unflatten(*flat, p)) out.push_back(t.contiguous());
     return out;
   }

@@ -5,7 +5,7 @@
 // even), the all-negative sigmoid loss; divided by the local batch.
 // Origin: ParallelKernelBench 58_openclip_contrastive_loss (open_clip/loss.py).
 // Deviations: clustered embeddings (hard negatives, so the other ranks' terms matter);
-// logits and sums in fp32, rounded to dt at the end.
+// logits (fp32 GEMM output) and sums in fp32, rounded to dt at the end.
 #include <ATen/ATen.h>
 
 #include <cmath>
@@ -30,13 +30,18 @@ struct SigLipLoss : pkb::Reference {
   }
 
   // sum of -log sigmoid(labels * logits) / Bl in fp32: labels +1 on the diagonal when
-  // `positives`, -1 everywhere else.
+  // `positives`, -1 everywhere else. As -log sigmoid(x) = -log sigmoid(-x) - x, that is the
+  // all-negative sum less the diagonal's logits: no labels matrix. The logits are an fp32
+  // GEMM's: on CUDA the dt inputs go to cuBLAS as they are (fp32 accumulation and output;
+  // their products are exact in fp32), on the CPU they are converted first.
   static at::Tensor siglip(const at::Tensor& image, const at::Tensor& text, double scale, double bias,
                            bool positives) {
-    at::Tensor logits = at::matmul(image.to(at::kFloat), text.to(at::kFloat).t()).mul_(scale).add_(bias);
-    at::Tensor labels = at::full_like(logits, -1.0);
-    if (positives) labels.diagonal().fill_(1.0);
-    return at::log_sigmoid(labels * logits).sum().neg() / double(image.size(0));
+    at::Tensor logits = image.is_cuda() ? at::mm(image, text.t(), at::kFloat)
+                                        : at::mm(image.to(at::kFloat), text.to(at::kFloat).t());
+    logits.mul_(-scale).sub_(bias);  // -logits
+    at::Tensor loss = at::log_sigmoid(logits).sum().neg();
+    if (positives) loss = loss + logits.diagonal().sum();  // - sum of the diagonal's logits
+    return loss / double(image.size(0));
   }
 
   std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {

@@ -1,5 +1,6 @@
-// The distributed optimizer's step: Adam on this rank's parameter shard (element-wise in
-// dt), then an all-gather of the updated shards into the full parameters.
+// The distributed optimizer's step: Adam on this rank's parameter shard (torch's fused Adam
+// kernel: fp32 math, each result rounded once to dt), then an all-gather of the updated
+// shards into the full parameters.
 // Origin: ParallelKernelBench 43_fused_adam_grad_unshard_allgather.
 // Deviations: master parameters ~0.02 randn (trained-weight scale, so a bf16 update
 // shows); Adam state and step count random per trial; the step count a host scalar.

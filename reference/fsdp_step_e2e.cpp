@@ -1,6 +1,7 @@
 // FSDP training step with AdamW: the parameter shards are all-gathered, each rank
 // computes the MLP's gradients on its batch slice, the flat gradient is reduce-scattered
-// and divided by W, and AdamW (decoupled weight decay) updates the rank's shard in dt.
+// and divided by W, and AdamW (decoupled weight decay; torch's fused kernel) updates the
+// rank's shard.
 // Returns the updated (theta, exp_avg, exp_avg_sq) shards.
 // Origin: ParallelKernelBench 47_fsdp_step_e2e.
 // Deviations: every shard is a slice of nn.Linear-initialized parameters (drawn from the
@@ -26,10 +27,10 @@ struct FsdpStepE2E : pkb::Reference {
     pkb_dp::Mlp p{full[0].to(ctx.dtype()), full[1].to(ctx.dtype()), full[2].to(ctx.dtype()), full[3].to(ctx.dtype())};
     int64_t part = ctx.size("part"), start = ctx.rank() * part;
     in["flat_param_shard"] = pkb_dp::flatten(p.list()).narrow(0, start, part).clone();
-    at::Tensor scale = pkb_dp::flat_scales(pkb_dp::grad_scales(ctx, in["x"], in["y"], p), p, f32);
+    at::Tensor scale = pkb_dp::flat_scales(pkb_dp::grad_scales(ctx, in["x"], in["y"], p), p, f32, start, part);
     at::Tensor step = pkb_dp::make_step(ctx);
     in["step"] = step;
-    auto [m, v] = pkb_dp::make_adam_state(ctx, scale.narrow(0, start, part), {part}, step.item<int64_t>());
+    auto [m, v] = pkb_dp::make_adam_state(ctx, scale, {part}, step.item<int64_t>());
     in["exp_avg_shard"] = m;
     in["exp_avg_sq_shard"] = v;
   }

@@ -1,7 +1,7 @@
 // ZeRO stage 1 training step with Adam: the flat parameters are broadcast from rank 0,
 // each rank computes the MLP's gradients on its batch slice, the gradient of its part of
-// the flat parameters comes from a all-reduce (divided by W), Adam updates the part in
-// dt, and the updated parts are all-gathered. Returns the full updated parameters and the
+// the flat parameters comes from a all-reduce (divided by W), Adam (torch's fused kernel)
+// updates the part, and the updated parts are all-gathered. Returns the full updated parameters and the
 // part's exp_avg and exp_avg_sq (pkb_dp::ZeroAdamStep in dp_adam.hpp).
 // Origin: ParallelKernelBench 41_zero1_optimizer_shard.
 // Deviations: Adam state and step count random per trial (a realistic state), nn.Linear

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -39,6 +40,34 @@ inline std::pair<at::Tensor, at::Tensor> top_k_top_p(const at::Tensor& logits, i
   sorted = sorted.masked_fill(top_p.logical_not(), -inf);
   keep_sorted = keep_sorted.logical_and(top_p);
   return {sorted.scatter(-1, idx, sorted), keep_sorted.scatter(-1, idx, keep_sorted)};
+}
+
+// The same filter in compact form, for 0 < k < V: a top-k of each row instead of a sort of
+// the whole row. Returns the k largest values ascending (as the filter sorts them), their
+// vocab indices and which of them the top-p cut keeps, (n, k) each; every other token of
+// the row is dropped. Empty when some row's k-th and (k+1)-th largest values tie (the
+// filter then keeps more than k, every value >= the k-th): use top_k_top_p there.
+struct Kept {
+  at::Tensor vals, idx, keep;
+};
+
+inline std::optional<Kept> top_k_top_p_kept(const at::Tensor& logits, int64_t k, double p) {
+  if (k <= 0 || k >= logits.size(-1)) return std::nullopt;
+  auto [top, idx] = logits.topk(k + 1, -1);  // descending
+  if ((top.select(-1, k - 1) == top.select(-1, k)).any().item<bool>()) return std::nullopt;
+  Kept f{top.narrow(-1, 0, k).flip(-1), idx.narrow(-1, 0, k).flip(-1), {}};
+  if (p < 1.0) {
+    f.keep = f.vals.softmax(-1).cumsum(-1) > (1.0 - p);
+    f.keep.select(-1, k - 1).fill_(true);
+  } else {
+    f.keep = at::ones_like(f.vals, at::kBool);
+  }
+  return f;
+}
+
+// The kept values with -inf where the top-p cut drops them.
+inline at::Tensor kept_logits(const Kept& f) {
+  return f.vals.masked_fill(f.keep.logical_not(), -std::numeric_limits<double>::infinity());
 }
 
 // (n, Vl) rows of all tokens for this rank's vocab slice -> (n/W, V): all vocab for this
@@ -120,10 +149,19 @@ inline void make_logprob_inputs(pkb::Ctx& ctx, pkb::Inputs& in, double sigma) {
 inline at::Tensor chunk_logprobs(pkb::Ctx& ctx, const at::Tensor& logits, const at::Tensor& target) {
   int64_t nl = logits.size(0) / ctx.world();
   at::Tensor seq = vocab_to_seq(ctx.comm(), logits).to(at::kFloat);
-  at::Tensor filtered = top_k_top_p(seq, ctx.size("top_k"), ctx.arg_float("top_p")).first;
   at::Tensor own = target.narrow(0, ctx.rank() * nl, nl).unsqueeze(-1);
-  at::Tensor lp = filtered.log_softmax(-1).gather(-1, own).squeeze(-1).contiguous();
-  return ctx.comm().all_gather(lp);
+  at::Tensor lp;
+  if (auto f = top_k_top_p_kept(seq, ctx.size("top_k"), ctx.arg_float("top_p"))) {
+    // log_softmax of the filtered row at the target: its logit less the log-sum-exp of the
+    // kept ones, -inf when the filter dropped it.
+    at::Tensor hit = f->idx.eq(own).logical_and_(f->keep).any(-1);
+    at::Tensor lse = kept_logits(*f).logsumexp(-1);
+    lp = (seq.gather(-1, own).squeeze(-1) - lse).masked_fill_(hit.logical_not(), -std::numeric_limits<double>::infinity());
+  } else {
+    at::Tensor filtered = top_k_top_p(seq, ctx.size("top_k"), ctx.arg_float("top_p")).first;
+    lp = filtered.log_softmax(-1).gather(-1, own).squeeze(-1).contiguous();
+  }
+  return ctx.comm().all_gather(lp.contiguous());
 }
 
 }  // namespace pkb_tp

@@ -23,11 +23,20 @@ struct VocabParallelLogprobTopkChunkedBwd : pkb::Reference {
     for (int64_t start = 0; start < n; start += step) {
       int64_t cnt = std::min(step, n - start), nl = cnt / w;
       at::Tensor seq = pkb_tp::vocab_to_seq(ctx.comm(), logits.narrow(0, start, cnt)).to(at::kFloat);
-      auto [filtered, keep] = pkb_tp::top_k_top_p(seq, ctx.size("top_k"), ctx.arg_float("top_p"));
       at::Tensor own = target.narrow(0, start + ctx.rank() * nl, nl).unsqueeze(-1);
-      at::Tensor g = filtered.softmax(-1).neg_();
-      g.scatter_add_(-1, own, at::ones_like(own, g.options()));
-      g.mul_(grad.narrow(0, start + ctx.rank() * nl, nl).unsqueeze(-1)).mul_(keep);
+      at::Tensor gt = grad.narrow(0, start + ctx.rank() * nl, nl).unsqueeze(-1);
+      at::Tensor g;
+      if (auto f = pkb_tp::top_k_top_p_kept(seq, ctx.size("top_k"), ctx.arg_float("top_p"))) {
+        // Nonzero only at the kept tokens: (onehot(target) - softmax(filtered)) * g_t there.
+        at::Tensor gk = f->idx.eq(own).to(at::kFloat).sub_(pkb_tp::kept_logits(*f).softmax(-1));
+        gk.mul_(gt).mul_(f->keep);
+        g = at::zeros_like(seq).scatter_(-1, f->idx, gk);
+      } else {
+        auto [filtered, keep] = pkb_tp::top_k_top_p(seq, ctx.size("top_k"), ctx.arg_float("top_p"));
+        g = filtered.softmax(-1).neg_();
+        g.scatter_add_(-1, own, at::ones_like(own, g.options()));
+        g.mul_(gt).mul_(keep);
+      }
       pieces.push_back(pkb_tp::seq_to_vocab(ctx.comm(), g));
     }
     return {at::cat(pieces).view(logits3.sizes())};

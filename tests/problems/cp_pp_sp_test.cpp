@@ -6,9 +6,12 @@
 // not every problem runs at every W: every problem runs at W = 4; W = 2 and W = 8 where the
 // layout changes with W (the TP/PP/DP x CP grids: tp = pp = dp = 2 with cp = 1 at W = 2,
 // cp = 4 at W = 8; the CFG chains of the conv halo problem; the W > 4 sizes of the MAGI
-// attention; the ring's zig-zag at 2W = 16 chunks; the uneven all-gather), and W = 1 for
-// the ring (its local-only path). Measured: about 300 CPU-seconds for the whole family. Default sizes where the
-// CPU manages them; smaller replaced sizes (the --size syntax) where the defaults are
+// attention; the ring's zig-zag at 2W = 16 chunks; the uneven all-gather), W = 1 for
+// the ring (its local-only path), and the ring, its backward and the MAGI attention once
+// at a size whose attention runs in 16 bits (the flash numerics the large presets use).
+// Measured: about 300 CPU-seconds for the whole family, and a fifth more since the three
+// 16-bit cases (which cover the kernels the large presets time). Default sizes where the CPU
+// manages them; smaller replaced sizes (the --size syntax) where the defaults are
 // TFLOP-sized or slow to recompute in fp64, as each case says.
 #include <gtest/gtest.h>
 
@@ -46,6 +49,11 @@ const char* kVae8 = "T=3,H=60,Wd=50";        // 9 tiles over 8 ranks
 const char* kKda = "S=32,NH=4,Dm=512";       // default: 16 heads, a 2304-wide projection
 const char* kGdn = "S=32,DK=64,DV=128";      // default: 256 x 512 states (slow in the fp64 check)
 const char* kVariable = "M=512,N=256";
+// Attention calls of at least 2^24 query-key pairs run in 16 bits (pkb_cp::kDtPairs: flash
+// numerics, fp16 forward, bf16 backward); the default sizes stay in fp32.
+const char* kRingDt = "B=1,T=6144,H=4,D=64";     // 3072 tokens a rank at W = 2: both steps in dt
+const char* kRingBwdDt = "B=1,T=3072,H=2,D=64";  // one 3072-token block a replica at W = 2
+const char* kMagiDt = "C4=1200";                 // windows of >= 1200 keys x 12 heads a rank at W = 2
 
 std::vector<Case> sequence_parallel() {
   return {{"sp_ulysses_all2all", 4, ""},
@@ -63,11 +71,13 @@ std::vector<Case> context_parallel() {
           {"cp_ring_attention", 1, ""},
           {"cp_ring_attention", 4, ""},
           {"cp_ring_attention", 8, ""},
+          {"cp_ring_attention", 2, kRingDt},
           {"cp_ring_attention_tp", 2, ""},
           {"cp_ring_attention_tp", 4, ""},
           {"cp_ring_attention_tp", 8, ""},
           {"cp_ring_attention_bwd_dp", 2, ""},
           {"cp_ring_attention_bwd_dp", 8, ""},
+          {"cp_ring_attention_bwd_dp", 2, kRingBwdDt},
           {"cp_hyena_conv1d_halo", 4, kHyena},
           {"cp_hyena_fftconv_all2all", 4, kFftConv},
           {"cp_kda_attention_cp_tp", 2, kKda},
@@ -75,6 +85,7 @@ std::vector<Case> context_parallel() {
           {"cp_gated_deltanet_all2all", 4, kGdn},
           {"cp_magi_cso_attention", 4, kMagiAttn},
           {"cp_magi_cso_attention", 8, kMagiAttn},
+          {"cp_magi_cso_attention", 2, kMagiDt},
           {"cp_magi_tile_vae_decode", 4, kVae4},
           {"cp_magi_tile_vae_decode", 8, kVae8},
           {"cp_conv2d_halo_exchange", 2, kConv2d},
