@@ -10,7 +10,7 @@
 #   bench/reference_audit.sh [PKB] [TABLE]      (defaults: build/pkb bench/results/reference_audit_h200.md)
 # Environment (defaults): BUDGET_S=1500 (the whole audit), PER_PROBLEM_S=240 (one problem's
 # deadline, less when the budget has less left), MIN_LEFT_S=30 (below it the remaining
-# problems are listed as not run), WARMUP=3, ITERS=10, SIZE=large, ONLY (a regex of problems),
+# problems are listed as not run), WARMUP=3, ITERS=10, SIZE=large, ONLY (a regex of problems), SKIP (a regex of problems left out),
 # EXTRA (more dryrun flags, e.g. --hardware h200_1), OUT (a folder to keep every problem's
 # <problem>.json and .log and status.tsv in; by default a temporary one, removed at the end).
 # Writes the markdown table to TABLE and prints it.
@@ -31,7 +31,7 @@ else
 fi
 : >"$OUT/status.tsv"
 
-problems=$("$PKB" list | awk 'NR > 1 && $2 ~ /^[a-z]+_/ && $2 !~ /^test_/ {print $2}' | grep -E "${ONLY:-.}")
+problems=$("$PKB" list | awk 'NR > 1 && $2 ~ /^[a-z]+_/ && $2 !~ /^test_/ {print $2}' | grep -E "${ONLY:-.}" | { [ -n "${SKIP:-}" ] && grep -Ev "$SKIP" || cat; })
 if [ -z "$problems" ]; then
   echo "reference_audit: no problems from '$PKB list' (ONLY='${ONLY:-}'); build pkb first" >&2
   exit 2

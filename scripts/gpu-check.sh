@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large,
+# integrity[:W,...], large, audit[:REGEX],
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -161,9 +161,12 @@ stage_faults() {
 }
 
 stage_gallery() {
-  local w=${1:-2}
+  # ARG: W, or W/REGEX to run only the CUDA candidates whose file matches REGEX.
+  local w=${1:-2} only=.
+  [[ $w == */* ]] && only=${w#*/} w=${w%%/*}
   tail -n +2 "$SRC/tests/candidates/expected.tsv" | while read -r file problem verdict; do
     case $file in cuda/*) ;; *) continue ;; esac
+    [[ $file =~ $only ]] || continue
     case $verdict in correct) code=0 ;; wrong) code=1 ;; compile_error) code=3 ;; crash) code=4 ;;
       timeout) code=5 ;; integrity_violation) code=6 ;; esac
     eval_json "gallery $file W=$w (expect $verdict)" $code -p $problem -s "$SRC/tests/candidates/$file" -w $w \
@@ -444,6 +447,30 @@ stage_large() {
     step "plan $p large W=1" 0 "$PKB" eval -p $p -s "$SRC/solutions_cuda/$p.cu" -w 1 --size large --dry-plan
     eval_json "large $p W=1 (default budgets)" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" -w 1 --size large
   done
+}
+
+stage_audit() {
+  # Issue 26: every reference alone at --size large, W=1 (bench/reference_audit.sh), in what is
+  # left of BUDGET_S less a minute, each reference's timed calls cut off after 3 s (at least 3);
+  # ARG (optional): a regex of problems to audit first, the rest after it while time lasts. The
+  # table lands in $OUT/reference_audit_h200.md.
+  local first=${1:-} left=$((END - $(date +%s) - 60)) t0=$(date +%s)
+  [ $left -lt 30 ] && { echo "| audit | | | skipped: out of BUDGET_S |" >>"$SUM"; return 0; }
+  mkdir -p /tmp/pkb-audit
+  if [ -n "$first" ]; then
+    OUT=/tmp/pkb-audit BUDGET_S=$left PER_PROBLEM_S=${PER_PROBLEM_S:-60} WARMUP=${WARMUP:-2} ITERS=${ITERS:-10} \
+      EXTRA="--timing-budget 3 --min-iters 3" ONLY="$first" bash bench/reference_audit.sh "$PKB" /tmp/pkb-audit/first.md >>"$LOG" 2>&1
+    left=$((left - ($(date +%s) - t0)))
+    mv /tmp/pkb-audit/status.tsv /tmp/pkb-audit/status-first.tsv
+  fi
+  if [ $left -ge 30 ]; then
+    OUT=/tmp/pkb-audit BUDGET_S=$left PER_PROBLEM_S=${PER_PROBLEM_S:-60} WARMUP=${WARMUP:-2} ITERS=${ITERS:-10} \
+      EXTRA="--timing-budget 3 --min-iters 3" SKIP="$first" bash bench/reference_audit.sh "$PKB" /tmp/pkb-audit/rest.md >>"$LOG" 2>&1
+  fi
+  cat /tmp/pkb-audit/status-first.tsv >>/tmp/pkb-audit/status.tsv 2>/dev/null
+  python3 bench/reference_audit_table.py /tmp/pkb-audit >"$OUT/reference_audit_h200.md" 2>>"$LOG"
+  printf "| audit (%s problems timed) | | %d | table: reference_audit_h200.md |\n" \
+    "$(ls /tmp/pkb-audit/*.json 2>/dev/null | wc -l)" $(($(date +%s) - t0)) >>"$SUM"
 }
 
 stage_backends() {

@@ -77,7 +77,8 @@ void add_plan_command(CLI::App& app, Globals& g, Action& run) {
       }
       printf("memory plan at --size %s against %s, %d rank%s a GPU, %s\n\n", o.size.c_str(), against.c_str(),
              o.ranks_per_gpu, o.ranks_per_gpu > 1 ? "s" : "", o.no_timing ? "untimed" : "timed");
-      printf("| problem | W | candidate rank: set, captures, own heap, runtime (GiB) | judge rank: reference, copies, runtime (GiB) | per GPU (GiB) | fits |\n");
+      printf("| problem | W | candidate rank: inputs+outputs set + captures + own heap + runtime [+ NCCL] [+ device-copy "
+             "check] (GiB) | judge rank: reference peak + runtime [+ NCCL] (GiB) | per GPU (GiB) | fits |\n");
       printf("|---|---|---|---|---|---|\n");
       int refused = 0;
       for (auto& slug : slugs) {
