@@ -451,10 +451,10 @@ stage_large() {
 
 stage_audit() {
   # Issue 26: every reference alone at --size large, W=1 (bench/reference_audit.sh), in what is
-  # left of BUDGET_S less a minute, each reference's timed calls cut off after 3 s (at least 3);
+  # left of BUDGET_S less AUDIT_MARGIN_S (default 60), each reference's timed calls cut off after 3 s (at least 3);
   # ARG (optional): a regex of problems to audit first, the rest after it while time lasts. The
   # table lands in $OUT/reference_audit_h200.md.
-  local first=${1:-} left=$((END - $(date +%s) - 60)) t0=$(date +%s)
+  local first=${1:-} left=$((END - $(date +%s) - ${AUDIT_MARGIN_S:-60})) t0=$(date +%s)
   [ $left -lt 30 ] && { echo "| audit | | | skipped: out of BUDGET_S |" >>"$SUM"; return 0; }
   mkdir -p /tmp/pkb-audit
   if [ -n "$first" ]; then

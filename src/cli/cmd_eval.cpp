@@ -183,14 +183,17 @@ json costs(const launch::GroupReport& rep, int world, double startup_s, double c
       t = std::max(t, rep.ranks[q].entered_s.count(ph) ? rep.ranks[q].entered_s.at(ph) : 0.0);
     return t;
   };
-  double init = entered(phase::kInit);
+  // From one phase's start to the next's; a phase never reached costs nothing, and one the
+  // evaluation ended in (a verdict in trial 0, say) runs to the group's end.
+  auto span = [&](double from, double to) { return from > 0 ? std::max(0.0, (to > 0 ? to : rep.wall_s) - from) : 0.0; };
+  double init = entered(phase::kInit), trial = entered(phase::kTrial), timing_setup = entered(phase::kTimingSetup);
   return {{"startup", startup_s},
           {"compile", compile_s},
-          {"reference_timing", entered(phase::kAwaitReference) > 0 ? init - entered(phase::kAwaitReference) : 0.0},
+          {"reference_timing", span(entered(phase::kAwaitReference), init)},
           {"bootstrap", init},
-          {"init", entered(phase::kTrial) - init},
-          {"trials", (timing ? entered(phase::kTimingSetup) : entered(phase::kFinish)) - entered(phase::kTrial)},
-          {"timing", timing ? entered(phase::kFinish) - entered(phase::kTimingSetup) : 0.0},
+          {"init", span(init, trial)},
+          {"trials", span(trial, timing && timing_setup > 0 ? timing_setup : entered(phase::kFinish))},
+          {"timing", timing ? span(timing_setup, entered(phase::kFinish)) : 0.0},
           {"ranks_total", rep.wall_s}};
 }
 
