@@ -89,6 +89,18 @@ inline at::SDPBackend sdp_backend(const at::Tensor& qh, const at::Tensor& kh, co
   return static_cast<at::SDPBackend>(at::_fused_sdp_choice(qh, kh, vh, {}, 0.0, causal, scale));
 }
 
+// Whether the flash kernels can run these (B, H, S, D) blocks. SDPA's own choice would not
+// say: on sm90 with a recent cuDNN it ranks cuDNN first, and the backward below needs flash
+// itself (it takes a given out and lse), so cuDNN is left out of the question.
+inline bool flash_applies(const at::Tensor& qh, const at::Tensor& kh, const at::Tensor& vh, double scale) {
+  struct NoCudnn {
+    bool was = at::globalContext().userEnabledCuDNNSDP();
+    NoCudnn() { at::globalContext().setSDPUseCuDNN(false); }
+    ~NoCudnn() { at::globalContext().setSDPUseCuDNN(was); }
+  } no_cudnn;
+  return sdp_backend(qh, kh, vh, scale, false) == at::SDPBackend::flash_attention;
+}
+
 // attend() through the fused scaled-dot-product kernels that return the log-sum-exp: on
 // CUDA flash, memory-efficient or cuDNN attention (whichever torch's SDPA picks), on the
 // CPU the flash kernel; exact fp32 (attend) where none applies. Works in
@@ -252,8 +264,7 @@ inline Grads attend_backward_fused(const at::Tensor& dout, const at::Tensor& q, 
   at::ScalarType work = reduced && b * h * sq * sk >= kDtPairs ? dt : at::kFloat;
   auto heads = [&](const at::Tensor& x) { return x.to(work).transpose(1, 2); };  // (B, H, S, D) views
   at::Tensor qh = heads(q), kh = heads(k), vh = heads(v);
-  if (sdp_backend(qh, kh, vh, scale, false) != at::SDPBackend::flash_attention)
-    return attend_backward(dout, q, k, v, out, lse, scale);
+  if (!flash_applies(qh, kh, vh, scale)) return attend_backward(dout, q, k, v, out, lse, scale);
   at::Tensor doh = heads(dout), oh = heads(out), l = lse.to(at::kFloat).contiguous();
   at::Tensor dq, dk, dv;
   if (q.is_cuda()) {

@@ -30,6 +30,9 @@ uint64_t derive_seed(uint64_t run_seed, int64_t trial, int64_t stream) {
   return mix(mix(mix(run_seed) ^ static_cast<uint64_t>(trial)) ^ static_cast<uint64_t>(stream));
 }
 
+// Elements of a random input drawn at once (256 MiB of fp32).
+constexpr int64_t kDrawChunk = int64_t{1} << 26;
+
 at::Tensor make_input(const spec::TensorSpec& t, const spec::Vars& vars, at::ScalarType type, at::Device device,
                       at::Generator& gen) {
   std::vector<int64_t> shape = spec::shape_of(t, vars);
@@ -52,12 +55,26 @@ at::Tensor make_input(const spec::TensorSpec& t, const spec::Vars& vars, at::Sca
     if (!floating)
       throw std::invalid_argument("input '" + t.name + "': " + rule + " needs a floating dtype; use randint for " +
                                   c10::toString(type));
-    if (rule == "randn") {
-      want(0, 2);
-      x = at::randn(shape, gen, opts.dtype(draw)).mul_(arg(0, 1.0)).add_(arg(1, 0.0));
+    if (rule == "randn") want(0, 2);
+    else want(2, 2);
+    auto draw_n = [&](at::IntArrayRef s) {
+      return rule == "randn" ? at::randn(s, gen, opts.dtype(draw)).mul_(arg(0, 1.0)).add_(arg(1, 0.0))
+                             : at::rand(s, gen, opts.dtype(draw)).mul_(args[1] - args[0]).add_(args[0]);
+    };
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    if (n <= kDrawChunk) {
+      x = draw_n(shape);
     } else {
-      want(2, 2);
-      x = at::rand(shape, gen, opts.dtype(draw)).mul_(args[1] - args[0]).add_(args[0]);
+      // A large tensor is drawn a chunk at a time (in every dtype alike, so a seed still gives
+      // the same values in each): whole, a bf16 tensor's fp32 draw would need twice its own
+      // memory again (the 57 GB table of gnn_feature_fetch_projection: 114 GB more).
+      x = at::empty(shape, opts.dtype(type));
+      at::Tensor flat = x.view({-1});
+      for (int64_t off = 0; off < n; off += kDrawChunk) {
+        int64_t len = std::min(kDrawChunk, n - off);
+        flat.narrow(0, off, len).copy_(draw_n({len}));
+      }
     }
   } else if (rule == "randint") {
     want(2, 2);

@@ -12,6 +12,9 @@
 #include "heap/heap.hpp"
 #include "launch/client.hpp"
 #include "spec/spec.hpp"
+#include "tensor/init.hpp"
+
+#include <ATen/CPUGeneratorImpl.h>
 
 using namespace pkb;
 
@@ -145,4 +148,27 @@ TEST(CandidateCtx, SymmAllocInInitOnlyPeerPointersAndArgs) {
   EXPECT_EQ(ctx->symm_alloc(ctx, 16), nullptr);
   EXPECT_NE(cc.take_error().find("outside pkb_init"), std::string::npos);
   EXPECT_EQ(cc.take_error(), "");
+}
+
+// A random input larger than one draw (2^26 elements) is drawn a chunk at a time, so its
+// fp32 draw never needs twice the tensor's memory; a seed still gives the same values in
+// every dtype, up to rounding, and the tail is as random as the head.
+TEST(RandomInputs, ALargeTensorIsDrawnInChunksAlikeInEveryDtype) {
+  spec::TensorSpec t;
+  t.name = "x";
+  t.shape = {{spec::Expr::parse("n")}};
+  t.init = spec::Expr::parse("randn(2, 1)");
+  const spec::Vars vars = {{"n", double((int64_t{1} << 26) + 4096)}};
+  auto draw = [&](at::ScalarType type) {
+    at::Generator gen = at::detail::createCPUGenerator(7);
+    return tensor::make_input(t, vars, type, at::kCPU, gen);
+  };
+  at::Tensor half = draw(at::kBFloat16), full = draw(at::kFloat);
+  ASSERT_EQ(half.scalar_type(), at::kBFloat16);
+  ASSERT_EQ(half.numel(), (int64_t{1} << 26) + 4096);
+  EXPECT_TRUE(at::allclose(half.to(at::kFloat), full, /*rtol=*/1.0 / 128, /*atol=*/1e-2));
+  at::Tensor tail = full.narrow(0, int64_t{1} << 26, 4096);
+  EXPECT_NEAR(tail.mean().item<double>(), 1.0, 0.15);
+  EXPECT_NEAR(tail.std().item<double>(), 2.0, 0.15);
+  EXPECT_FALSE(at::equal(tail, full.narrow(0, 0, 4096)));
 }
