@@ -40,14 +40,18 @@ PkbRun eval(const std::string& problem, const std::string& solution, const std::
 
 class CpuCandidate : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(CpuCandidate, IsCorrectOverAHundredTrialsAndTimed) {
+// The all-reduce runs the default 100 trials; the others 20 (CI time: each trial is a judge's
+// reference and a candidate's call on 4 ranks of a 2-core machine).
+TEST_P(CpuCandidate, IsCorrectOverItsTrialsAndTimed) {
   std::string problem = GetParam(), out = temp_dir("eval-" + problem) + "/r.json";
-  PkbRun r = eval(problem, kSrc + "/solutions_cpu/" + problem + ".cpp", out);
+  const int trials = problem == "coll_allreduce" ? 100 : 20;
+  PkbRun r = eval(problem, kSrc + "/solutions_cpu/" + problem + ".cpp", out,
+                  trials == 100 ? std::vector<std::string>{} : std::vector<std::string>{"--trials", "20"});
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   json j = read_json(out);
   EXPECT_EQ(j["schema"], "pkb.eval/1");
   EXPECT_EQ(j["verdict"], "correct");
-  EXPECT_EQ(j["run"]["trials"], 100);
+  EXPECT_EQ(j["run"]["trials"], trials);
   EXPECT_EQ(j["run"]["world"], 4);
   EXPECT_EQ(j["timing"]["candidate"]["samples"], 20);
   EXPECT_GT(j["timing"]["reference"]["median_us"].get<double>(), 0);
