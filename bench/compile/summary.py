@@ -25,6 +25,6 @@ for target, rs in sorted(rows.items(), key=lambda kv: min(r[0] for r in kv[1])):
     span = max(r[1] for r in rs) - min(r[0] for r in rs)
     print(f"| {target} | {len(rs)} | {s:.1f} | {max(r[2] for r in rs):.1f} | {span:.1f} |")
 print(f"| all | {sum(len(r) for r in rows.values())} | {total:.1f} | | |")
-if len(sys.argv) > 2:  # every file, slowest first
-    for start, end, secs, out in sorted((r for rs in rows.values() for r in rs), key=lambda r: -r[2]):
-        print(f"{secs:7.2f} {out}")
+print("\nevery file, slowest first:")
+for start, end, secs, out in sorted((r for rs in rows.values() for r in rs), key=lambda r: -r[2]):
+    print(f"{secs:7.2f} {out}")
