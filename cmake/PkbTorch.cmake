@@ -16,15 +16,15 @@ endif()
 if(Torch_DIR)
   get_filename_component(PKB_TORCH_ROOT "${Torch_DIR}/../../.." ABSOLUTE)
 else()
+  # The torch package's folder, found without importing torch (which takes seconds).
   execute_process(
-    COMMAND ${PKB_PYTHON_EXE} -c "import torch; print(torch.utils.cmake_prefix_path)"
-    OUTPUT_VARIABLE _prefix OUTPUT_STRIP_TRAILING_WHITESPACE
+    COMMAND ${PKB_PYTHON_EXE} -c "import importlib.util as u; print(u.find_spec('torch').submodule_search_locations[0])"
+    OUTPUT_VARIABLE PKB_TORCH_ROOT OUTPUT_STRIP_TRAILING_WHITESPACE
     RESULT_VARIABLE _rc ERROR_QUIET)
   if(NOT _rc EQUAL 0)
     message(FATAL_ERROR "pkb: ${PKB_PYTHON_EXE} has no torch. Run scripts/install-deps.sh, "
                         "or pass -DPKB_PYTHON=/path/to/python3 or -DTorch_DIR=<libtorch>/share/cmake/Torch")
   endif()
-  get_filename_component(PKB_TORCH_ROOT "${_prefix}/../.." ABSOLUTE)
 endif()
 if(NOT EXISTS ${PKB_TORCH_ROOT}/lib/libtorch_cpu.so)
   message(FATAL_ERROR "pkb: no libtorch_cpu.so under ${PKB_TORCH_ROOT}/lib")

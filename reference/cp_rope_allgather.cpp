@@ -18,7 +18,7 @@ at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& si
 }
 
 // (B, S, H, D) shards of every rank -> (B, W*S, H, D).
-at::Tensor gather_seq(pkb::Comm& comm, const at::Tensor& x) {
+at::Tensor gather_seq_bshd(pkb::Comm& comm, const at::Tensor& x) {
   at::Tensor all = comm.all_gather(x.contiguous());  // (W*B, S, H, D)
   int64_t w = comm.size(), b = x.size(0), s = x.size(1);
   return all.view({w, b, s, x.size(2), x.size(3)}).transpose(0, 1).reshape({b, w * s, x.size(2), x.size(3)});
@@ -39,8 +39,8 @@ struct RopeAllGather : pkb::Reference {
 
   std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
     const at::Tensor &cos = in["cos_local"], &sin = in["sin_local"];
-    return {gather_seq(ctx.comm(), rope(in["q_local"], cos, sin)),
-            gather_seq(ctx.comm(), rope(in["k_local"], cos, sin))};
+    return {gather_seq_bshd(ctx.comm(), rope(in["q_local"], cos, sin)),
+            gather_seq_bshd(ctx.comm(), rope(in["k_local"], cos, sin))};
   }
 };
 

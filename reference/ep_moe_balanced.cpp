@@ -10,7 +10,7 @@
 
 namespace {
 
-struct Moe : pkb::Reference {
+struct MoeBalanced : pkb::Reference {
   void make_inputs(pkb::Ctx& ctx, pkb::Inputs& in) override {
     pkb_ep::redraw_fragile_tokens(ctx, in["hidden_states"], in["gate_weight"], in["gate_bias"], ctx.size("top_k"),
                                   pkb_ep::kRouteMargin);
@@ -23,4 +23,4 @@ struct Moe : pkb::Reference {
 
 }  // namespace
 
-PKB_REFERENCE("ep_moe_balanced", Moe);
+PKB_REFERENCE("ep_moe_balanced", MoeBalanced);

@@ -121,8 +121,10 @@ bool register_reference(const char* slug, ReferenceFactory factory);
 
 }  // namespace pkb
 
+// Named by __COUNTER__, not __LINE__: references are compiled several to a translation unit
+// (src/CMakeLists.txt), where two could register on the same line number.
 #define PKB_REFERENCE_CAT2(a, b) a##b
 #define PKB_REFERENCE_CAT(a, b) PKB_REFERENCE_CAT2(a, b)
-#define PKB_REFERENCE(slug, Class)                                                        \
-  static const bool PKB_REFERENCE_CAT(pkb_registered_, __LINE__) = ::pkb::register_reference( \
+#define PKB_REFERENCE(slug, Class)                                                           \
+  static const bool PKB_REFERENCE_CAT(pkb_registered_, __COUNTER__) = ::pkb::register_reference( \
       slug, []() -> std::unique_ptr<::pkb::Reference> { return std::make_unique<Class>(); })

@@ -7,7 +7,7 @@ namespace pkb::gen {
 
 namespace {
 
-std::string number(double v) { return io::format("%g", v); }
+std::string short_number(double v) { return io::format("%g", v); }
 
 }  // namespace
 
@@ -15,11 +15,11 @@ std::map<std::string, std::string> profile_values(const spec::HardwareProfile& p
   std::map<std::string, std::string> v = {{"hw_name", p.name},
                                           {"hw_description", p.description},
                                           {"hw_gpus", std::to_string(p.gpus)},
-                                          {"hw_nvlink_gbps", number(p.nvlink_gbps)},
-                                          {"hw_hbm_gbps", number(p.hbm_gbps)},
-                                          {"hw_hbm_gb", number(p.hbm_gb)},
-                                          {"hw_l2_mb", number(p.l2_mb)}};
-  for (auto& [dtype, rate] : p.tflops) v["hw_" + dtype + "_tflops"] = number(rate);
+                                          {"hw_nvlink_gbps", short_number(p.nvlink_gbps)},
+                                          {"hw_hbm_gbps", short_number(p.hbm_gbps)},
+                                          {"hw_hbm_gb", short_number(p.hbm_gb)},
+                                          {"hw_l2_mb", short_number(p.l2_mb)}};
+  for (auto& [dtype, rate] : p.tflops) v["hw_" + dtype + "_tflops"] = short_number(rate);
   return v;
 }
 

@@ -21,7 +21,7 @@
 namespace pkb::gen {
 
 namespace fs = std::filesystem;
-using json = nlohmann::ordered_json;  // manifest fields in reading order
+using ordered_json = nlohmann::ordered_json;  // manifest fields in reading order
 
 namespace {
 
@@ -54,7 +54,7 @@ const char* status_of(Outcome o) {
 // Appends whole lines from many threads; each line is flushed so a crash loses none.
 class Manifest {
  public:
-  void append(const std::string& path, const json& line) {
+  void append(const std::string& path, const ordered_json& line) {
     std::lock_guard<std::mutex> lock(mu_);
     std::ofstream f(path, std::ios::app);
     f << line.dump() << "\n";
@@ -162,33 +162,33 @@ class Generation {
         request_completion(model, t.key, task.prompt, s_.policy, launch::Interrupts::flag(),
                            [&](int, const std::string& why, double wait) { progress_.retrying(label, why, wait); });
     std::optional<double> cost = model.cost_usd(r.completion.tokens_in, r.completion.tokens_out);
-    auto opt = [](auto v) { return v ? json(*v) : json(nullptr); };
-    json line = {{"time", now_utc()},
-                 {"run", t.run_name},
-                 {"model", t.model.name},
-                 {"provider", t.model.provider.name},
-                 {"model_id", t.model.id},
-                 {"problem", task.problem},
-                 {"sample", j.sample},
-                 {"status", status_of(r.outcome)},
-                 {"prompt_hash", task.prompt.hash()},
-                 {"attempts", r.attempts},
-                 {"http_status", r.http_status},
-                 {"latency_s", r.latency_s},
-                 {"wall_s", r.wall_s},
-                 {"tokens_in", r.completion.tokens_in},
-                 {"tokens_out", r.completion.tokens_out},
-                 {"cost_usd", opt(cost)},
-                 {"sampling",
-                  {{"temperature", opt(model.temperature)},
-                   {"top_p", opt(model.top_p)},
-                   {"seed", model.takes_seed() ? opt(model.seed) : json(nullptr)},
-                   {"max_tokens", model.max_tokens}}},
-                 {"finish_reason", r.completion.finish_reason},
-                 {"code", nullptr},
-                 {"response", nullptr},
-                 {"extraction", nullptr},
-                 {"error", r.error.empty() ? json(nullptr) : json(r.error)}};
+    auto opt = [](auto v) { return v ? ordered_json(*v) : ordered_json(nullptr); };
+    ordered_json line = {{"time", now_utc()},
+                         {"run", t.run_name},
+                         {"model", t.model.name},
+                         {"provider", t.model.provider.name},
+                         {"model_id", t.model.id},
+                         {"problem", task.problem},
+                         {"sample", j.sample},
+                         {"status", status_of(r.outcome)},
+                         {"prompt_hash", task.prompt.hash()},
+                         {"attempts", r.attempts},
+                         {"http_status", r.http_status},
+                         {"latency_s", r.latency_s},
+                         {"wall_s", r.wall_s},
+                         {"tokens_in", r.completion.tokens_in},
+                         {"tokens_out", r.completion.tokens_out},
+                         {"cost_usd", opt(cost)},
+                         {"sampling",
+                          {{"temperature", opt(model.temperature)},
+                           {"top_p", opt(model.top_p)},
+                           {"seed", model.takes_seed() ? opt(model.seed) : ordered_json(nullptr)},
+                           {"max_tokens", model.max_tokens}}},
+                         {"finish_reason", r.completion.finish_reason},
+                         {"code", nullptr},
+                         {"response", nullptr},
+                         {"extraction", nullptr},
+                         {"error", r.error.empty() ? ordered_json(nullptr) : ordered_json(r.error)}};
     line.update(s_.labels);
     if (r.outcome == Outcome::ok) save(t, sample_base(t, task, j.sample), r, line);
     if (r.outcome == Outcome::model_stopped && !stopped_[j.target].exchange(true)) {
@@ -222,7 +222,7 @@ class Generation {
   // The code, then the raw answer, which marks the sample done. An answer without code still
   // gets a code file, one that cannot compile and says why: a sweep then scores the sample
   // as a compile error instead of skipping it, so pass@k counts the model's failure.
-  void save(const Target& t, const std::string& base, const Reply& r, json& line) {
+  void save(const Target& t, const std::string& base, const Reply& r, ordered_json& line) {
     Extraction x = extract_code(r.completion.text, s_.tags);
     line["extraction"] = x.why;
     std::string code = base + "." + s_.extension;
