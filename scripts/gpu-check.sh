@@ -452,8 +452,8 @@ stage_large() {
 stage_audit() {
   # Issue 26: every reference alone at --size large, W=1 (bench/reference_audit.sh), in what is
   # left of BUDGET_S less AUDIT_MARGIN_S (default 60), each reference's timed calls cut off after 3 s (at least 3);
-  # ARG (optional): a regex of problems to audit first, the rest after it while time lasts. The
-  # table lands in $OUT/reference_audit_h200.md.
+  # ARG (optional): a regex of problems to audit first, the rest after it while time lasts
+  # (AUDIT_REST=0: only the first). The table lands in $OUT/reference_audit_h200.md.
   local first=${1:-} left=$((END - $(date +%s) - ${AUDIT_MARGIN_S:-60})) t0=$(date +%s)
   [ $left -lt 30 ] && { echo "| audit | | | skipped: out of BUDGET_S |" >>"$SUM"; return 0; }
   mkdir -p /tmp/pkb-audit
@@ -463,7 +463,7 @@ stage_audit() {
     left=$((left - ($(date +%s) - t0)))
     mv /tmp/pkb-audit/status.tsv /tmp/pkb-audit/status-first.tsv
   fi
-  if [ $left -ge 30 ]; then
+  if [ $left -ge 30 ] && [ "${AUDIT_REST:-1}" != 0 ]; then
     OUT=/tmp/pkb-audit BUDGET_S=$left PER_PROBLEM_S=${PER_PROBLEM_S:-60} WARMUP=${WARMUP:-2} ITERS=${ITERS:-10} \
       EXTRA="--timing-budget 3 --min-iters 3" SKIP="$first" bash bench/reference_audit.sh "$PKB" /tmp/pkb-audit/rest.md >>"$LOG" 2>&1
   fi
