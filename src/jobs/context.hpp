@@ -23,10 +23,11 @@ struct ProblemContext {
 
   // A trial's fresh inputs (ctx.begin_trial(key) first).
   Inputs inputs_for(int64_t key);
-  // Runs the reference and checks its outputs against the spec; with `check_inputs`, the
-  // read-only inputs must come back unchanged (the reference is pkb's: a failure there is a
-  // bug in it; dryrun and validate check it, a judge spares the copy of a large problem's).
-  std::vector<at::Tensor> run_reference(Inputs& in, bool check_inputs = true);
+  // Runs the reference and checks its outputs against the spec; given `pristine` (a copy of
+  // `in` from before the call), the read-only inputs must come back equal to it (the
+  // reference is pkb's: a failure there is a bug in it). Dryrun and validate check it with
+  // the copy they keep anyway; a judge spares the copy of a large problem's inputs.
+  std::vector<at::Tensor> run_reference(Inputs& in, const Inputs* pristine = nullptr);
 };
 
 }  // namespace pkb::jobs

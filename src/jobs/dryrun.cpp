@@ -31,9 +31,9 @@ json run_dryrun(rank::Rank& r) {
   for (int t = 0; t < r.job.trials; ++t) {
     r.client.phase(phase::kTrial, t);
     Inputs in = pc.inputs_for(t);
-    Inputs pristine = in.clone();
+    Inputs pristine = in.clone();  // to check the reference's read-only inputs, and to save
     auto t0 = std::chrono::steady_clock::now();
-    std::vector<at::Tensor> y = pc.run_reference(in);
+    std::vector<at::Tensor> y = pc.run_reference(in, &pristine);
     run_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     // Trials stay apart: a rank that skipped a collective waits here, so its peers' wait
     // in this trial's collective is what overruns, not a mismatch with the next trial.

@@ -272,7 +272,7 @@ class JudgeJob {
       // Every judge runs the reference, whatever its candidate did: it communicates. On the
       // pristine inputs themselves (checked above), and no copy to check the reference
       // itself (dryrun and validate do): the judge holds a large problem's inputs once.
-      std::vector<at::Tensor> want = pc_.run_reference(pristine, /*check_inputs=*/false);
+      std::vector<at::Tensor> want = pc_.run_reference(pristine);
       ReportedSizes sizes;
       if (!fail) {
         sizes = sizes_of(ran.at("sizes"));
@@ -362,7 +362,7 @@ class JudgeJob {
     for (size_t k = 0; k < captured.size(); ++k) {
       int i = captured[k];
       Inputs pristine = pc_.inputs_for(timing::kTimedKey + i);
-      std::vector<at::Tensor> want = pc_.run_reference(pristine, /*check_inputs=*/false);
+      std::vector<at::Tensor> want = pc_.run_reference(pristine);
       std::optional<Failure> f =
           judge_call(static_cast<int>(k), sizes_of(sizes[k]), i == n - 1, want, "timing", timing::kTimedKey + i);
       ++report_.timed_calls_checked;

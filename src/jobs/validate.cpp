@@ -42,9 +42,9 @@ json run_validate(rank::Rank& r) {
     r.client.phase(launch::phase::kTrial, t);
     Inputs in = pc.inputs_for(t);
     Inputs ref_in = in.clone(), nc_in = in.clone();
-    std::vector<at::Tensor> want = pc.run_reference(ref_in);
+    std::vector<at::Tensor> want = pc.run_reference(ref_in, &in);
     lonely_pc.ctx.begin_trial(t);
-    std::vector<at::Tensor> lonely = lonely_pc.run_reference(nc_in);
+    std::vector<at::Tensor> lonely = lonely_pc.run_reference(nc_in, &in);
     for (auto& [attack, found] : caught) {
       if (!found.is_null()) continue;
       for (size_t i = 0; i < want.size() && found.is_null(); ++i) {

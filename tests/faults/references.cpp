@@ -1,5 +1,6 @@
 // References that fail on purpose, for the runtime's fault tests: the last rank crashes,
-// aborts, exits, hangs or skips a collective while the others carry on.
+// aborts, exits, hangs, skips a collective or changes its read-only input while the others
+// carry on.
 #include <unistd.h>
 
 #include <csignal>
@@ -50,6 +51,16 @@ struct Skip {
   static void fail() {}
 };
 
+// Adds to its read-only input in trial 1 (a bug in a reference that dryrun must name).
+struct MutateInput : pkb::Reference {
+  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+    at::Tensor y = in["x"].clone();
+    if (culprit(ctx) && ctx.trial() == 1) in["x"].add_(1);
+    ctx.comm().all_reduce(y);
+    return {y};
+  }
+};
+
 struct HangInit : pkb::Reference {
   void setup(pkb::Ctx& ctx) override {
     if (culprit(ctx))
@@ -66,3 +77,4 @@ PKB_REFERENCE("test_fault_exit", Faulty<Exit>);
 PKB_REFERENCE("test_fault_throw", Faulty<Throw>);
 PKB_REFERENCE("test_fault_skip_collective", Faulty<Skip>);
 PKB_REFERENCE("test_fault_hang_init", HangInit);
+PKB_REFERENCE("test_fault_mutate_input", MutateInput);

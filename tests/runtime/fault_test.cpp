@@ -62,6 +62,14 @@ TEST(Faults, RankThatNeverReachesTheCollective) {
   expect_clean(r);
 }
 
+TEST(Faults, ReferenceThatChangesItsReadOnlyInputIsNamed) {
+  PkbRun r = run_fault("test_fault_mutate_input", 30);
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_TRUE(contains(r.err, "rank 3 exited with code 1 in trial 1: the reference changed its read-only input 'x'"))
+      << r.err;
+  expect_clean(r);
+}
+
 TEST(Faults, RankThatHangsInInit) {
   PkbRun r = run_fault("test_fault_hang_init", 3);
   EXPECT_EQ(r.code, 5) << r.err;
