@@ -2,7 +2,8 @@
 (tests/api): recomputes every rank's outputs from all ranks' saved inputs (plain
 torch.load) and asserts they are equal, dtype and shape included.
 
-usage: check_api.py PROBLEM DIR W
+usage: check_api.py PROBLEM[,PROBLEM...] DIR W
+(several problems: each one's files in DIR/<problem>/, as pkb saves several)
 """
 import os
 import sys
@@ -79,8 +80,7 @@ def same(got, want):
     return torch.equal(got, want)
 
 
-def main():
-    problem, d, w = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def check(problem, d, w):
     xs = [torch.load(f"{d}/rank_{r}_inputs.pt") for r in range(w)]
     ys = [outputs(torch.load(f"{d}/rank_{r}.pt")) for r in range(w)]
     with open(f"{HERE}/api/{problem}.toml", "rb") as f:
@@ -96,6 +96,12 @@ def main():
     if w > 1 and torch.equal(xs[0][next(iter(xs[0]))], xs[1][next(iter(xs[1]))]):
         raise SystemExit(f"{problem}: ranks 0 and 1 got identical inputs")
     print(f"{problem} W={w}: ok")
+
+
+def main():
+    problems, d, w = sys.argv[1].split(","), sys.argv[2], int(sys.argv[3])
+    for p in problems:
+        check(p, f"{d}/{p}" if len(problems) > 1 else d, w)
 
 
 main()

@@ -2,15 +2,15 @@
 rank_<r>.pt and rank_<r>_inputs.pt loads with plain torch.load (weights_only=True, the
 default) and holds what the problem's description says.
 
-usage: check_dryrun.py PROBLEM DIR W
+usage: check_dryrun.py PROBLEM[,PROBLEM...] DIR W
+(several problems: each one's files in DIR/<problem>/, as pkb saves several)
 """
 import sys
 
 import torch
 
 
-def main():
-    problem, d, world = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def check(problem, d, world):
     ys = [torch.load(f"{d}/rank_{r}.pt") for r in range(world)]
     xs = [torch.load(f"{d}/rank_{r}_inputs.pt")["x"] for r in range(world)]
     f = [x.double() for x in xs]
@@ -44,6 +44,12 @@ def main():
     if world > 1 and problem != "coll_scatter" and torch.equal(xs[0], xs[1]):
         raise SystemExit(f"{problem}: ranks 0 and 1 got identical inputs")
     print(f"{problem} W={world}: ok")
+
+
+def main():
+    problems, d, world = sys.argv[1].split(","), sys.argv[2], int(sys.argv[3])
+    for p in problems:
+        check(p, f"{d}/{p}" if len(problems) > 1 else d, world)
 
 
 main()

@@ -18,7 +18,9 @@ A recomputation takes (xs, w, spec): every rank's inputs (dicts of tensors), W a
 (its [args] and [vars] always present) and returns a list (per rank) of lists (per output)
 of tensors, fp64 (or complex128, or an integer type for integer outputs).
 
-usage: check_problem.py PROBLEM DIR W [--nocomm DIR2] [--verbose]
+usage: check_problem.py PROBLEM[,PROBLEM...] DIR W [--nocomm DIR2] [--verbose]
+Several problems (one Python start for a family): each one's files in DIR/<problem>/, as
+`pkb dryrun` and `pkb validate` save several (and --nocomm DIR2/<problem>/).
 """
 import argparse
 import importlib
@@ -106,22 +108,15 @@ def replicated(problem, spec, w):
     return fn(w, spec) if fn else {}
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("problem")
-    ap.add_argument("dir")
-    ap.add_argument("world", type=int)
-    ap.add_argument("--nocomm", help="outputs of `dryrun --no-comm` with the same seed")
-    ap.add_argument("--verbose", action="store_true")
-    a = ap.parse_args()
-    w = a.world
-    with open(os.path.join(ROOT, "problems", a.problem + ".toml"), "rb") as f:
+def check(problem, d, w, nocomm=None, verbose=False):
+    """The errors found in what the reference saved for `problem` under d (none: [])."""
+    with open(os.path.join(ROOT, "problems", problem + ".toml"), "rb") as f:
         spec = tomllib.load(f)
     spec.setdefault("args", {})
     spec.setdefault("vars", {})
-    inputs = [load(f"{a.dir}/rank_{r}_inputs.pt") for r in range(w)]
-    got = [outputs_of(f"{a.dir}/rank_{r}.pt") for r in range(w)]
-    exact = recomputation(a.problem, spec)(inputs, w, spec)
+    inputs = [load(f"{d}/rank_{r}_inputs.pt") for r in range(w)]
+    got = [outputs_of(f"{d}/rank_{r}.pt") for r in range(w)]
+    exact = recomputation(problem, spec)(inputs, w, spec)
     outs = spec["outputs"]
     errors = []
 
@@ -139,7 +134,7 @@ def main():
             limit = atol + rtol * real(e).abs()
             scaled = torch.where(err == 0, torch.zeros_like(err), err / limit.clamp_min(1e-300))
             ratio = scaled.max().item() if y.numel() else 0.0
-            if a.verbose or ratio > share:
+            if verbose or ratio > share:
                 print(f"rank {r} {o['name']}: max |ref - exact| {err.max().item() if y.numel() else 0:.3g}, "
                       f"{ratio:.3f} of the tolerance (limit {share})")
             if not ratio <= share:
@@ -154,14 +149,14 @@ def main():
             errors.append("an all-zero answer passes")
         if not rejected([[passthrough(inputs[r], y) for y in got[r]] for r in range(w)]):
             errors.append("the inputs passed through pass")
-        if a.nocomm:
-            lonely = [outputs_of(f"{a.nocomm}/rank_{r}.pt") for r in range(w)]
-            lonely_in = [load(f"{a.nocomm}/rank_{r}_inputs.pt") for r in range(w)]
+        if nocomm:
+            lonely = [outputs_of(f"{nocomm}/rank_{r}.pt") for r in range(w)]
+            lonely_in = [load(f"{nocomm}/rank_{r}_inputs.pt") for r in range(w)]
             if any(not torch.equal(lonely_in[r][k], inputs[r][k]) for r in range(w) for k in inputs[r]):
                 errors.append("the --no-comm run got other inputs (use the same --seed)")
             elif not rejected(lonely):
                 errors.append("the answer without communication passes")
-        groups = replicated(a.problem, spec, w)
+        groups = replicated(problem, spec, w)
         for name, g in groups.items():
             for r in range(w):
                 for q in range(r + 1, w):
@@ -179,12 +174,27 @@ def main():
             if not spec_in.get("shared", False) and inputs[0][name].numel() > 1 and torch.equal(inputs[0][name], inputs[1][name]):
                 errors.append(f"per-rank input {name} is equal on ranks 0 and 1")
 
-    if errors:
-        print(f"{a.problem} W={w}: FAILED")
+    return errors
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("problems", help="a problem, or several separated by commas")
+    ap.add_argument("dir")
+    ap.add_argument("world", type=int)
+    ap.add_argument("--nocomm", help="outputs of `dryrun --no-comm` with the same seed")
+    ap.add_argument("--verbose", action="store_true")
+    a = ap.parse_args()
+    problems = a.problems.split(",")
+    failed = 0
+    for p in problems:
+        sub = (lambda d: d and f"{d}/{p}") if len(problems) > 1 else (lambda d: d)
+        errors = check(p, sub(a.dir), a.world, sub(a.nocomm), a.verbose)
+        print(f"{p} W={a.world}: " + ("FAILED" if errors else "ok"))
         for e in errors:
             print("  " + e)
-        sys.exit(1)
-    print(f"{a.problem} W={w}: ok")
+        failed += bool(errors)
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":

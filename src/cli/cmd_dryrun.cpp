@@ -2,6 +2,7 @@
 #include <filesystem>
 
 #include "cli/commands.hpp"
+#include "cli/prompting.hpp"
 #include "eval/stats.hpp"
 #include "eval/verdict.hpp"
 #include "io/files.hpp"
@@ -13,7 +14,8 @@ namespace pkb::cli {
 namespace {
 
 struct DryrunOptions {
-  std::string problem, solution = "reference", seed, save, json_out, hardware = "auto";
+  std::vector<std::string> problems;
+  std::string solution = "reference", seed, save, json_out, hardware = "auto";
   bool time = false;
   rank::Job job;
   RunOptions run;
@@ -21,13 +23,12 @@ struct DryrunOptions {
 
 // The reference's timing over the ranks' reports: statistics of the slowest rank per
 // call, the counts used, the roofline, the peak device memory of a rank.
-nlohmann::json timing_of(const launch::GroupReport& r, const spec::ProblemSpec& s, const rank::Job& j, int world,
-                         const std::string& dtype, const spec::HardwareProfile* hw) {
+nlohmann::json timing_of(const std::vector<nlohmann::json>& ranks, const spec::ProblemSpec& s, const rank::Job& j,
+                         int world, const std::string& dtype, const spec::HardwareProfile* hw) {
   std::vector<std::vector<double>> per_rank;
   double peak = 0;
   int warmup = 0;
-  for (auto& rk : r.ranks) {
-    auto res = nlohmann::json::parse(rk.result);
+  for (auto& res : ranks) {
     per_rank.push_back(res["timing"]["us"].get<std::vector<double>>());
     warmup = res["timing"]["warmup"].get<int>();
     peak = std::max(peak, res.value("peak_bytes", 0.0));
@@ -52,15 +53,16 @@ void add_dryrun_command(CLI::App& app, Globals& g, Action& run) {
   rank::Job& j = o.job;
   j.mode = "dryrun";
   j.trials = 1;
-  auto* cmd = app.add_subcommand("dryrun", "Run a problem's reference on every rank");
-  cmd->add_option("-p,--problem", o.problem, "slug, original id or original stem")->required();
+  auto* cmd = app.add_subcommand("dryrun", "Run a problem's reference on every rank (several problems: in turn, on the same ranks)");
+  cmd->add_option("-p,--problem", o.problems, "slug, original id or original stem; several, a category key (tp, ep, ...) or 'all'")
+      ->required();
   cmd->add_option("--solution", o.solution, "what to run (only 'reference' for dryrun)")
       ->check(CLI::IsMember({"reference"}));
   cmd->add_option("-n,--trials", j.trials, "trials, each with fresh random inputs")->check(CLI::Range(1, 100000));
   cmd->add_option("--size", j.size, kSizeHelp);
   cmd->add_option("--dtype", j.dtype, "element type for the problem's 'dt' tensors")->transform(dtype_spellings());
   cmd->add_option("--seed", o.seed, "replay a run's seed");
-  cmd->add_option("--save-outputs", o.save, "write rank_<r>.pt and rank_<r>_inputs.pt of trial 0 here");
+  cmd->add_option("--save-outputs", o.save, "write rank_<r>.pt and rank_<r>_inputs.pt of trial 0 here (several problems: in <slug>/)");
   cmd->add_flag("--no-comm", j.no_comm, "turn every collective into a no-op (what pkb validate checks)");
   cmd->add_flag("--time", o.time, "then time the reference as pkb eval's judges do (warm-up, timed calls on fresh inputs)");
   cmd->add_option("--warmup", j.warmup, "--time: warm-up calls")->check(CLI::Range(0, 1000000))->capture_default_str();
@@ -74,43 +76,51 @@ void add_dryrun_command(CLI::App& app, Globals& g, Action& run) {
   o.run.add_to(cmd);
   cmd->callback([&] {
     run = [&] {
-      const spec::ProblemSpec& s = g.problem(o.problem);
-      check_size(s, j.size);
+      std::vector<const spec::ProblemSpec*> todo = select_problems(g, o.problems);
+      for (auto* s : todo) check_size(*s, j.size);
       if (!j.dtype.empty() && !spec::is_dtype_name(j.dtype))
         throw UsageError("unknown --dtype '" + j.dtype + "'; use one of " + spec::dtype_names());
-      launch::Placement p = place(o.run, &s, j.size);
-      j.spec = s.path;
+      const bool several = todo.size() > 1;
+      const spec::ProblemSpec* slowest = nullptr;
+      launch::Placement p = place_all(o.run, todo, j.size, slowest);
+      j.specs.clear();
+      for (auto* s : todo) j.specs.push_back(s->path);
       j.seed = make_seed(o.seed);
       j.timing = o.time;
       if (!o.json_out.empty() && !o.time) throw UsageError("--json writes the reference's timing: add --time");
       if (!o.save.empty()) j.save_dir = std::filesystem::absolute(o.save).string();
-      printf("pkb dryrun %s  W=%d  device=%s%s  comm=%s  size=%s  seed=%llu  trials=%d\n", s.slug.c_str(), p.world,
+      std::string what = several ? std::to_string(todo.size()) + " problems" : todo.front()->slug;
+      printf("pkb dryrun %s  W=%d  device=%s%s  comm=%s  size=%s  seed=%llu  trials=%d\n", what.c_str(), p.world,
              launch::name(p.device), p.gpu_name.empty() ? "" : (" (" + p.gpu_name + ")").c_str(), launch::name(p.comm),
              j.size.c_str(), static_cast<unsigned long long>(j.seed), j.trials);
       fflush(stdout);
-      launch::GroupReport r = run_ranks(g, p, o.run, j, &s, "dryrun " + s.slug + " W=" + std::to_string(p.world));
+      launch::GroupReport r = run_ranks(g, p, o.run, j, slowest, "dryrun " + what + " W=" + std::to_string(p.world));
       if (r.outcome != launch::Outcome::Ok) {
         fprintf(stderr, "%s", r.details().c_str());
         return exit_for(r);
       }
-      printf("%-5s %-10s %s\n", "rank", "ms/trial", "outputs");
-      for (auto& rk : r.ranks) {
-        auto res = nlohmann::json::parse(rk.result);
-        std::string outs;
-        for (auto& y : res["outputs"]) {
-          std::string shape;
-          for (auto& d : y["shape"]) shape += (shape.empty() ? "" : ",") + std::to_string(d.get<int64_t>());
-          outs += (outs.empty() ? "" : "  ") + y["name"].get<std::string>() + " " + y["dtype"].get<std::string>() +
-                  "[" + shape + "]";
+      std::vector<spec::HardwareProfile> profiles;
+      const spec::HardwareProfile* hw = o.time ? hardware_for(g, o.hardware, p, profiles) : nullptr;
+      nlohmann::json timings = nlohmann::json::array();
+      for (size_t k = 0; k < todo.size(); ++k) {
+        const spec::ProblemSpec& s = *todo[k];
+        std::vector<nlohmann::json> ranks;  // this problem's result from every rank
+        for (auto& rk : r.ranks) ranks.push_back(nlohmann::json::parse(rk.result)["problems"].at(k));
+        if (several) printf("%s\n", s.slug.c_str());
+        printf("%-5s %-10s %s\n", "rank", "ms/trial", "outputs");
+        for (size_t q = 0; q < ranks.size(); ++q) {
+          std::string outs;
+          for (auto& y : ranks[q]["outputs"]) {
+            std::string shape;
+            for (auto& d : y["shape"]) shape += (shape.empty() ? "" : ",") + std::to_string(d.get<int64_t>());
+            outs += (outs.empty() ? "" : "  ") + y["name"].get<std::string>() + " " + y["dtype"].get<std::string>() +
+                    "[" + shape + "]";
+          }
+          printf("%-5d %-10.3f %s\n", r.ranks[q].rank, ranks[q].value("run_ms", 0.0) / j.trials, outs.c_str());
         }
-        printf("%-5d %-10.3f %s\n", rk.rank, res.value("run_ms", 0.0) / j.trials, outs.c_str());
-      }
-      if (!o.save.empty()) printf("saved rank_*.pt and rank_*_inputs.pt (trial 0) under %s\n", o.save.c_str());
-      if (o.time) {
-        std::vector<spec::HardwareProfile> profiles;
-        const spec::HardwareProfile* hw = hardware_for(g, o.hardware, p, profiles);
+        if (!o.time) continue;
         std::string dtype = j.dtype.empty() ? s.dtype : j.dtype;
-        nlohmann::json t = timing_of(r, s, j, p.world, dtype, hw);
+        nlohmann::json t = timing_of(ranks, s, j, p.world, dtype, hw);
         t["problem"] = s.slug;
         t["run"] = {{"world", p.world}, {"device", launch::name(p.device)}, {"gpu", p.gpu_name}, {"ranks_per_gpu", p.ranks_per_gpu},
                     {"size", j.size}, {"dtype", dtype}};
@@ -121,8 +131,12 @@ void add_dryrun_command(CLI::App& app, Globals& g, Action& run) {
           printf("; %.1f%% of the %s roofline bound %.1f us (%s)", 100 * t["roofline"]["fraction"].get<double>(),
                  hw->name.c_str(), t["roofline"]["bound_us"].get<double>(), t["roofline"]["limiter"].get<std::string>().c_str());
         printf("\n");
-        if (!o.json_out.empty()) io::write_file_atomically(o.json_out, t.dump(2) + "\n");
+        timings.push_back(t);
       }
+      if (!o.save.empty())
+        printf("saved rank_*.pt and rank_*_inputs.pt (trial 0) under %s%s\n", o.save.c_str(), several ? "/<problem>" : "");
+      // One problem's timing as an object, several as an array of them.
+      if (!o.json_out.empty()) io::write_file_atomically(o.json_out, (several ? timings : timings.at(0)).dump(2) + "\n");
       printf("ok (%.1f s)\n", r.wall_s);
       return int(eval::kOk);
     };

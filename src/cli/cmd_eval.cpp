@@ -266,7 +266,7 @@ int evaluate(Globals& g, EvalOptions& o) {
   std::string dtype = job.dtype.empty() ? s.dtype : job.dtype;
   launch::Placement p = place(o.run, &s, job.size);
   check_candidate_device(o.solution, p.device, o.run.place.device != "auto");
-  job.spec = s.path;
+  job.specs = {s.path};
   job.seed = make_seed(o.seed);
   std::vector<spec::HardwareProfile> profiles;
   const spec::HardwareProfile* hw = hardware_for(g, o.hardware, p, profiles);

@@ -1,5 +1,6 @@
 // pkb validate: is a problem's check worth anything? pkb compare: saved outputs offline.
 #include <filesystem>
+#include <map>
 
 #include "cli/commands.hpp"
 #include "cli/prompting.hpp"
@@ -11,41 +12,54 @@ namespace pkb::cli {
 
 namespace {
 
-// Validates one problem; returns whether all three stand-ins failed the comparison.
-bool validate_one(Globals& g, const spec::ProblemSpec& s, RunOptions ro, rank::Job job, const std::string& seed) {
-  if (!ro.place.world) {
-    // The smallest W >= 2 the problem allows (with one rank nothing is communicated).
-    for (int w = std::max(2, s.min_world); w <= std::min(8, s.max_world) && !ro.place.world; ++w)
-      if (s.world_size_error(w, job.size).empty())
-        ro.place.world = w == 2 && s.world_size_error(4, job.size).empty() ? 4 : w;
-    if (!ro.place.world) {
-      printf("%-44s skipped: no world size from 2 to 8 fits its constraints\n", s.slug.c_str());
-      return true;
-    }
-  }
-  launch::Placement p = place(ro, &s, job.size);
-  job.spec = s.path;
+// The world size a problem is validated at: --world-size, else the smallest W >= 2 its
+// constraints allow (4 where both 2 and 4 do; with one rank nothing is communicated); 0
+// when none from 2 to 8 fits.
+int validation_world(const spec::ProblemSpec& s, const RunOptions& ro, const std::string& size) {
+  if (ro.place.world) return ro.place.world;
+  for (int w = std::max(2, s.min_world); w <= std::min(8, s.max_world); ++w)
+    if (s.world_size_error(w, size).empty()) return w == 2 && s.world_size_error(4, size).empty() ? 4 : w;
+  return 0;
+}
+
+// Validates problems of one world size on one set of ranks, in turn; returns how many are
+// broken (an answer that skips the work passes their check). `by_problem`: saved outputs
+// go in <slug>/ (the command has several problems) even where this group has one.
+int validate_group(Globals& g, const std::vector<const spec::ProblemSpec*>& todo, int world, RunOptions ro,
+                   rank::Job job, const std::string& seed, bool by_problem) {
+  ro.place.world = world;
+  if (by_problem && todo.size() == 1 && !job.save_dir.empty()) job.save_dir += "/" + todo.front()->slug;
+  const spec::ProblemSpec* slowest = nullptr;
+  launch::Placement p = place_all(ro, todo, job.size, slowest);
+  job.specs.clear();
+  for (auto* s : todo) job.specs.push_back(s->path);
   job.seed = make_seed(seed);
-  launch::GroupReport r = run_ranks(g, p, ro, job, &s, "validate " + s.slug);
+  std::string what = todo.size() == 1 ? todo.front()->slug : std::to_string(todo.size()) + " problems";
+  launch::GroupReport r = run_ranks(g, p, ro, job, slowest, "validate " + what);
   if (r.outcome != launch::Outcome::Ok) {
-    printf("%-44s W=%d  ERROR\n", s.slug.c_str(), p.world);
+    for (auto* s : todo) printf("%-44s W=%d  ERROR\n", s->slug.c_str(), p.world);
     fprintf(stderr, "%s", r.details().c_str());
-    return false;
+    return static_cast<int>(todo.size());
   }
-  bool ok = true;
-  std::string line;
-  for (const char* attack : {"zeros", "passthrough", "no_communication"}) {
-    bool caught = false;
-    for (auto& rk : r.ranks) caught = caught || !nlohmann::json::parse(rk.result)[attack].is_null();
-    ok = ok && caught;
-    line += std::string("  ") + attack + (caught ? " rejected" : " ACCEPTED");
+  int broken = 0;
+  for (size_t k = 0; k < todo.size(); ++k) {
+    const spec::ProblemSpec& s = *todo[k];
+    bool ok = true;
+    std::string line;
+    for (const char* attack : {"zeros", "passthrough", "no_communication"}) {
+      bool caught = false;
+      for (auto& rk : r.ranks) caught = caught || !nlohmann::json::parse(rk.result)["problems"].at(k)[attack].is_null();
+      ok = ok && caught;
+      line += std::string("  ") + attack + (caught ? " rejected" : " ACCEPTED");
+    }
+    printf("%-44s W=%d %s\n", s.slug.c_str(), p.world, line.c_str());
+    if (!ok)
+      printf("  %s is broken: an answer that skips the work passes its check; tighten its tolerances or change its "
+             "inputs (%s)\n",
+             s.slug.c_str(), s.path.c_str());
+    broken += !ok;
   }
-  printf("%-44s W=%d %s\n", s.slug.c_str(), p.world, line.c_str());
-  if (!ok)
-    printf("  %s is broken: an answer that skips the work passes its check; tighten its tolerances or change its "
-           "inputs (%s)\n",
-           s.slug.c_str(), s.path.c_str());
-  return ok;
+  return broken;
 }
 
 }  // namespace
@@ -55,7 +69,7 @@ void add_validate_commands(CLI::App& app, Globals& g, Action& run) {
   static rank::Job job;
   job.mode = "validate";
   job.trials = 5;
-  static std::string seed;
+  static std::string seed, save;
   static RunOptions ro;
   auto* cmd = app.add_subcommand(
       "validate", "Check that an all-zero answer, the inputs passed through and no communication all fail");
@@ -63,13 +77,23 @@ void add_validate_commands(CLI::App& app, Globals& g, Action& run) {
   cmd->add_option("-n,--trials", job.trials, "trials per problem")->check(CLI::Range(1, 1000));
   cmd->add_option("--size", job.size, kSizeHelp);
   cmd->add_option("--seed", seed, "replay a seed");
+  cmd->add_option("--save-outputs", save,
+                  "write the reference's rank_<r>.pt and rank_<r>_inputs.pt of trial 0 here (several problems: in <slug>/)");
   ro.add_to(cmd);
   cmd->callback([&] {
     run = [&] {
       std::vector<const spec::ProblemSpec*> todo = select_problems(g, problems);
-      for (auto* s : todo) check_size(*s, job.size);
+      if (!save.empty()) job.save_dir = std::filesystem::absolute(save).string();
+      // One set of ranks a world size: the problems that share it run in turn on it.
+      std::map<int, std::vector<const spec::ProblemSpec*>> by_world;
+      for (auto* s : todo) {
+        check_size(*s, job.size);
+        int w = validation_world(*s, ro, job.size);
+        if (w) by_world[w].push_back(s);
+        else printf("%-44s skipped: no world size from 2 to 8 fits its constraints\n", s->slug.c_str());
+      }
       int broken = 0;
-      for (auto* s : todo) broken += !validate_one(g, *s, ro, job, seed);
+      for (auto& [w, group] : by_world) broken += validate_group(g, group, w, ro, job, seed, todo.size() > 1);
       printf("%zu problem%s, %d broken\n", todo.size(), todo.size() == 1 ? "" : "s", broken);
       return broken ? int(eval::kWrong) : int(eval::kOk);
     };

@@ -166,6 +166,21 @@ launch::Placement place(const RunOptions& o, const spec::ProblemSpec* spec, cons
   return p;
 }
 
+launch::Placement place_all(const RunOptions& o, const std::vector<const spec::ProblemSpec*>& todo, const std::string& size,
+                            const spec::ProblemSpec*& slowest) {
+  launch::Placement p = place(o, todo.size() == 1 ? todo.front() : nullptr, size);
+  std::string refused;
+  slowest = todo.front();
+  for (auto* s : todo) {
+    if (!s->world_size_error(p.world, size).empty()) refused += (refused.empty() ? "" : ", ") + s->slug;
+    if (s->trial_timeout_s > slowest->trial_timeout_s) slowest = s;
+  }
+  if (!refused.empty())
+    throw UsageError("W=" + std::to_string(p.world) + " does not fit " + refused +
+                     " (pkb list gives the world sizes each takes); leave them out or pick another --world-size");
+  return p;
+}
+
 namespace {
 
 // The key variables models.toml names: never into a rank, whatever they are called.

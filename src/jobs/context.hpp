@@ -12,8 +12,9 @@
 namespace pkb::jobs {
 
 struct ProblemContext {
-  // `comm`: the references' communicator (nullptr: the rank's own).
-  explicit ProblemContext(rank::Rank& r, Comm* comm = nullptr);
+  // The problem of the spec at `spec_path`; `comm`: the references' communicator (nullptr:
+  // the rank's own).
+  ProblemContext(rank::Rank& r, const std::string& spec_path, Comm* comm = nullptr);
 
   rank::Rank& rank;
   spec::ProblemSpec spec;
@@ -28,6 +29,12 @@ struct ProblemContext {
   // reference is pkb's: a failure there is a bug in it). Dryrun and validate check it with
   // the copy they keep anyway; a judge spares the copy of a large problem's inputs.
   std::vector<at::Tensor> run_reference(Inputs& in, const Inputs* pristine = nullptr);
+  // Where this problem's saved outputs go: the job's save_dir, or its <slug>/ when the job
+  // has several problems; "" when nothing is saved.
+  std::string save_dir() const;
+  // Writes this rank's outputs y and the inputs they came from (rank_<r>.pt and
+  // rank_<r>_inputs.pt, plain torch.load) under save_dir().
+  void save(const Inputs& in, const std::vector<at::Tensor>& y) const;
 };
 
 }  // namespace pkb::jobs

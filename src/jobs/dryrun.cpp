@@ -13,19 +13,17 @@
 #include "launch/phases.hpp"
 #include "spec/dtype.hpp"
 #include "tensor/dtypes.hpp"
-#include "tensor/save.hpp"
 
 namespace pkb::jobs {
 
 using json = nlohmann::json;
 namespace phase = launch::phase;
 
-json run_dryrun(rank::Rank& r) {
-  // The world communicator stays with the Rank: it must outlive an exception until the
-  // worker has reported it.
-  std::unique_ptr<Comm> no_comm;
-  if (r.job.no_comm) no_comm = comm::make_no_comm(*r.comm);
-  ProblemContext pc(r, no_comm.get());
+namespace {
+
+// One problem's reference on this rank: its trials, what it made, and (--time) its timing.
+json dryrun_one(rank::Rank& r, const std::string& spec_path, Comm* no_comm) {
+  ProblemContext pc(r, spec_path, no_comm);
   json outs = json::array();
   double run_ms = 0;
   for (int t = 0; t < r.job.trials; ++t) {
@@ -44,15 +42,9 @@ json run_dryrun(rank::Rank& r) {
       outs.push_back({{"name", pc.spec.outputs[i].name},
                       {"shape", y[i].sizes().vec()},
                       {"dtype", spec::dtype_name(tensor::from_aten(y[i].scalar_type()))}});
-    if (!r.job.save_dir.empty()) {
-      r.client.phase(phase::kSave);
-      std::filesystem::create_directories(r.job.save_dir);
-      std::string base = r.job.save_dir + "/rank_" + std::to_string(r.rank);
-      tensor::save_outputs(base + ".pt", y);
-      tensor::save_named(base + "_inputs.pt", in.names(), pristine.tensors());
-    }
+    if (!r.job.save_dir.empty()) pc.save(pristine, y);
   }
-  json res = {{"outputs", outs}, {"trials", r.job.trials}, {"run_ms", run_ms}, {"comm", pc.ctx.comm().backend()}};
+  json res = {{"problem", pc.spec.slug}, {"outputs", outs}, {"run_ms", run_ms}, {"comm", pc.ctx.comm().backend()}};
   if (r.job.timing) {
     void* stream = device::make_stream(r.device);
     r.make_heap(0);  // its signal pads align the timed calls
@@ -62,6 +54,22 @@ json run_dryrun(rank::Rank& r) {
     res["peak_bytes"] = device::peak_allocated(r.device);
   }
   return res;
+}
+
+}  // namespace
+
+json run_dryrun(rank::Rank& r) {
+  // The world communicator stays with the Rank: it must outlive an exception until the
+  // worker has reported it.
+  std::unique_ptr<Comm> no_comm;
+  if (r.job.no_comm) no_comm = comm::make_no_comm(*r.comm);
+  json problems = json::array();
+  for (const std::string& path : r.job.specs) {
+    if (r.job.specs.size() > 1) r.client.set_problem(std::filesystem::path(path).stem().string());
+    problems.push_back(dryrun_one(r, path, no_comm.get()));
+    device::release_cached_memory(r.device);  // the next problem starts from an empty cache
+  }
+  return {{"problems", problems}, {"trials", r.job.trials}};
 }
 
 json run_job(rank::Rank& r) {

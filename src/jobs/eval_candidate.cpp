@@ -50,7 +50,7 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 class CandidateJob {
  public:
   explicit CandidateJob(rank::Rank& r)
-      : r_(r), job_(r.job), spec_(spec::load_spec(job_.spec)),
+      : r_(r), job_(r.job), spec_(spec::load_spec(job_.spec())),
         dt_name_(job_.dtype.empty() ? spec_.dtype : job_.dtype),
         dt_(tensor::resolve(dt_name_, at::kFloat)), vars_(spec_.vars_for(job_.size, r.world, r.rank)),
         pair_(r.client, Pair::Side::candidate, r.rank) {}
@@ -98,7 +98,7 @@ class CandidateJob {
     if (python) r_.client.phase(phase::kInit);
     if (job_.sandbox) {
       needs.read.push_back(std::filesystem::path(job_.library).parent_path().string());
-      needs.read.push_back(std::filesystem::path(job_.spec).parent_path().string());
+      needs.read.push_back(std::filesystem::path(job_.spec()).parent_path().string());
       rank::SandboxPaths paths = rank::rank_paths(needs.read, needs.write);
       if (needs.processes) rank::allow_programs(paths, needs.exec);
       paths.every_thread = !r_.comm;  // NCCL's threads keep what they need

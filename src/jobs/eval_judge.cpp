@@ -73,7 +73,7 @@ struct Decision {
 
 class JudgeJob {
  public:
-  explicit JudgeJob(rank::Rank& r) : r_(r), job_(r.job), pc_(r), pair_(r.client, Pair::Side::judge, r.rank) {}
+  explicit JudgeJob(rank::Rank& r) : r_(r), job_(r.job), pc_(r, r.job.spec()), pair_(r.client, Pair::Side::judge, r.rank) {}
 
   json run() {
     auto t0 = Clock::now();

@@ -19,7 +19,9 @@ nlohmann::json run_selftest(rank::Rank& r);
 nlohmann::json run_judge(rank::Rank& r);
 nlohmann::json run_candidate(rank::Rank& r);
 // Whether an all-zero answer, the inputs passed through, and the reference without
-// communication each fail the problem's comparison on this rank.
+// communication each fail the problem's comparison on this rank; saves the reference's
+// outputs and inputs of trial 0 when asked. Dryrun and validate run the job's problems in
+// turn and return {"problems": [one result each]}.
 nlohmann::json run_validate(rank::Rank& r);
 
 // The job of r.job.mode. Throws on an unknown mode.

@@ -4,7 +4,10 @@
 // every collective turned into a no-op.
 #include <ATen/ATen.h>
 
+#include <filesystem>
+
 #include "comm/comms.hpp"
+#include "device/device.hpp"
 #include "eval/compare.hpp"
 #include "jobs/context.hpp"
 #include "jobs/jobs.hpp"
@@ -29,13 +32,11 @@ at::Tensor passthrough(const Inputs& in, const at::Tensor& want) {
   return at::zeros_like(want);
 }
 
-}  // namespace
-
-json run_validate(rank::Rank& r) {
-  ProblemContext pc(r);
+// One problem: which stand-ins its comparison rejected, in which trial and output.
+json validate_one(rank::Rank& r, const std::string& spec_path, Comm* no_comm) {
+  ProblemContext pc(r, spec_path);
   // A second reference set up over the no-op communicator (its sub-communicators too).
-  auto no_comm = comm::make_no_comm(*r.comm);
-  ProblemContext lonely_pc(r, no_comm.get());
+  ProblemContext lonely_pc(r, spec_path, no_comm);
 
   std::map<std::string, json> caught = {{"zeros", nullptr}, {"passthrough", nullptr}, {"no_communication", nullptr}};
   for (int t = 0; t < r.job.trials; ++t) {
@@ -43,6 +44,7 @@ json run_validate(rank::Rank& r) {
     Inputs in = pc.inputs_for(t);
     Inputs ref_in = in.clone(), nc_in = in.clone();
     std::vector<at::Tensor> want = pc.run_reference(ref_in, &in);
+    if (t == 0 && !r.job.save_dir.empty()) pc.save(in, want);
     lonely_pc.ctx.begin_trial(t);
     std::vector<at::Tensor> lonely = lonely_pc.run_reference(nc_in, &in);
     for (auto& [attack, found] : caught) {
@@ -58,9 +60,23 @@ json run_validate(rank::Rank& r) {
     r.client.phase(launch::phase::kSync, t);
     r.client.barrier(r.world);
   }
-  json out;
+  json out = {{"problem", pc.spec.slug}};
   for (auto& [attack, found] : caught) out[attack] = found;
   return out;
+}
+
+}  // namespace
+
+json run_validate(rank::Rank& r) {
+  auto no_comm = comm::make_no_comm(*r.comm);
+  const bool several = r.job.specs.size() > 1;
+  json problems = json::array();
+  for (const std::string& path : r.job.specs) {
+    if (several) r.client.set_problem(std::filesystem::path(path).stem().string());
+    problems.push_back(validate_one(r, path, no_comm.get()));
+    device::release_cached_memory(r.device);
+  }
+  return {{"problems", problems}};
 }
 
 }  // namespace pkb::jobs

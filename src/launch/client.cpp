@@ -111,7 +111,9 @@ std::vector<void*> Client::map_shared(const std::string& name, int rank, int wor
 }
 
 void Client::phase(const std::string& name, int trial) {
-  event(Op::Phase, nlohmann::json{{"phase", name}, {"trial", trial}}.dump());
+  nlohmann::json j = {{"phase", name}, {"trial", trial}};
+  if (!problem_.empty()) j["problem"] = problem_;
+  event(Op::Phase, j.dump());
 }
 
 void Client::result(const std::string& json) { event(Op::Result, json); }

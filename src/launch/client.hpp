@@ -46,7 +46,9 @@ class Client {
   // may still be mapping when this returns elsewhere.
   std::vector<void*> map_shared(const std::string& name, int rank, int world, size_t bytes);
 
-  // One-way events.
+  // One-way events. A rank that runs several problems in turn names the one at hand
+  // (set_problem), and every later phase event carries it.
+  void set_problem(const std::string& slug) { problem_ = slug; }
   void phase(const std::string& name, int trial = -1);
   void result(const std::string& json);
   void error(const std::string& kind, const std::string& message);
@@ -56,7 +58,7 @@ class Client {
   void event(Op op, const std::string& payload);
 
   std::mutex mu_;
-  std::string ns_;
+  std::string ns_, problem_;
   int sock_;
   FrameReader reader_;
   int64_t collective_seq_ = 0;

@@ -202,7 +202,7 @@ class Hub {
       for (size_t k = 0; k < late.size(); ++k) os << (k ? "," : "") << late[k];
     }
     os << " spent over " << budget(first.report.phase) << " s in "
-       << phase_label(first.report.phase, first.report.trial)
+       << phase_label(first.report.phase, first.report.trial, first.report.problem)
        << " (a hang, a deadlock, or a rank that never reached a collective; --timeout raises the limit)";
     fail(Outcome::Timeout, late, os.str());
   }
@@ -258,7 +258,7 @@ class Hub {
     if (c.signal) os << " was killed by signal " << c.signal << " (" << strsignal(c.signal) << ")";
     else if (c.exit_code == 0) os << " exited before finishing";
     else os << " exited with code " << c.exit_code;
-    os << " in " << phase_label(c.phase, c.trial);
+    os << " in " << phase_label(c.phase, c.trial, c.problem);
     if (!c.error_message.empty()) os << ": " << c.error_message;
     summary_ = os.str();
     culprits_ = {c.rank};
@@ -367,6 +367,7 @@ class Hub {
         auto j = nlohmann::json::parse(f.payload, nullptr, false);
         r.report.phase = j.value("phase", "?");
         r.report.trial = j.value("trial", -1);
+        r.report.problem = j.value("problem", "");
         r.phase_start = Clock::now();
         double at = std::chrono::duration<double>(r.phase_start - spawned_).count();
         r.report.entered_s.emplace(r.report.phase, at);
@@ -451,9 +452,9 @@ const char* outcome_name(Outcome o) {
   return "?";
 }
 
-std::string phase_label(const std::string& phase, int trial) {
-  if (trial >= 0) return phase + " " + std::to_string(trial);
-  return phase;
+std::string phase_label(const std::string& phase, int trial, const std::string& problem) {
+  std::string label = trial >= 0 ? phase + " " + std::to_string(trial) : phase;
+  return problem.empty() ? label : label + " of " + problem;
 }
 
 std::string GroupReport::details() const {
@@ -466,7 +467,7 @@ std::string GroupReport::details() const {
     else if (r.killed) os << "stopped by pkb";
     else if (!r.result.empty()) os << "finished";
     else os << "exited";
-    os << ", last phase " << phase_label(r.phase, r.trial);
+    os << ", last phase " << phase_label(r.phase, r.trial, r.problem);
     if (!r.error_message.empty()) os << ", error: " << r.error_message;
     os << "\n";
     if (!r.last_lines.empty() && (outcome != Outcome::Ok)) {

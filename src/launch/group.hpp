@@ -48,6 +48,7 @@ struct RankReport {
   pid_t pid = 0;
   std::string phase = "bootstrap";
   int trial = -1;
+  std::string problem;  // of a rank that runs several problems in turn: the one at hand
   int exit_code = -1;  // -1: still running or killed by the harness
   int signal = 0;      // the signal that ended it, when not the harness's SIGKILL
   bool killed = false; // ended by the harness
@@ -84,7 +85,7 @@ struct GroupReport {
 
 GroupReport run_group(const GroupOptions& options);
 
-// "trial 3" or the phase name.
-std::string phase_label(const std::string& phase, int trial);
+// "trial 3" or the phase name, with " of <problem>" when there is one.
+std::string phase_label(const std::string& phase, int trial, const std::string& problem = "");
 
 }  // namespace pkb::launch

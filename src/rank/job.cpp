@@ -24,7 +24,7 @@ void fields(J&& visit, Job& j) {
   visit("rank", j.rank);
   visit("world", j.world);
   visit("gpu", j.gpu);
-  visit("spec", j.spec);
+  visit("specs", j.specs);
   visit("size", j.size);
   visit("dtype", j.dtype);
   visit("reference_libs", j.reference_libs);

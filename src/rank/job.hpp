@@ -38,14 +38,16 @@ struct Job {
   int gpu = -1;                // CUDA ordinal, -1 on the CPU device
   launch::Comm comm = launch::Comm::gloo;  // the references' communicator
 
-  // The problem.
-  std::string spec;            // path of problems/<slug>.toml
+  // The problem: eval's one, or for dryrun and validate several, run in turn on the same
+  // ranks (one start of the ranks for a whole family).
+  std::vector<std::string> specs;  // paths of problems/<slug>.toml
+  const std::string& spec() const { return specs.at(0); }
   std::string size = "default";  // a --size value
   std::string dtype;           // what dt stands for ("": the spec's)
   uint64_t seed = 0;           // the run's secret seed
   std::vector<std::string> reference_libs;
   int trials = 100;
-  std::string save_dir;        // write outputs here ("": nowhere)
+  std::string save_dir;        // write outputs here ("": nowhere; with several specs, in <slug>/)
 
   // dryrun, validate
   bool no_comm = false;        // dryrun: every collective a no-op

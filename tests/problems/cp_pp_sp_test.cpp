@@ -1,6 +1,7 @@
 // The context-, pipeline- and sequence-parallel problems (cp_*, pp_*, sp_*), each recomputed
 // independently (tests/checks/cp.py, pp.py, sp.py) from what its reference saved on the CPU
-// device (see expect_reference_recomputed), and the two CPU candidates through pkb eval.
+// device (see expect_references_recomputed), one test a world size and size, and the two
+// CPU candidates through pkb eval.
 //
 // CI time is the limit (the family's cases must run in about 4 minutes with ctest -j2), so
 // not every problem runs at every W: every problem runs at W = 4; W = 2 and W = 8 where the
@@ -24,16 +25,6 @@
 using namespace pkbtest;
 
 namespace {
-
-struct Case {
-  std::string problem;
-  int world;
-  std::string size;  // "" = default sizes
-};
-
-void PrintTo(const Case& c, std::ostream* os) {
-  *os << c.problem << " W=" << c.world << (c.size.empty() ? "" : " " + c.size);
-}
 
 std::string name_of(const Case& c) {
   return c.problem + "_W" + std::to_string(c.world) + (c.size.empty() ? "" : "_small");
@@ -98,17 +89,20 @@ std::vector<Case> pipeline_parallel() {
 
 }  // namespace
 
-class CpPpSpDryrun : public ::testing::TestWithParam<Case> {};
+class CpPpSpDryrun : public ::testing::TestWithParam<CaseGroup> {};
 
-TEST_P(CpPpSpDryrun, ReferenceMatchesAnIndependentRecomputation) {
-  expect_reference_recomputed(GetParam().problem, GetParam().world, GetParam().size);
+TEST_P(CpPpSpDryrun, ReferencesMatchAnIndependentRecomputation) { expect_references_recomputed(GetParam()); }
+
+// One test a world size and size over the three families.
+std::vector<Case> all_cases() {
+  std::vector<Case> out;
+  for (auto part : {sequence_parallel(), context_parallel(), pipeline_parallel()}) out.insert(out.end(), part.begin(), part.end());
+  return out;
 }
+INSTANTIATE_TEST_SUITE_P(ContextPipelineSequence, CpPpSpDryrun, ::testing::ValuesIn(group_cases(all_cases())),
+                         [](const auto& info) { return info.param.name; });
 
 auto case_name = [](const auto& info) { return name_of(info.param); };
-
-INSTANTIATE_TEST_SUITE_P(SequenceParallel, CpPpSpDryrun, ::testing::ValuesIn(sequence_parallel()), case_name);
-INSTANTIATE_TEST_SUITE_P(ContextParallel, CpPpSpDryrun, ::testing::ValuesIn(context_parallel()), case_name);
-INSTANTIATE_TEST_SUITE_P(PipelineParallel, CpPpSpDryrun, ::testing::ValuesIn(pipeline_parallel()), case_name);
 
 // The CPU twins of the CUDA candidates (solutions_cuda/<slug>.cu): same algorithm and
 // peer-pointer indexing over the host heap, so this checks the CUDA versions' indexing.

@@ -1,12 +1,11 @@
 // The Data Parallel and FSDP / ZeRO problems, each recomputed independently
 // (tests/checks/dp.py, tests/checks/fsdp.py) from what its reference saved on the CPU
-// device (see expect_reference_recomputed).
+// device (see expect_references_recomputed), one test a world size and size.
 //
 // Every problem at W = 2, 4 and 8 (W = 1, with no communication to leave out, is left out
-// to save CI time). CI time is mostly the fixed cost of a case (two pkb runs of W
-// ranks and a Python check), so problems whose default sizes would add much to it run at
-// smaller replaced sizes, noted per case (their tolerances do not depend on those sizes);
-// the optimizer steps keep their default sizes, which their tolerances are derived at.
+// to save CI time). Problems whose default sizes would add much to CI time run at smaller
+// replaced sizes, noted per case (their tolerances do not depend on those sizes); the
+// optimizer steps keep their default sizes, which their tolerances are derived at.
 #include <gtest/gtest.h>
 
 #include "support.hpp"
@@ -15,30 +14,20 @@ using namespace pkbtest;
 
 namespace {
 
-struct Case {
-  std::string problem;
-  int world;
-  std::string size;  // "" for the default sizes
-};
-
-std::vector<Case> cases(const std::vector<std::pair<std::string, std::string>>& problems) {
+std::vector<CaseGroup> cases(const std::vector<std::pair<std::string, std::string>>& problems) {
   std::vector<Case> out;
   for (auto& [p, size] : problems)
     for (int w : {2, 4, 8}) out.push_back({p, w, size});
-  return out;
+  return group_cases(out);
 }
 
-std::string name(const ::testing::TestParamInfo<Case>& info) {
-  return info.param.problem + "_W" + std::to_string(info.param.world);
-}
+std::string name(const ::testing::TestParamInfo<CaseGroup>& info) { return info.param.name; }
 
 }  // namespace
 
-class DpDryrun : public ::testing::TestWithParam<Case> {};
+class DpDryrun : public ::testing::TestWithParam<CaseGroup> {};
 
-TEST_P(DpDryrun, ReferenceMatchesAnIndependentRecomputation) {
-  expect_reference_recomputed(GetParam().problem, GetParam().world, GetParam().size);
-}
+TEST_P(DpDryrun, ReferencesMatchAnIndependentRecomputation) { expect_references_recomputed(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(DataParallel, DpDryrun,
                          ::testing::ValuesIn(cases({
@@ -54,11 +43,9 @@ INSTANTIATE_TEST_SUITE_P(DataParallel, DpDryrun,
                          })),
                          name);
 
-class FsdpDryrun : public ::testing::TestWithParam<Case> {};
+class FsdpDryrun : public ::testing::TestWithParam<CaseGroup> {};
 
-TEST_P(FsdpDryrun, ReferenceMatchesAnIndependentRecomputation) {
-  expect_reference_recomputed(GetParam().problem, GetParam().world, GetParam().size);
-}
+TEST_P(FsdpDryrun, ReferencesMatchAnIndependentRecomputation) { expect_references_recomputed(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(FullySharded, FsdpDryrun,
                          ::testing::ValuesIn(cases({

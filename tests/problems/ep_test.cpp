@@ -1,5 +1,6 @@
 // The Expert Parallel problems, each recomputed independently (tests/checks/ep.py) from
-// what its reference saved on the CPU device (see expect_reference_recomputed).
+// what its reference saved on the CPU device (see expect_references_recomputed), one test a
+// world size and size.
 //
 // Every problem at W = 2, 4 and 8 where its constraints allow (ep_moe_narrow excludes W = 2,
 // where its EP groups are single ranks, so it runs at W = 1, 4 and 8). Default sizes,
@@ -15,14 +16,8 @@ using namespace pkbtest;
 
 namespace {
 
-struct EpCase {
-  std::string problem;
-  int world;
-  std::string size;  // --size, empty for the default
-};
-
-std::vector<EpCase> cases() {
-  std::vector<EpCase> out;
+std::vector<Case> cases() {
+  std::vector<Case> out;
   for (const char* p : {"ep_load_balancing_loss", "ep_moe_token_preprocess", "ep_moe_all2all", "ep_moe_dispatch_permute",
                         "ep_moe_combine_unpermute", "ep_moe_lora_grad_allreduce"})
     for (int w : {2, 4, 8}) out.push_back({p, w, ""});
@@ -35,15 +30,12 @@ std::vector<EpCase> cases() {
 
 }  // namespace
 
-class EpDryrun : public ::testing::TestWithParam<EpCase> {};
+class EpDryrun : public ::testing::TestWithParam<CaseGroup> {};
 
-TEST_P(EpDryrun, ReferenceMatchesAnIndependentRecomputation) {
-  expect_reference_recomputed(GetParam().problem, GetParam().world, GetParam().size);
-}
+TEST_P(EpDryrun, ReferencesMatchAnIndependentRecomputation) { expect_references_recomputed(GetParam()); }
 
-INSTANTIATE_TEST_SUITE_P(ExpertParallel, EpDryrun, ::testing::ValuesIn(cases()), [](const auto& info) {
-  return info.param.problem + "_W" + std::to_string(info.param.world);
-});
+INSTANTIATE_TEST_SUITE_P(ExpertParallel, EpDryrun, ::testing::ValuesIn(group_cases(cases())),
+                         [](const auto& info) { return info.param.name; });
 
 // The CPU twin of the CUDA candidate solutions_cuda/ep_moe_dispatch_permute.cu (DeepEP-style
 // dispatch through peer pointers): correct at W = 4, which checks the CUDA version's

@@ -1,9 +1,9 @@
 // The graph, scientific, recommendation and rendering/sorting problems, each recomputed
 // independently (tests/checks/{gnn,sci,rec,misc}.py) from what its reference saved on the
-// CPU device (see expect_reference_recomputed).
+// CPU device (see expect_references_recomputed), one test a world size and size.
 //
-// Every problem at W = 2, 4 and 8 (all allow them; W = 1 is left out for the CI budget: a
-// W = 8 case costs ~14 CPU-seconds, mostly process start-up, W = 2 ~6). Sizes replaced by
+// Every problem at W = 2, 4 and 8 (all allow them; W = 1 is left out for the CI budget).
+// Sizes replaced by
 // smaller ones are marked: the default sizes stay the original's, but a few are too heavy
 // for the CPU device in the CI budget (the GPU run covers the defaults).
 #include <gtest/gtest.h>
@@ -13,18 +13,6 @@
 using namespace pkbtest;
 
 namespace {
-
-struct Case {
-  std::string problem;
-  int world;
-  std::string size;  // "" = the default sizes
-};
-
-std::string name_of(const Case& c) {
-  std::string n = c.problem + "_W" + std::to_string(c.world);
-  if (!c.size.empty()) n += "_small";
-  return n;
-}
 
 std::vector<Case> each_world(const std::string& p, std::vector<int> worlds, const std::string& size = "") {
   std::vector<Case> out;
@@ -81,11 +69,9 @@ std::vector<Case> misc_cases() {
 
 }  // namespace
 
-class Dryrun : public ::testing::TestWithParam<Case> {};
+class Dryrun : public ::testing::TestWithParam<CaseGroup> {};
 
-TEST_P(Dryrun, ReferenceMatchesAnIndependentRecomputation) {
-  expect_reference_recomputed(GetParam().problem, GetParam().world, GetParam().size);
-}
+TEST_P(Dryrun, ReferencesMatchAnIndependentRecomputation) { expect_references_recomputed(GetParam()); }
 
 // The CPU twins of the CUDA candidates (solutions_cpu/<slug>.cpp), which run the same
 // peer-pointer indexing on the CPU device: correct at W = 4 over a few trials and timed calls.
@@ -105,11 +91,7 @@ INSTANTIATE_TEST_SUITE_P(Scientific, CpuCandidate,
                          ::testing::Values(CandidateCase{"sci_distributed_rfft2", "M=256,N=512"}),
                          [](const auto& info) { return info.param.problem; });
 
-INSTANTIATE_TEST_SUITE_P(Graph, Dryrun, ::testing::ValuesIn(gnn_cases()),
-                         [](const auto& info) { return name_of(info.param); });
-INSTANTIATE_TEST_SUITE_P(Scientific, Dryrun, ::testing::ValuesIn(sci_cases()),
-                         [](const auto& info) { return name_of(info.param); });
-INSTANTIATE_TEST_SUITE_P(Recommendation, Dryrun, ::testing::ValuesIn(rec_cases()),
-                         [](const auto& info) { return name_of(info.param); });
-INSTANTIATE_TEST_SUITE_P(Misc, Dryrun, ::testing::ValuesIn(misc_cases()),
-                         [](const auto& info) { return name_of(info.param); });
+// One test a world size and size over all four families.
+INSTANTIATE_TEST_SUITE_P(GraphSciRecMisc, Dryrun,
+                         ::testing::ValuesIn(group_cases(join({gnn_cases(), sci_cases(), rec_cases(), misc_cases()}))),
+                         [](const auto& info) { return info.param.name; });

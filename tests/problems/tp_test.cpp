@@ -1,5 +1,6 @@
 // The Tensor Parallel problems, each recomputed independently (tests/checks/tp.py) from
-// what its reference saved on the CPU device (see expect_reference_recomputed).
+// what its reference saved on the CPU device (see expect_references_recomputed), one test
+// a world size.
 //
 // Every problem at W = 1, 2, 4 and 8 (at W = 1 there is no communication to leave out, so
 // the --no-comm comparison starts at 2), except conv3d: about a TFLOP on the CPU whatever W,
@@ -12,12 +13,7 @@ using namespace pkbtest;
 
 namespace {
 
-struct TpCase {
-  std::string problem;
-  int world;
-};
-
-std::vector<TpCase> cases() {
+std::vector<Case> cases() {
   const char* problems[] = {"tp_allgather_gemm_transposed",
                             "tp_allgather_gemm",
                             "tp_gemm_allreduce",
@@ -34,21 +30,18 @@ std::vector<TpCase> cases() {
                             "tp_vocab_parallel_logprob_topk_chunked",
                             "tp_vocab_parallel_logprob_topk_chunked_bwd",
                             "tp_muon_newton_schulz"};
-  std::vector<TpCase> out;
+  std::vector<Case> out;
   for (const char* p : problems)
-    for (int w : {1, 2, 4, 8}) out.push_back({p, w});
-  out.push_back({"tp_conv3d_rowparallel_allreduce", 2});
+    for (int w : {1, 2, 4, 8}) out.push_back({p, w, ""});
+  out.push_back({"tp_conv3d_rowparallel_allreduce", 2, ""});
   return out;
 }
 
 }  // namespace
 
-class TpDryrun : public ::testing::TestWithParam<TpCase> {};
+class TpDryrun : public ::testing::TestWithParam<CaseGroup> {};
 
-TEST_P(TpDryrun, ReferenceMatchesAnIndependentRecomputation) {
-  expect_reference_recomputed(GetParam().problem, GetParam().world);
-}
+TEST_P(TpDryrun, ReferencesMatchAnIndependentRecomputation) { expect_references_recomputed(GetParam()); }
 
-INSTANTIATE_TEST_SUITE_P(TensorParallel, TpDryrun, ::testing::ValuesIn(cases()), [](const auto& info) {
-  return info.param.problem + "_W" + std::to_string(info.param.world);
-});
+INSTANTIATE_TEST_SUITE_P(TensorParallel, TpDryrun, ::testing::ValuesIn(group_cases(cases())),
+                         [](const auto& info) { return info.param.name; });

@@ -12,34 +12,50 @@
 
 using namespace pkbtest;
 
-class Dryrun : public ::testing::TestWithParam<std::tuple<std::string, int, std::string>> {};
+// All eight collectives at one W and communicator, in turn on one set of ranks (pkb dryrun
+// with several problems saves each in <slug>/), checked by one Python process.
+class Dryrun : public ::testing::TestWithParam<std::tuple<int, std::string>> {};
 
-TEST_P(Dryrun, SavedOutputsHoldWhatTheProblemSays) {
-  auto [problem, world, comm] = GetParam();
-  std::string dir = temp_dir(problem + "-" + std::to_string(world) + comm);
-  PkbRun r = run_pkb({"dryrun", "--problem", problem, "--solution", "reference", "--device", "cpu", "-w",
-                      std::to_string(world), "--trials", "2", "--ref-comm", comm, "--save-outputs", dir});
+const char* const kCollectives[] = {"coll_allreduce", "coll_allgather", "coll_broadcast", "coll_reduce",
+                                    "coll_scatter",   "coll_gather",    "coll_reducescatter", "coll_alltoall"};
+
+TEST_P(Dryrun, SavedOutputsHoldWhatTheProblemsSay) {
+  auto [world, comm] = GetParam();
+  std::string dir = temp_dir("coll-" + std::to_string(world) + comm), list;
+  std::vector<std::string> args = {"dryrun", "--solution", "reference", "--device", "cpu", "-w", std::to_string(world),
+                                   "--trials", "2", "--ref-comm", comm, "--save-outputs", dir, "-p"};
+  for (const char* p : kCollectives) {
+    args.push_back(p);
+    list += (list.empty() ? "" : ",") + std::string(p);
+  }
+  PkbRun r = run_pkb(args);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "pkb dryrun 8 problems")) << r.out;
   EXPECT_TRUE(contains(r.out, "ok (")) << r.out;
   EXPECT_TRUE(contains(r.out, "comm=" + comm)) << r.out;
+  for (const char* p : kCollectives) EXPECT_TRUE(std::filesystem::exists(dir + "/" + p + "/rank_0.pt")) << p;
   auto check = pkb::launch::run_process(
-      {PKB_PYTHON, std::string(PKB_SOURCE_DIR) + "/tests/check_dryrun.py", problem, dir, std::to_string(world)}, 300);
+      {PKB_PYTHON, std::string(PKB_SOURCE_DIR) + "/tests/check_dryrun.py", list, dir, std::to_string(world)}, 300);
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
   EXPECT_TRUE(survivors(r.tag).empty());
 }
 
-const auto kCollectives = ::testing::Values("coll_allreduce", "coll_allgather", "coll_broadcast", "coll_reduce",
-                                            "coll_scatter", "coll_gather", "coll_reducescatter", "coll_alltoall");
-std::string dryrun_name(const ::testing::TestParamInfo<std::tuple<std::string, int, std::string>>& info) {
-  std::string comm = std::get<2>(info.param);
-  return std::get<0>(info.param) + "_W" + std::to_string(std::get<1>(info.param)) + (comm == "gloo" ? "" : "_" + comm);
+std::string dryrun_name(const ::testing::TestParamInfo<std::tuple<int, std::string>>& info) {
+  std::string comm = std::get<1>(info.param);
+  return "W" + std::to_string(std::get<0>(info.param)) + (comm == "gloo" ? "" : "_" + comm);
 }
-INSTANTIATE_TEST_SUITE_P(Collectives, Dryrun,
-                         ::testing::Combine(kCollectives, ::testing::Values(1, 2, 4, 8), ::testing::Values("gloo")),
+INSTANTIATE_TEST_SUITE_P(Collectives, Dryrun, ::testing::Combine(::testing::Values(1, 2, 4, 8), ::testing::Values("gloo")),
                          dryrun_name);
-INSTANTIATE_TEST_SUITE_P(CollectivesShm, Dryrun,
-                         ::testing::Combine(kCollectives, ::testing::Values(2, 4), ::testing::Values("shm")),
+INSTANTIATE_TEST_SUITE_P(CollectivesShm, Dryrun, ::testing::Combine(::testing::Values(2, 4), ::testing::Values("shm")),
                          dryrun_name);
+
+// One problem of several that fails names itself: a W that does not fit one of them is
+// refused before any rank starts, naming it.
+TEST(Dryrun, SeveralProblemsRefuseAWorldSizeOneOfThemDoesNotTake) {
+  PkbRun r = run_pkb({"dryrun", "--device", "cpu", "-w", "2", "-p", "coll_allreduce", "ep_moe_narrow"});
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "W=2 does not fit ep_moe_narrow")) << r.err;
+}
 
 TEST(DryrunIds, AcceptsOriginalIdAndStem) {
   for (std::string key : {"7", "7_reducescatter", "coll_reducescatter"}) {

@@ -70,6 +70,16 @@ TEST(Faults, ReferenceThatChangesItsReadOnlyInputIsNamed) {
   expect_clean(r);
 }
 
+TEST(Faults, RankOfSeveralProblemsNamesTheOneThatFailed) {
+  PkbRun r = run_pkb({"--problem-dir", std::string(PKB_SOURCE_DIR) + "/tests/faults", "--reference-lib", PKB_TEST_REFS,
+                      "dryrun", "-p", "test_fault_mutate_input", "test_fault_throw", "--device", "cpu", "-w", "4",
+                      "--trials", "3", "--timeout", "30"},
+                     120);
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_TRUE(contains(r.err, "rank 3 exited with code 1 in trial 1 of test_fault_mutate_input: the reference changed")) << r.err;
+  expect_clean(r);
+}
+
 TEST(Faults, RankThatHangsInInit) {
   PkbRun r = run_fault("test_fault_hang_init", 3);
   EXPECT_EQ(r.code, 5) << r.err;

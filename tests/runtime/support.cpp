@@ -1,5 +1,7 @@
 #include "support.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -86,28 +88,48 @@ bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-void expect_reference_recomputed(const std::string& problem, int world, const std::string& size) {
-  std::string w = std::to_string(world), dir = temp_dir(problem + "-" + w);
-  std::vector<std::string> placed = {"--device", "cpu", "-w", w};
-  if (!size.empty()) placed.insert(placed.end(), {"--size", size});
-  std::vector<std::string> dryrun = {"dryrun", "--problem", problem, "--trials", "2", "--seed", "7340" + w,
-                                     "--save-outputs", dir};
-  dryrun.insert(dryrun.end(), placed.begin(), placed.end());
-  PkbRun r = run_pkb(dryrun);
+std::vector<CaseGroup> group_cases(const std::vector<Case>& cases) {
+  std::vector<CaseGroup> out;
+  for (auto& c : cases) {
+    auto it = std::find_if(out.begin(), out.end(), [&](auto& g) { return g.world == c.world && g.size == c.size; });
+    if (it == out.end()) {
+      std::string name = "W" + std::to_string(c.world) + (c.size.empty() ? "" : "_" + c.size);
+      for (char& ch : name)
+        if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      out.push_back({c.world, c.size, {}, name});
+      it = out.end() - 1;
+    }
+    it->problems.push_back(c.problem);
+  }
+  return out;
+}
+
+void PrintTo(const CaseGroup& g, std::ostream* os) {
+  *os << "W=" << g.world << (g.size.empty() ? "" : " size " + g.size) << ":";
+  for (auto& p : g.problems) *os << " " << p;
+}
+
+void expect_references_recomputed(const CaseGroup& g) {
+  std::string w = std::to_string(g.world), dir = temp_dir(g.name);
+  // W = 1 communicates nothing, so there is nothing for validate to leave out.
+  std::vector<std::string> args = {g.world > 1 ? "validate" : "dryrun", "--trials", "2", "--seed", "7340" + w,
+                                   "--save-outputs", dir, "--device", "cpu", "-w", w};
+  if (!g.size.empty()) args.insert(args.end(), {"--size", g.size});
+  if (g.world == 1) args.push_back("-p");
+  args.insert(args.end(), g.problems.begin(), g.problems.end());
+  PkbRun r = run_pkb(args);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
-  EXPECT_TRUE(contains(r.out, "ok (")) << r.out;
+  if (g.world > 1) {
+    std::string n = std::to_string(g.problems.size());
+    EXPECT_TRUE(contains(r.out, n + (g.problems.size() == 1 ? " problem, 0 broken" : " problems, 0 broken"))) << r.out;
+  } else {
+    EXPECT_TRUE(contains(r.out, "ok (")) << r.out;
+  }
   EXPECT_TRUE(survivors(r.tag).empty());
-  auto c = pkb::launch::run_process(
-      {PKB_PYTHON, std::string(PKB_SOURCE_DIR) + "/tests/check_problem.py", problem, dir, w}, 600);
+  std::string list;
+  for (auto& p : g.problems) list += (list.empty() ? "" : ",") + p;
+  auto c = pkb::launch::run_process({PKB_PYTHON, std::string(PKB_SOURCE_DIR) + "/tests/check_problem.py", list, dir, w}, 900);
   EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
-  if (world == 1) return;  // nothing is communicated to leave out
-  // pkb validate at the same W and size: zeros, the inputs passed through and the reference
-  // without communication must all fail the problem's comparison.
-  std::vector<std::string> validate = {"validate", problem, "--trials", "2"};
-  validate.insert(validate.end(), placed.begin(), placed.end());
-  PkbRun v = run_pkb(validate);
-  EXPECT_EQ(v.code, 0) << v.out << v.err;
-  EXPECT_TRUE(contains(v.out, "1 problem, 0 broken")) << v.out;
 }
 
 void expect_cpu_candidate_correct(const std::string& problem, int world, const std::string& size) {

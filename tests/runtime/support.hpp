@@ -1,6 +1,7 @@
 // Running the real pkb binary from tests, and finding processes it left behind.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <sys/types.h>
 #include <utility>
@@ -27,12 +28,30 @@ std::vector<pid_t> survivors(const std::string& tag, double grace_s = 2.0);
 std::string temp_dir(const std::string& name);
 bool contains(const std::string& haystack, const std::string& needle);
 
-// The problem-family tests (tests/problems/): `pkb dryrun --solution reference` on the CPU
-// device at W ranks saves every rank's inputs and outputs; tests/check_problem.py recomputes
-// them independently (tests/checks/<category>.py) and checks that an all-zero answer and the
-// inputs passed through fail; `pkb validate` at the same W and size checks those and the
-// answer without communication. Adds gtest failures; `size` is a --size value ("": default).
-void expect_reference_recomputed(const std::string& problem, int world, const std::string& size = "");
+// The problem-family tests (tests/problems/). A case is a problem at W ranks and a size
+// (a --size value, "": default); cases of one W and size form a group, which runs in one
+// pkb call on one set of ranks and one Python process: most of a case's cost was starting
+// them (libtorch in W + 1 processes, torch in Python).
+struct Case {
+  std::string problem;
+  int world = 4;
+  std::string size;
+};
+struct CaseGroup {
+  int world = 4;
+  std::string size;
+  std::vector<std::string> problems;
+  std::string name;  // W<world>[_<size, spelled for gtest>], unique within one list of cases
+};
+std::vector<CaseGroup> group_cases(const std::vector<Case>& cases);
+void PrintTo(const CaseGroup& g, std::ostream* os);
+
+// A group on the CPU device: at W > 1 `pkb validate --save-outputs` (every reference, and
+// zeros, the inputs passed through and the reference without communication must fail its
+// comparison), at W = 1 `pkb dryrun --save-outputs`; then tests/check_problem.py recomputes
+// every rank's saved outputs from its saved inputs (tests/checks/<category>.py) and checks
+// that an all-zero answer and the inputs passed through fail. Adds gtest failures.
+void expect_references_recomputed(const CaseGroup& g);
 
 // A family's example candidate for the CPU device (solutions_cpu/<problem>.cpp, the twin of
 // its CUDA one): `correct` over a few trials and timed calls. Adds gtest failures.
