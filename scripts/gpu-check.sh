@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, audit[:REGEX],
+# integrity[:W,...], large, audit[:REGEX], families,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -447,6 +447,15 @@ stage_large() {
     step "plan $p large W=1" 0 "$PKB" eval -p $p -s "$SRC/solutions_cuda/$p.cu" -w 1 --size large --dry-plan
     eval_json "large $p W=1 (default budgets)" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" -w 1 --size large
   done
+}
+
+stage_families() {
+  # Several problems in turn on one start of the ranks (dryrun and validate with a category
+  # or 'all'): every reference at W=1 through NCCL, twice in a row on the same ranks' NCCL
+  # communicators; then validate at W=2, two ranks sharing the GPU through pkb's
+  # shared-memory communicator (problems W=2 does not fit are left out, each with a line).
+  step "dryrun all W=1 (one rank, every problem in turn)" 0 "$PKB" dryrun -p all -w 1 --trials 2
+  step "validate all W=2 shared (one start of the ranks)" 0 "$PKB" validate all -w 2 --trials 2
 }
 
 stage_audit() {

@@ -1,4 +1,5 @@
 // pkb dryrun: the reference on every rank, end to end, optionally saving what it made.
+#include <algorithm>
 #include <filesystem>
 
 #include "cli/commands.hpp"
@@ -80,9 +81,13 @@ void add_dryrun_command(CLI::App& app, Globals& g, Action& run) {
       for (auto* s : todo) check_size(*s, j.size);
       if (!j.dtype.empty() && !spec::is_dtype_name(j.dtype))
         throw UsageError("unknown --dtype '" + j.dtype + "'; use one of " + spec::dtype_names());
-      const bool several = todo.size() > 1;
+      // A category or 'all' among the keys: what the world size does not fit is left out
+      // (with a line); problems named alone must all fit.
+      bool whole = std::any_of(o.problems.begin(), o.problems.end(),
+                               [](auto& k) { return k == "all" || !spec::category_name(k).empty(); });
       const spec::ProblemSpec* slowest = nullptr;
-      launch::Placement p = place_all(o.run, todo, j.size, slowest);
+      launch::Placement p = place_all(o.run, todo, j.size, slowest, whole);
+      const bool several = todo.size() > 1;
       j.specs.clear();
       for (auto* s : todo) j.specs.push_back(s->path);
       j.seed = make_seed(o.seed);

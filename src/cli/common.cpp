@@ -166,18 +166,24 @@ launch::Placement place(const RunOptions& o, const spec::ProblemSpec* spec, cons
   return p;
 }
 
-launch::Placement place_all(const RunOptions& o, const std::vector<const spec::ProblemSpec*>& todo, const std::string& size,
-                            const spec::ProblemSpec*& slowest) {
-  launch::Placement p = place(o, todo.size() == 1 ? todo.front() : nullptr, size);
+launch::Placement place_all(const RunOptions& o, std::vector<const spec::ProblemSpec*>& todo, const std::string& size,
+                            const spec::ProblemSpec*& slowest, bool skip_unfit) {
+  launch::Placement p = place(o, todo.size() == 1 && !skip_unfit ? todo.front() : nullptr, size);
   std::string refused;
-  slowest = todo.front();
+  std::vector<const spec::ProblemSpec*> fit;
   for (auto* s : todo) {
-    if (!s->world_size_error(p.world, size).empty()) refused += (refused.empty() ? "" : ", ") + s->slug;
-    if (s->trial_timeout_s > slowest->trial_timeout_s) slowest = s;
+    std::string err = s->world_size_error(p.world, size);
+    if (err.empty()) fit.push_back(s);
+    else if (skip_unfit) printf("%-44s skipped: %s\n", s->slug.c_str(), err.c_str());
+    else refused += (refused.empty() ? "" : ", ") + s->slug;
   }
-  if (!refused.empty())
-    throw UsageError("W=" + std::to_string(p.world) + " does not fit " + refused +
+  if (!refused.empty() || fit.empty())
+    throw UsageError("W=" + std::to_string(p.world) + " does not fit " + (refused.empty() ? "any of them" : refused) +
                      " (pkb list gives the world sizes each takes); leave them out or pick another --world-size");
+  todo = fit;
+  slowest = todo.front();
+  for (auto* s : todo)
+    if (s->trial_timeout_s > slowest->trial_timeout_s) slowest = s;
   return p;
 }
 

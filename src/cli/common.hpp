@@ -83,11 +83,12 @@ PlanInputs plan_inputs(const launch::Placement& p, double limit_gib, const nlohm
 
 // Places a run (launch::place), printing its warnings. Throws UsageError.
 launch::Placement place(const RunOptions& o, const spec::ProblemSpec* spec, const std::string& size);
-// Places problems that run in turn on one set of ranks: every one must take its world size
-// (else a UsageError names those that do not). `slowest`: the one whose deadlines the ranks
-// get (the most generous trial deadline).
-launch::Placement place_all(const RunOptions& o, const std::vector<const spec::ProblemSpec*>& todo, const std::string& size,
-                            const spec::ProblemSpec*& slowest);
+// Places problems that run in turn on one set of ranks: every one must take its world size,
+// else a UsageError names those that do not; with `skip_unfit` (the user asked for a whole
+// category or 'all') those are left out of `todo`, each with a line saying so. `slowest`:
+// the one whose deadlines the ranks get (the most generous trial deadline).
+launch::Placement place_all(const RunOptions& o, std::vector<const spec::ProblemSpec*>& todo, const std::string& size,
+                            const spec::ProblemSpec*& slowest, bool skip_unfit = false);
 
 // Starts the ranks with `job` (rank, world, device, gpu, comm and reference libraries are
 // filled in per rank) and waits, under the deadlines of `spec` at the job's size. `label`

@@ -3,17 +3,16 @@
 // device (see expect_references_recomputed), one test a world size and size, and the two
 // CPU candidates through pkb eval.
 //
-// CI time is the limit (the family's cases must run in about 4 minutes with ctest -j2), so
-// not every problem runs at every W: every problem runs at W = 4; W = 2 and W = 8 where the
-// layout changes with W (the TP/PP/DP x CP grids: tp = pp = dp = 2 with cp = 1 at W = 2,
-// cp = 4 at W = 8; the CFG chains of the conv halo problem; the W > 4 sizes of the MAGI
-// attention; the ring's zig-zag at 2W = 16 chunks; the uneven all-gather), W = 1 for
-// the ring (its local-only path), and the ring, its backward and the MAGI attention once
-// at a size whose attention runs in 16 bits (the flash numerics the large presets use).
-// Measured: about 300 CPU-seconds for the whole family, and a fifth more since the three
-// 16-bit cases (which cover the kernels the large presets time). Default sizes where the CPU
-// manages them; smaller replaced sizes (the --size syntax) where the defaults are
-// TFLOP-sized or slow to recompute in fp64, as each case says.
+// CI time is the limit, so not every problem runs at every W: every problem runs at W = 4;
+// W = 2 and W = 8 where the layout changes with W (the TP/PP/DP x CP grids: tp = pp = dp = 2
+// with cp = 1 at W = 2, cp = 4 at W = 8; the CFG chains of the conv halo problem; the W > 4
+// sizes of the MAGI attention; the ring's zig-zag at 2W = 16 chunks; the uneven all-gather),
+// W = 1 for the ring (its local-only path), and the ring, its backward and the MAGI
+// attention once at a size whose attention runs in 16 bits (the flash numerics the large
+// presets use). Measured with ctest -j2 on 2 cores: 208 test-seconds for the 20 groups, 33
+// of them the 16-bit MAGI case. Default sizes where the CPU manages them; smaller replaced
+// sizes (the --size syntax) where the defaults are TFLOP-sized or slow to recompute in fp64,
+// as each case says.
 #include <gtest/gtest.h>
 
 #include <fstream>

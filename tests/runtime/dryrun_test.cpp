@@ -57,6 +57,20 @@ TEST(Dryrun, SeveralProblemsRefuseAWorldSizeOneOfThemDoesNotTake) {
   EXPECT_TRUE(contains(r.err, "W=2 does not fit ep_moe_narrow")) << r.err;
 }
 
+// A category runs the problems the world size fits and says which it left out.
+TEST(Dryrun, CategoryLeavesOutTheProblemsTheWorldSizeDoesNotFit) {
+  PkbRun r = run_pkb({"dryrun", "--device", "cpu", "-w", "2", "-p", "coll", "ep_moe_narrow"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "ep_moe_narrow")) << r.out;
+  EXPECT_TRUE(contains(r.out, "skipped: ep_moe_narrow needs W == 1 || E > 1")) << r.out;
+  EXPECT_TRUE(contains(r.out, "pkb dryrun 8 problems")) << r.out;
+  // validate likewise, and counts what it left out
+  PkbRun v = run_pkb({"validate", "--device", "cpu", "-w", "2", "--trials", "1", "coll", "ep_moe_narrow"});
+  EXPECT_EQ(v.code, 0) << v.out << v.err;
+  EXPECT_TRUE(contains(v.out, "skipped: ep_moe_narrow needs W == 1 || E > 1")) << v.out;
+  EXPECT_TRUE(contains(v.out, "8 problems, 0 broken, 1 skipped")) << v.out;
+}
+
 TEST(DryrunIds, AcceptsOriginalIdAndStem) {
   for (std::string key : {"7", "7_reducescatter", "coll_reducescatter"}) {
     PkbRun r = run_pkb({"dryrun", "-p", key, "--device", "cpu", "-w", "2"});
