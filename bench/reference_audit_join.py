@@ -40,7 +40,8 @@ def main():
         if note.startswith("not run"):
             kind = "not run"
         elif not median:
-            excluded = world_excluded(note)
+            # pkb's refusal as the device printed it, or as a table already rendered it
+            excluded = world_excluded(note) or (note if re.fullmatch(r"needs .+: not run at W=\d+", note) else None)
             kind, note = ("not run", excluded) if excluded else ("failed", note)
         elif not frac:
             kind = "no bound"
