@@ -106,11 +106,13 @@ void add_dryrun_command(CLI::App& app, Globals& g, Action& run) {
       }
       std::vector<spec::HardwareProfile> profiles;
       const spec::HardwareProfile* hw = o.time ? hardware_for(g, o.hardware, p, profiles) : nullptr;
+      std::vector<nlohmann::json> results;  // every rank's, one entry a problem
+      for (auto& rk : r.ranks) results.push_back(nlohmann::json::parse(rk.result)["problems"]);
       nlohmann::json timings = nlohmann::json::array();
       for (size_t k = 0; k < todo.size(); ++k) {
         const spec::ProblemSpec& s = *todo[k];
         std::vector<nlohmann::json> ranks;  // this problem's result from every rank
-        for (auto& rk : r.ranks) ranks.push_back(nlohmann::json::parse(rk.result)["problems"].at(k));
+        for (auto& res : results) ranks.push_back(res.at(k));
         if (several) printf("%s\n", s.slug.c_str());
         printf("%-5s %-10s %s\n", "rank", "ms/trial", "outputs");
         for (size_t q = 0; q < ranks.size(); ++q) {

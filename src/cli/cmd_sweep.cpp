@@ -4,7 +4,6 @@
 // same command resumes. `--launcher slurm` spreads the grid over the nodes of a cluster.
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -205,13 +204,14 @@ int sweep_on_slurm(Globals& g, const SweepOptions& o, size_t grid_size) {
   return eval::kOk;
 }
 
-// A folder for the evaluations' JSON before it is appended; gone with the sweep.
+// A folder for the evaluations' JSON before it is appended: <results>.scratch, beside the
+// results file whose lock the sweep holds, so a sweep killed outright leaves it where the
+// same command run again clears it (not in /tmp, where nothing would). Gone with the sweep.
 struct ScratchDir {
   std::string path;
-  ScratchDir() {
-    char tmpl[] = "/tmp/pkb-sweep-XXXXXX";
-    if (!mkdtemp(tmpl)) throw std::runtime_error(std::string("cannot make a folder in /tmp: ") + std::strerror(errno));
-    path = tmpl;
+  explicit ScratchDir(const std::string& results) : path(results + ".scratch") {
+    fs::remove_all(path);
+    fs::create_directories(path);
   }
   ~ScratchDir() {
     std::error_code ec;
@@ -267,7 +267,7 @@ int sweep_here(Globals& g, SweepOptions& o) {
     return eval::kOk;
   }
 
-  ScratchDir scratch;
+  ScratchDir scratch(o.out);
   sweep::RunnerOptions ro;
   const char* exe = std::getenv("PKB_SWEEP_EXE");  // tests substitute a stand-in for pkb build/eval
   ro.pkb = exe && *exe ? exe : launch::self_exe();

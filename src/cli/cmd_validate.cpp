@@ -45,6 +45,8 @@ int validate_group(Globals& g, std::vector<const spec::ProblemSpec*> todo, int w
     fprintf(stderr, "%s", r.details().c_str());
     return static_cast<int>(todo.size());
   }
+  std::vector<nlohmann::json> results;  // every rank's, one entry a problem
+  for (auto& rk : r.ranks) results.push_back(nlohmann::json::parse(rk.result)["problems"]);
   int broken = 0;
   for (size_t k = 0; k < todo.size(); ++k) {
     const spec::ProblemSpec& s = *todo[k];
@@ -52,7 +54,7 @@ int validate_group(Globals& g, std::vector<const spec::ProblemSpec*> todo, int w
     std::string line;
     for (const char* attack : {"zeros", "passthrough", "no_communication"}) {
       bool caught = false;
-      for (auto& rk : r.ranks) caught = caught || !nlohmann::json::parse(rk.result)["problems"].at(k)[attack].is_null();
+      for (auto& res : results) caught = caught || !res.at(k)[attack].is_null();
       ok = ok && caught;
       line += std::string("  ") + attack + (caught ? " rejected" : " ACCEPTED");
     }

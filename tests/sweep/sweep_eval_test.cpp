@@ -101,6 +101,7 @@ TEST(SweepEval, KilledMidwayAndRunAgainCompletesWithNoDuplicateAndNoLoss) {
   before = before.substr(0, before.rfind('\n') + 1);
   size_t kept = count_lines(out);
   ASSERT_LT(kept, 8u) << "the sweep finished before it could be killed";
+  EXPECT_TRUE(fs::is_directory(out.string() + ".scratch")) << "the killed sweep's scratch sits beside its results";
 
   PkbRun rest = run_pkb(sweep_args(solutions, out), 900);
   ASSERT_EQ(rest.code, 0) << rest.out << rest.err;
@@ -116,4 +117,5 @@ TEST(SweepEval, KilledMidwayAndRunAgainCompletesWithNoDuplicateAndNoLoss) {
   }
   EXPECT_EQ(problems.size(), 8u) << "one line per evaluation, none twice, none lost";
   EXPECT_EQ(task_keys(lines).size(), 8u);
+  EXPECT_FALSE(fs::exists(out.string() + ".scratch")) << "the sweep run again cleared the killed one's scratch";
 }
