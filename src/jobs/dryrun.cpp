@@ -72,14 +72,4 @@ json run_dryrun(rank::Rank& r) {
   return {{"problems", problems}, {"trials", r.job.trials}};
 }
 
-json run_job(rank::Rank& r) {
-  const std::string& mode = r.job.mode;
-  if (mode == "dryrun") return run_dryrun(r);
-  if (mode == "selftest") return run_selftest(r);
-  if (mode == "eval" && r.job.role == rank::Role::judge) return run_judge(r);
-  if (mode == "eval" && r.job.role == rank::Role::candidate) return run_candidate(r);
-  if (mode == "validate") return run_validate(r);
-  throw std::runtime_error("unknown worker mode " + mode + " for a rank of role " + rank::role_name(r.job.role));
-}
-
 }  // namespace pkb::jobs

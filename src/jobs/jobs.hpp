@@ -24,6 +24,11 @@ nlohmann::json run_candidate(rank::Rank& r);
 // turn and return {"problems": [one result each]}.
 nlohmann::json run_validate(rank::Rank& r);
 
+// What a rank of `job` does before it sets up its device (rank::Rank): pkb eval's two kinds
+// of rank keep to their own store keys, and a candidate rank waits until the judges have
+// timed the reference. Nothing for the other jobs.
+void before_setup(const rank::Job& job, launch::Client& client);
+
 // The job of r.job.mode. Throws on an unknown mode.
 nlohmann::json run_job(rank::Rank& r);
 

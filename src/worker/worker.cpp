@@ -11,7 +11,6 @@
 #include <nlohmann/json.hpp>
 
 #include "device/device.hpp"
-#include "eval/protocol.hpp"
 #include "jobs/jobs.hpp"
 #include "launch/client.hpp"
 #include "launch/phases.hpp"
@@ -28,16 +27,7 @@ int worker_main() {
     client = &launch::Client::from_env();
     int rank = std::atoi(std::getenv("PKB_RANK") ? std::getenv("PKB_RANK") : "0");
     rank::Job job = rank::job_from_json(nlohmann::json::parse(client->hello(rank)));
-    // pkb eval's two kinds of rank keep to their own keys; a candidate rank touches nothing
-    // of the device while the judges time the reference.
-    if (job.role == rank::Role::judge) client->set_namespace(eval::protocol::kJudges);
-    if (job.role == rank::Role::candidate) {
-      client->set_namespace(eval::protocol::kCandidates);
-      if (job.timing && job.time_reference) {
-        client->phase(launch::phase::kAwaitReference);
-        client->get_from(eval::protocol::kJudges, eval::protocol::kReferenceDone);
-      }
-    }
+    jobs::before_setup(job, *client);
     client->phase(launch::phase::kInit);
     r = std::make_unique<rank::Rank>(*client, job);
     nlohmann::json result = jobs::run_job(*r);
