@@ -25,9 +25,9 @@ int validation_world(const spec::ProblemSpec& s, const RunOptions& ro, const std
 
 // Validates problems of one world size on one set of ranks, in turn; returns how many are
 // broken (an answer that skips the work passes their check) and adds those it ran to
-// `validated`. `by_problem`: saved outputs
-// go in <slug>/ (the command has several problems) even where this group has one;
-// `skip_unfit`: problems the world size does not fit are left out (place_all).
+// `validated`. `by_problem`: saved outputs go in <slug>/ (the command has several
+// problems) even where this group has one; `skip_unfit`: problems the world size does not
+// fit are left out (place_all).
 int validate_group(Globals& g, std::vector<const spec::ProblemSpec*> todo, int world, RunOptions ro,
                    rank::Job job, const std::string& seed, bool by_problem, bool skip_unfit, int& validated) {
   ro.place.world = world;
