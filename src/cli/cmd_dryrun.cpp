@@ -1,5 +1,4 @@
 // pkb dryrun: the reference on every rank, end to end, optionally saving what it made.
-#include <algorithm>
 #include <filesystem>
 
 #include "cli/commands.hpp"
@@ -83,10 +82,8 @@ void add_dryrun_command(CLI::App& app, Globals& g, Action& run) {
         throw UsageError("unknown --dtype '" + j.dtype + "'; use one of " + spec::dtype_names());
       // A category or 'all' among the keys: what the world size does not fit is left out
       // (with a line); problems named alone must all fit.
-      bool whole = std::any_of(o.problems.begin(), o.problems.end(),
-                               [](auto& k) { return k == "all" || !spec::category_name(k).empty(); });
       const spec::ProblemSpec* slowest = nullptr;
-      launch::Placement p = place_all(o.run, todo, j.size, slowest, whole);
+      launch::Placement p = place_all(o.run, todo, j.size, slowest, names_categories(o.problems));
       const bool several = todo.size() > 1;
       j.specs.clear();
       for (auto* s : todo) j.specs.push_back(s->path);
@@ -94,6 +91,7 @@ void add_dryrun_command(CLI::App& app, Globals& g, Action& run) {
       j.timing = o.time;
       if (!o.json_out.empty() && !o.time) throw UsageError("--json writes the reference's timing: add --time");
       if (!o.save.empty()) j.save_dir = std::filesystem::absolute(o.save).string();
+      j.save_by_problem = several;
       std::string what = several ? std::to_string(todo.size()) + " problems" : todo.front()->slug;
       printf("pkb dryrun %s  W=%d  device=%s%s  comm=%s  size=%s  seed=%llu  trials=%d\n", what.c_str(), p.world,
              launch::name(p.device), p.gpu_name.empty() ? "" : (" (" + p.gpu_name + ")").c_str(), launch::name(p.comm),

@@ -2,6 +2,7 @@
 // candidates, many problems and samples at once, resuming where an earlier run stopped.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -118,6 +119,10 @@ std::vector<const spec::ProblemSpec*> select_problems(Globals& g, const std::vec
     }
   }
   return out;
+}
+
+bool names_categories(const std::vector<std::string>& keys) {
+  return std::any_of(keys.begin(), keys.end(), [](auto& k) { return k == "all" || !spec::category_name(k).empty(); });
 }
 
 namespace {

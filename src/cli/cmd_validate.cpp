@@ -1,5 +1,4 @@
 // pkb validate: is a problem's check worth anything? pkb compare: saved outputs offline.
-#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -25,16 +24,14 @@ int validation_world(const spec::ProblemSpec& s, const RunOptions& ro, const std
 
 // Validates problems of one world size on one set of ranks, in turn; returns how many are
 // broken (an answer that skips the work passes their check) and adds those it ran to
-// `validated`. `by_problem`: saved outputs go in <slug>/ (the command has several
-// problems) even where this group has one; `skip_unfit`: problems the world size does not
-// fit are left out (place_all).
+// `validated`. `skip_unfit`: problems the world size does not fit are left out
+// (place_all).
 int validate_group(Globals& g, std::vector<const spec::ProblemSpec*> todo, int world, RunOptions ro,
-                   rank::Job job, const std::string& seed, bool by_problem, bool skip_unfit, int& validated) {
+                   rank::Job job, const std::string& seed, bool skip_unfit, int& validated) {
   ro.place.world = world;
   const spec::ProblemSpec* slowest = nullptr;
   launch::Placement p = place_all(ro, todo, job.size, slowest, skip_unfit);
   validated += static_cast<int>(todo.size());
-  if (by_problem && todo.size() == 1 && !job.save_dir.empty()) job.save_dir += "/" + todo.front()->slug;
   job.specs.clear();
   for (auto* s : todo) job.specs.push_back(s->path);
   job.seed = make_seed(seed);
@@ -90,9 +87,9 @@ void add_validate_commands(CLI::App& app, Globals& g, Action& run) {
     run = [&] {
       std::vector<const spec::ProblemSpec*> todo = select_problems(g, problems);
       if (!save.empty()) job.save_dir = std::filesystem::absolute(save).string();
+      job.save_by_problem = todo.size() > 1;
       // A category or 'all' among the keys: what --world-size does not fit is left out.
-      bool whole = std::any_of(problems.begin(), problems.end(),
-                               [](auto& k) { return k == "all" || !spec::category_name(k).empty(); });
+      bool whole = names_categories(problems);
       // One set of ranks a world size: the problems that share it run in turn on it.
       std::map<int, std::vector<const spec::ProblemSpec*>> by_world;
       for (auto* s : todo) {
@@ -103,7 +100,7 @@ void add_validate_commands(CLI::App& app, Globals& g, Action& run) {
       }
       int broken = 0, validated = 0;
       for (auto& [w, group] : by_world)
-        broken += validate_group(g, group, w, ro, job, seed, todo.size() > 1, whole, validated);
+        broken += validate_group(g, group, w, ro, job, seed, whole, validated);
       int skipped = static_cast<int>(todo.size()) - validated;
       printf("%d problem%s, %d broken%s\n", validated, validated == 1 ? "" : "s", broken,
              skipped ? (", " + std::to_string(skipped) + " skipped").c_str() : "");

@@ -56,5 +56,7 @@ void finish_models(int64_t tokens_in, int64_t tokens_out, const std::string& fat
 
 // "all" (the benchmark's problems), category keys, slugs, ids or stems, each once.
 std::vector<const spec::ProblemSpec*> select_problems(Globals& g, const std::vector<std::string>& keys);
+// Whether the keys name a whole category or 'all' (rather than problems one by one).
+bool names_categories(const std::vector<std::string>& keys);
 
 }  // namespace pkb::cli

@@ -39,7 +39,7 @@ std::vector<at::Tensor> ProblemContext::run_reference(Inputs& in, const Inputs* 
 
 std::string ProblemContext::save_dir() const {
   const rank::Job& j = rank.job;
-  return j.save_dir.empty() || j.specs.size() == 1 ? j.save_dir : j.save_dir + "/" + spec.slug;
+  return j.save_dir.empty() || !j.save_by_problem ? j.save_dir : j.save_dir + "/" + spec.slug;
 }
 
 void ProblemContext::save(const Inputs& in, const std::vector<at::Tensor>& y) const {

@@ -29,8 +29,8 @@ struct ProblemContext {
   // reference is pkb's: a failure there is a bug in it). Dryrun and validate check it with
   // the copy they keep anyway; a judge spares the copy of a large problem's inputs.
   std::vector<at::Tensor> run_reference(Inputs& in, const Inputs* pristine = nullptr);
-  // Where this problem's saved outputs go: the job's save_dir, or its <slug>/ when the job
-  // has several problems; "" when nothing is saved.
+  // Where this problem's saved outputs go: the job's save_dir, or its <slug>/
+  // (job.save_by_problem); "" when nothing is saved.
   std::string save_dir() const;
   // Writes this rank's outputs y and the inputs they came from (rank_<r>.pt and
   // rank_<r>_inputs.pt, plain torch.load) under save_dir().

@@ -30,6 +30,7 @@ void fields(J&& visit, Job& j) {
   visit("reference_libs", j.reference_libs);
   visit("trials", j.trials);
   visit("save_dir", j.save_dir);
+  visit("save_by_problem", j.save_by_problem);
   visit("no_comm", j.no_comm);
   visit("heap_bytes", j.heap_bytes);
   visit("barrier_iters", j.barrier_iters);

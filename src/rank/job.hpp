@@ -47,7 +47,8 @@ struct Job {
   uint64_t seed = 0;           // the run's secret seed
   std::vector<std::string> reference_libs;
   int trials = 100;
-  std::string save_dir;        // write outputs here ("": nowhere; with several specs, in <slug>/)
+  std::string save_dir;        // write outputs here ("": nowhere)
+  bool save_by_problem = false;  // in save_dir/<slug>/ (the command was given several problems)
 
   // dryrun, validate
   bool no_comm = false;        // dryrun: every collective a no-op
