@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families,
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -85,6 +85,14 @@ if c:
     if d.get("device_copy"):
         dc = d["device_copy"]
         line += f"; device copy of the outputs' {dc['bytes']/2**20:.0f} MiB: {dc['median_us']:.1f} us (candidate/copy {c/dc['median_us']:.3f})"
+if t.get("gate_overhead"):
+    g, own = t["gate_overhead"], (t.get("candidate_self") or {}).get("median_us")
+    line += f"; judge's clock (gate {g['median_us']:.1f} us taken off), own events {own:.1f} us" if own else ""
+if d.get("speedup_interval"):
+    line += f"; 95% [{d['speedup_interval']['lo']:.2f}, {d['speedup_interval']['hi']:.2f}]"
+if t.get("reference_attempts"):
+    line += "; reference attempts " + ", ".join(f"{a['median_us']:.1f}±{a['iqr_us']:.1f} us @{a['clocks']['sm_mhz_before']}/{a['clocks']['sm_mhz_after']} MHz" for a in t["reference_attempts"])
+if "noisy_reference" in (d.get("flags") or []): line += " NOISY"
 if d.get("escape_check"):
     e = d["escape_check"]
     line += f"; escape check: {e['calls']} calls host {e['host_us']:.0f} us, stream {e['event_us']:.0f} us, baseline {e['baseline_us']:.0f} us"
@@ -387,6 +395,30 @@ stage_tp_shared() {
       eval_json "eval $p large W=$w shared" 0 -p $p -s "$SRC/solutions_cuda/$p.cu" --size large -w $w \
         --warmup 10 --iters 20
     done
+  done
+}
+
+stage_spike34() {
+  # Integrity v4's first look (issue 34): the judge's clock on the candidate's calls against
+  # the rank's own events, without and with MPS; the reference as the candidate; the forgers;
+  # late work through the judge's captures; six fresh timings of one reference.
+  local T="$SRC/solutions_cuda/tp_gemm_allgather.cu" m k f
+  for m in "" --mps; do
+    eval_json "honest tp_gemm_allgather W=1 $m" 0 -p tp_gemm_allgather -s "$T" -w 1 $m
+    eval_json "@reference tp_gemm_allgather W=1 $m" 0 -p tp_gemm_allgather -s @reference -w 1 $m
+    eval_json "@reference coll_allreduce W=1 $m" 0 -p coll_allreduce -s @reference -w 1 $m
+    eval_json "example coll_allreduce W=1 $m" 0 -p coll_allreduce -s "$SRC/solutions_cuda/coll_allreduce.cu" -w 1 $m
+  done
+  for f in forge_event_timer:6 forge_report:6 forge_captures:1; do
+    eval_json "gallery ${f%%:*} W=1" ${f#*:} -p tp_gemm_allgather -s "$SRC/tests/candidates/cuda/${f%%:*}.cu" -w 1
+  done
+  for f in late_work side_stream capture_aware_side_stream; do
+    eval_json "gallery $f W=1" 6 -p coll_allreduce -s "$SRC/tests/candidates/cuda/$f.cu" -w 1 --trials 10 --warmup 20 --iters 50 --timeout 20
+  done
+  eval_json "example coll_allreduce W=2 shared" 0 -p coll_allreduce -s "$SRC/solutions_cuda/coll_allreduce.cu" -w 2
+  eval_json "honest tp_gemm_allgather large W=1" 0 -p tp_gemm_allgather -s "$T" -w 1 --size large
+  for k in 1 2 3 4 5 6; do
+    eval_json "fresh reference $k: honest tp_gemm_allgather W=1" 0 -p tp_gemm_allgather -s "$T" -w 1 --no-reference-cache
   done
 }
 

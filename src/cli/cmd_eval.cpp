@@ -96,9 +96,10 @@ void check_solution_is_a_file(Globals& g, const std::string& problem, const std:
   static const Backend kBackends[] = {{"cuda", "solutions_cuda", ".cu"},         {"triton", "solutions_triton", ".py"},
                                       {"tk", "solutions_tk", ".cu"},             {"parallelkittens", "solutions_tk", ".cu"},
                                       {"thunderkittens", "solutions_tk", ".cu"}, {"cpu", "solutions_cpu", ".cpp"}};
-  if (fs::exists(solution)) return;
+  if (fs::exists(solution) || rank::is_reference_solution(solution)) return;
   if (solution == "reference")
-    throw UsageError("-s reference: pkb eval always runs the reference beside the candidate; `pkb dryrun -p " +
+    throw UsageError("-s reference: pkb eval always runs the reference beside the candidate; `-s @reference` runs "
+                     "the reference as the candidate too (a sanity run of pkb), `pkb dryrun -p " +
                      problem + "` runs the reference alone");
   for (auto& b : kBackends) {
     if (solution != b.name) continue;
@@ -121,6 +122,16 @@ void check_solution_is_a_file(Globals& g, const std::string& problem, const std:
   }
 }
 
+// --solution @reference: nothing to build; its identity is the reference's source and the
+// spec it implements (what a sweep's resume key and a report's matching go by).
+build::Result reference_as_build(Globals& g, const spec::ProblemSpec& s) {
+  build::Result b;
+  b.ok = b.cached = true;
+  b.library = rank::kReferenceSolution;
+  b.source_sha256 = build::sha256_hex(io::read_file(g.registry().reference_source(s)) + io::read_file(s.path));
+  return b;
+}
+
 // Reference timings depend on the problem, its reference, sizes, W, the machine and the
 // timing settings, not on the candidate or the seed: the judges time the reference over
 // up to `iters` calls, each on fresh inputs drawn from the run's seed, so the statistics
@@ -129,10 +140,10 @@ void check_solution_is_a_file(Globals& g, const std::string& problem, const std:
 std::string reference_timing_key(Globals& g, const spec::ProblemSpec& s, const rank::Job& j,
                                  const launch::Placement& p, const std::string& dtype) {
   std::ostringstream k;
-  k << "v2|" << PKB_VERSION << "|" << io::read_file(s.path) << "|" << io::read_file(g.registry().reference_source(s))
+  k << "v3|" << PKB_VERSION << "|" << io::read_file(s.path) << "|" << io::read_file(g.registry().reference_source(s))
     << "|" << j.size << "|" << dtype << "|" << p.world << "|" << p.ranks_per_gpu << "|" << launch::name(p.device) << "|"
     << p.gpu_name << "|" << j.warmup << "|" << j.iters << "|" << j.min_iters << "|" << j.warmup_budget_s << "|"
-    << j.timing_budget_s << "|" << j.cache;
+    << j.timing_budget_s << "|" << j.cache << "|" << (p.mps ? "mps" : "");
   return build::sha256_hex(k.str()).substr(0, 32);
 }
 
@@ -148,7 +159,12 @@ void print_table(const json& r) {
     printf("%-10s %10s %10s %10s %10s %10s\n", side, fmt_us(t["median_us"]).c_str(), fmt_us(t["mean_us"]).c_str(),
            fmt_us(t["min_us"]).c_str(), fmt_us(t["max_us"]).c_str(), fmt_us(t["iqr_us"]).c_str());
   }
-  if (!r["speedup"].is_null()) printf("speedup %.2fx", r["speedup"].get<double>());
+  if (!r["speedup"].is_null()) {
+    printf("speedup %.2fx", r["speedup"].get<double>());
+    const json& ci = r.value("speedup_interval", json());
+    if (ci.is_object())
+      printf(" [%.2f-%.2f, %.0f%%]", ci["lo"].get<double>(), ci["hi"].get<double>(), 100 * ci["level"].get<double>());
+  }
   if (!r["busbw_gbps"].is_null())
     printf("   bus bandwidth: reference %.1f GB/s, candidate %.1f GB/s", r["busbw_gbps"]["reference"].get<double>(),
            r["busbw_gbps"]["candidate"].get<double>());
@@ -262,10 +278,11 @@ int evaluate(Globals& g, EvalOptions& o) {
   check_size(s, job.size);
   if (!job.dtype.empty() && !spec::is_dtype_name(job.dtype))
     throw UsageError("unknown --dtype '" + job.dtype + "'; use one of " + spec::dtype_names());
-  if (!fs::is_regular_file(o.solution)) throw UsageError("no such candidate file: " + o.solution);
+  const bool reference = rank::is_reference_solution(o.solution);
+  if (!reference && !fs::is_regular_file(o.solution)) throw UsageError("no such candidate file: " + o.solution);
   std::string dtype = job.dtype.empty() ? s.dtype : job.dtype;
   launch::Placement p = place(o.run, &s, job.size);
-  check_candidate_device(o.solution, p.device, o.run.place.device != "auto");
+  if (!reference) check_candidate_device(o.solution, p.device, o.run.place.device != "auto");
   job.specs = {s.path};
   job.seed = make_seed(o.seed);
   std::vector<spec::HardwareProfile> profiles;
@@ -299,13 +316,13 @@ int evaluate(Globals& g, EvalOptions& o) {
                                {"candidate_rank_bytes", plan.candidate_rank}, {"judge_rank_bytes", plan.judge_rank},
                                {"reference_peak", plan.reference_source}};
 
-  // The candidate, compiled (or from the cache).
+  // The candidate, compiled (or from the cache); the reference as the candidate is pkb's own.
   auto t0 = std::chrono::steady_clock::now();
-  build::Result b = build_for(g, o.solution, p, o.tk_dir);
+  build::Result b = reference ? reference_as_build(g, s) : build_for(g, o.solution, p, o.tk_dir);
   res["candidate"] = {{"path", o.solution},
-                      {"abs_path", fs::absolute(o.solution).lexically_normal().string()},
+                      {"abs_path", reference ? o.solution : fs::absolute(o.solution).lexically_normal().string()},
                       {"sha256", b.source_sha256},
-                      {"backend", build::name(b.backend)}};
+                      {"backend", reference ? "reference" : build::name(b.backend)}};
   res["versions"]["compiler"] = b.compiler;
   res["build_s"] = b.seconds;
   auto finish = [&](int code) {
@@ -325,8 +342,12 @@ int evaluate(Globals& g, EvalOptions& o) {
     if (!b.log.empty()) fprintf(stderr, "%s", b.log.c_str());
     return finish(eval::kCompileError);
   }
-  printf("candidate %s (%s, sha256 %.12s, %s)\n", o.solution.c_str(), build::name(b.backend), b.source_sha256.c_str(),
-         b.cached ? "cached build" : ("built in " + fmt_us(b.seconds) + " s").c_str());
+  if (reference)
+    printf("candidate %s (the reference as a candidate: a sanity run of pkb, sha256 %.12s)\n", o.solution.c_str(),
+           b.source_sha256.c_str());
+  else
+    printf("candidate %s (%s, sha256 %.12s, %s)\n", o.solution.c_str(), build::name(b.backend),
+           b.source_sha256.c_str(), b.cached ? "cached build" : ("built in " + fmt_us(b.seconds) + " s").c_str());
 
   job.library = b.library;
   // Triton's kernel cache: one folder per candidate source, which no other candidate sees;
@@ -483,7 +504,9 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
   auto* cmd = app.add_subcommand("eval", "Check a candidate against the reference on every rank, then time both");
   cmd->add_option("-p,--problem", o.problem, "slug, original id or original stem")->required();
   cmd->add_option("-s,--solution", o.solution,
-                  "the candidate: .cu (CUDA, ThunderKittens), .py (Triton; torch on the CPU device) or .cpp (CPU device)")
+                  "the candidate: .cu (CUDA, ThunderKittens), .py (Triton; torch on the CPU device) or .cpp (CPU "
+                  "device); @reference: the problem's own reference as the candidate, a sanity run of pkb (it should "
+                  "be correct at about 1.0x), not a result")
       ->required();
   cmd->add_option("--tk-dir", o.tk_dir, "ThunderKittens checkout for candidates that include kittens.cuh (env PKB_TK_DIR)");
   cmd->add_option("-n,--trials", j.trials, "correctness trials, each with fresh random inputs (not timed calls: --iters)")

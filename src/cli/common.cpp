@@ -109,6 +109,9 @@ void RunOptions::add_to(CLI::App* app) {
   app->add_flag("--echo", echo, "print every rank's output as it comes");
   app->add_flag("--multicast", place.multicast, "allow NVLink multicast (NVLS) in NCCL; off by default");
   app->add_flag("--no-mps", place.no_mps, "do not start a private MPS daemon when ranks share a GPU");
+  app->add_flag("--mps", place.mps,
+                "start a private MPS daemon even where each rank has a GPU of its own (pkb eval's judge and "
+                "candidate rank beside it then share one GPU context)");
   app->add_option("--ref-comm", place.ref_comm,
                   "the references' communicator where ranks do not each have a GPU: shm (shared memory; the "
                   "default where ranks share a GPU) or gloo (the CPU device's default); NCCL with a GPU per rank")

@@ -24,9 +24,9 @@ void synchronize(at::Device d);  // waits for all work on the device, then throw
 at::Generator generator(at::Device d, uint64_t seed);
 
 // A stream for the candidate (nullptr on the CPU device), made torch's current stream so
-// references run on it too.
-void* make_stream(at::Device d);
-void destroy_stream(at::Device d, void* stream);
+// references run on it too (unless not `current`).
+void* make_stream(at::Device d, bool current = true);
+void destroy_stream(at::Device d, void* stream, bool current = true);
 void sync_stream(at::Device d, void* stream);
 
 // Times n calls: start(i)/stop(i) bracket call i on `stream` (CUDA events) or on the host
@@ -52,6 +52,15 @@ void flush_l2(at::Device d, void* stream);
 // A barrier of every rank through the heap's signal pads on `channel`: a one-block kernel
 // on `stream` (CUDA heaps; returns once enqueued) or a spin on the host.
 void heap_barrier(const heap::Heap& h, int channel, void* stream = nullptr);
+
+// Stream-ordered 32-bit flags in device memory that another process maps as well: how a
+// judge rank and its candidate rank order each other's streams without the host in
+// between (jobs/gate.hpp). write_flag stores `value` once the stream's earlier work is
+// done and visible; wait_flag holds the stream until the flag is >= `value` (a semaphore
+// wait in the GPU's front end: it takes no SM, and the flag may be written from another
+// process). CUDA device only.
+void write_flag(void* stream, uint32_t* flag, uint32_t value);
+void wait_flag(void* stream, uint32_t* flag, uint32_t value);
 
 struct Clocks {
   int sm_mhz = 0, max_sm_mhz = 0;

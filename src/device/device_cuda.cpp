@@ -131,17 +131,17 @@ void synchronize(at::Device d) {
   check(cudaGetLastError(), "CUDA error");
 }
 
-void* make_stream(at::Device d) {
+void* make_stream(at::Device d, bool current) {
   if (!d.is_cuda()) return nullptr;
   cudaStream_t s = nullptr;
   check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
-  c10::cuda::setCurrentCUDAStream(c10::cuda::getStreamFromExternal(s, d.index()));
+  if (current) c10::cuda::setCurrentCUDAStream(c10::cuda::getStreamFromExternal(s, d.index()));
   return s;
 }
 
-void destroy_stream(at::Device d, void* stream) {
+void destroy_stream(at::Device d, void* stream, bool current) {
   if (!d.is_cuda() || !stream) return;
-  c10::cuda::setCurrentCUDAStream(c10::cuda::getDefaultCUDAStream(d.index()));
+  if (current) c10::cuda::setCurrentCUDAStream(c10::cuda::getDefaultCUDAStream(d.index()));
   cudaStreamDestroy(static_cast<cudaStream_t>(stream));
 }
 
@@ -181,6 +181,47 @@ void flush_l2(at::Device d, void* stream) {
     check(cudaMalloc(&buf, bytes), "cudaMalloc");
   }
   check(cudaMemsetAsync(buf, 0x5a, bytes, static_cast<cudaStream_t>(stream)), "L2 flush");
+}
+
+namespace {
+
+// The stream memory operations, from the driver (the runtime has no wrapper for them).
+struct StreamOps {
+  decltype(&cuStreamWriteValue32_v2) write = nullptr;
+  decltype(&cuStreamWaitValue32_v2) wait = nullptr;
+  static const StreamOps& get() {
+    static StreamOps ops = [] {
+      StreamOps o;
+      cudaDriverEntryPointQueryResult status;
+      void* p = nullptr;
+      if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &p, 12000, cudaEnableDefault, &status) == cudaSuccess)
+        o.write = reinterpret_cast<decltype(o.write)>(p);
+      p = nullptr;
+      if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &p, 12000, cudaEnableDefault, &status) == cudaSuccess)
+        o.wait = reinterpret_cast<decltype(o.wait)>(p);
+      if (!o.write || !o.wait) throw std::runtime_error("the CUDA driver lacks stream memory operations (cuStreamWaitValue32)");
+      return o;
+    }();
+    return ops;
+  }
+};
+
+void check_cu(CUresult r, const char* what) {
+  if (r != CUDA_SUCCESS) throw std::runtime_error(std::string(what) + " failed: CUDA driver error " + std::to_string(r));
+}
+
+}  // namespace
+
+void write_flag(void* stream, uint32_t* flag, uint32_t value) {
+  check_cu(StreamOps::get().write(static_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(flag), value,
+                                  CU_STREAM_WRITE_VALUE_DEFAULT),
+           "cuStreamWriteValue32");
+}
+
+void wait_flag(void* stream, uint32_t* flag, uint32_t value) {
+  check_cu(StreamOps::get().wait(static_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(flag), value,
+                                 CU_STREAM_WAIT_VALUE_GEQ),
+           "cuStreamWaitValue32");
 }
 
 Clocks read_clocks(at::Device d) {

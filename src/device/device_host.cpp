@@ -20,8 +20,8 @@ void select(at::Device d) {
 
 void synchronize(at::Device) {}
 
-void* make_stream(at::Device) { return nullptr; }
-void destroy_stream(at::Device, void*) {}
+void* make_stream(at::Device, bool) { return nullptr; }
+void destroy_stream(at::Device, void*, bool) {}
 void sync_stream(at::Device, void*) {}
 
 
@@ -29,6 +29,8 @@ std::unique_ptr<CallTimer> make_timer(at::Device, void*, int n) { return std::ma
 void flush_l2(at::Device, void*) {}
 Joined capture_joined(at::Device, void*, const std::function<void()>&) { return Joined::unknown; }
 Clocks read_clocks(at::Device) { return {}; }
+void write_flag(void*, uint32_t*, uint32_t) { throw std::logic_error("write_flag: no CUDA device in this pkb"); }
+void wait_flag(void*, uint32_t*, uint32_t) { throw std::logic_error("wait_flag: no CUDA device in this pkb"); }
 double copy_us(at::Device, size_t) { return 0; }
 uint64_t peak_allocated(at::Device) { return 0; }
 void reset_peak(at::Device) {}

@@ -18,10 +18,9 @@ size_t largest_bytes(const spec::ProblemSpec& s, const spec::TensorSpec& t, cons
 
 }  // namespace
 
-HarnessLayout plan_harness(const spec::ProblemSpec& s, const std::string& size, int world, const std::string& dt,
-                           int captures) {
+HarnessLayout plan_harness(const spec::ProblemSpec& s, const std::string& size, int world, const std::string& dt) {
   HarnessLayout l;
-  l.captures = captures;
+  l.set_device = kGateBytes;
   auto place = [&](const spec::TensorSpec& t) {
     Slot slot;
     slot.bytes = largest_bytes(s, t, size, world, dt);
@@ -33,11 +32,8 @@ HarnessLayout plan_harness(const spec::ProblemSpec& s, const std::string& size, 
   };
   for (auto& t : s.inputs) l.in.push_back(place(t));
   for (auto& t : s.outputs) {
-    Slot slot = place(t);
-    size_t& end = slot.host ? l.capture_host : l.capture_device;
-    l.capture_offset.push_back(end);
-    end += slot.bytes;
-    l.out.push_back(slot);
+    l.out.push_back(place(t));
+    (t.host ? l.out_host : l.out_device) += l.out.back().bytes;
   }
   return l;
 }

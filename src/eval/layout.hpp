@@ -1,10 +1,11 @@
-// Where pkb's own buffers sit in a candidate rank's memory: one set of the problem's inputs
-// and outputs (the candidate reads and writes them; the judge rank fills the inputs before
-// every call) and the captures of outputs taken as calls end (the judge reads them). Device
-// tensors live in the harness part of the symmetric heap, host-declared ones in a shared
-// host region; a candidate rank and its judge compute the same layout and address both by
-// these offsets. Every rank uses the same layout (the largest size any rank needs), so a
-// tensor sits at the same heap offset on every rank. Torch-free: the memory plan uses it.
+// Where pkb's own buffers sit in a candidate rank's memory: the gate's flags (jobs/gate.hpp)
+// and one set of the problem's inputs and outputs (the candidate reads and writes them;
+// the judge rank fills the inputs before every call and copies the outputs out as each
+// call ends, into memory of its own the candidate never maps). Device tensors live in the
+// harness part of the symmetric heap, host-declared ones in a shared host region; a
+// candidate rank and its judge compute the same layout and address both by these offsets.
+// Every rank uses the same layout (the largest size any rank needs), so a tensor sits at
+// the same heap offset on every rank. Torch-free: the memory plan uses it.
 #pragma once
 
 #include <cstddef>
@@ -23,28 +24,23 @@ struct Slot {
   bool host = false;
 };
 
+// The gate's flags at the start of the device region, each on a line of its own: the
+// judge writes `go`, the candidate rank writes `ready` and `done` (jobs/gate.hpp).
+inline constexpr size_t kGateGo = 0, kGateReady = 128, kGateDone = 256, kGateBytes = 512;
+
 struct HarnessLayout {
   std::vector<Slot> in, out;
-  std::vector<size_t> capture_offset;  // per output: its offset within one capture, in its region
-  size_t set_device = 0, set_host = 0;          // one set of inputs and outputs, by region
-  size_t capture_device = 0, capture_host = 0;  // one capture of the outputs, by region
-  int captures = 0;
+  size_t set_device = 0, set_host = 0;  // the regions: the gate (device), then one set of inputs and outputs
+  size_t out_device = 0, out_host = 0;  // one copy of the outputs, by region: what a judge's capture holds
 
-  // The region sizes: the set, then `captures` captures one after another.
-  size_t device_bytes() const { return set_device + captures * capture_device; }
-  size_t host_bytes() const { return set_host + captures * capture_host; }
-  // Output i's bytes in capture k, in its region.
-  size_t capture_at(int k, size_t i) const {
-    return (out.at(i).host ? set_host + k * capture_host : set_device + k * capture_device) + capture_offset.at(i);
-  }
-  size_t output_bytes() const { return capture_device + capture_host; }  // what one capture holds
+  size_t device_bytes() const { return set_device; }
+  size_t host_bytes() const { return set_host; }
+  size_t output_bytes() const { return out_device + out_host; }  // what one capture holds
 };
 
-// The layout of `spec` at `size` on `world` ranks with `dt` for its "dt" tensors and
-// `captures` capture slots. Throws spec::SpecError / std::invalid_argument for sizes the
-// spec's formulas reject.
-HarnessLayout plan_harness(const spec::ProblemSpec& spec, const std::string& size, int world, const std::string& dt,
-                           int captures);
+// The layout of `spec` at `size` on `world` ranks with `dt` for its "dt" tensors. Throws
+// spec::SpecError / std::invalid_argument for sizes the spec's formulas reject.
+HarnessLayout plan_harness(const spec::ProblemSpec& spec, const std::string& size, int world, const std::string& dt);
 
 // How many timed calls' outputs are captured: all `iters` when `budget` bytes hold them,
 // else as many as fit but never fewer than min(iters, floor) (a secret sample of the calls).

@@ -47,10 +47,11 @@ MemoryPlan plan_memory(const MemoryRequest& r) {
   MemoryPlan p;
   p.memory = r.memory;
   const uint64_t usable = static_cast<uint64_t>(kUsable * static_cast<double>(r.memory));
-  HarnessLayout one = plan_harness(*r.spec, r.size, r.world, r.dtype, 1);
-  // What the candidate rank's harness holds on the device (the CPU device: all of it).
+  HarnessLayout one = plan_harness(*r.spec, r.size, r.world, r.dtype);
+  // What the candidate rank's harness holds on the device, and one capture of its outputs
+  // in the judge rank (the CPU device: all of it).
   uint64_t set = one.set_device + (r.cuda ? 0 : one.set_host);
-  uint64_t capture = one.capture_device + (r.cuda ? 0 : one.capture_host);
+  uint64_t capture = one.out_device + (r.cuda ? 0 : one.out_host);
   auto [in, out] = largest_rank_io(r);
 
   // The judge: the reference's inputs, outputs and working memory (its peak: it runs on the
@@ -67,29 +68,34 @@ MemoryPlan plan_memory(const MemoryRequest& r) {
     ref_peak = in + out + std::max(in, out);  // its inputs and outputs, and one temporary of the larger
     p.reference_source = "estimated";
   }
-  p.judge = {{"reference (peak: inputs, outputs, working memory; " + p.reference_source + ")", ref_peak},
-             {"process runtime", kRankRuntime}};
-  if (r.nccl) p.judge.push_back({"NCCL buffers", kNcclBuffers});
-  p.judge_rank = total(p.judge);
-
-  // The candidate rank: its harness, the candidate's own heap, its runtime.
+  // The judge also holds the captures of the candidate's outputs, taken as each call ends,
+  // and (rank 0, CUDA, timing) the device-copy check.
   int want = r.timing ? std::max(r.iters, 1) : 1;
   int floor = r.timing ? std::min(r.min_captures, want) : 1;
   // Where memory cannot hold the floor, fewer still: never under this many.
   const int least = r.timing ? std::min(want, kLeastCaptures) : 1;
   p.captures = r.timing ? captures_for(capture, r.capture_budget, want, floor) : 1;
-  uint64_t heap_default = std::max(kMinCandidateHeap, 2 * (one.set_device + one.set_host));
+  uint64_t heap_default = std::max(kMinCandidateHeap, 2 * (one.set_device - kGateBytes + one.set_host));
   p.candidate_heap = r.candidate_heap ? r.candidate_heap : heap_default;
-  auto candidate_parts = [&] {
-    std::vector<MemoryPart> c = {{"inputs and outputs (one set)", set},
+  auto judge_parts = [&] {
+    std::vector<MemoryPart> j = {{"reference (peak: inputs, outputs, working memory; " + p.reference_source + ")", ref_peak},
                                  {"captured outputs (" + std::to_string(p.captures) + " calls)", p.captures * capture},
+                                 {"process runtime", kRankRuntime}};
+    if (r.nccl) j.push_back({"NCCL buffers", kNcclBuffers});
+    if (r.cuda && r.timing) j.push_back({"the device-copy check (rank 0)", 2 * std::min<uint64_t>(out, uint64_t{1} << 30)});
+    return j;
+  };
+  // The candidate rank: its harness, the candidate's own heap, its runtime.
+  auto candidate_parts = [&] {
+    std::vector<MemoryPart> c = {{"gate and inputs and outputs (one set)", set},
                                  {"the candidate's own heap", p.candidate_heap},
                                  {"process runtime", kRankRuntime}};
     if (r.nccl) c.push_back({"NCCL buffers", kNcclBuffers});
-    if (r.cuda && r.timing) c.push_back({"the device-copy check (rank 0)", 2 * std::min<uint64_t>(out, uint64_t{1} << 30)});
     return c;
   };
-  auto per_gpu = [&] { return static_cast<uint64_t>(r.ranks_per_gpu) * (total(candidate_parts()) + p.judge_rank); };
+  auto per_gpu = [&] {
+    return static_cast<uint64_t>(r.ranks_per_gpu) * (total(candidate_parts()) + total(judge_parts()));
+  };
   // pkb's own buffers shrink first: fewer captures (a secret sample, never under the floor),
   // then the default candidate heap down to one set's worth (never under 256 MiB).
   if (per_gpu() > usable && p.captures > least) {
@@ -109,6 +115,8 @@ MemoryPlan plan_memory(const MemoryRequest& r) {
   }
   p.candidate = candidate_parts();
   p.candidate_rank = total(p.candidate);
+  p.judge = judge_parts();
+  p.judge_rank = total(p.judge);
   p.per_gpu = per_gpu();
   p.fits = p.per_gpu <= usable;
   if (!p.fits) {

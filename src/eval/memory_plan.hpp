@@ -1,7 +1,7 @@
 // How much device memory an evaluation takes on each GPU, before any rank starts: a
-// candidate rank's symmetric heap (the harness: one set of inputs and outputs and the
-// captures of timed calls; then the candidate's own heap) and a judge rank's (the
-// reference's peak: its inputs, outputs and working memory), each with its process's
+// candidate rank's symmetric heap (the harness: one set of inputs and outputs; then the
+// candidate's own heap) and a judge rank's (the reference's peak: its inputs, outputs and
+// working memory; the captures of the candidate's outputs), each with its process's
 // runtime; ranks sharing a GPU add up. pkb sizes its own buffers to fit (fewer captures,
 // then a smaller default candidate heap, down to 256 MiB) and refuses, in
 // one line with the numbers, a problem that cannot fit at all. On the CPU device the same
@@ -26,7 +26,7 @@ struct MemoryRequest {
   uint64_t memory = 0;                 // of one GPU (or the host's available memory)
   int iters = 100;                     // timed calls: the captures wanted
   int min_captures = 20;
-  uint64_t capture_budget = 0;         // the most bytes of captures a candidate rank may take
+  uint64_t capture_budget = 0;         // the most bytes of captures a judge rank may take
   uint64_t candidate_heap = 0;         // asked for (--heap-size); 0: pkb's default, which may shrink
   // The reference's working memory on the busiest rank (its peak, inputs and outputs
   // included): measured by an earlier run, or declared by the spec; 0: unknown (estimated).

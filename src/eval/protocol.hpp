@@ -6,12 +6,15 @@
 //
 // The conversation of one pair, after the judges have timed the reference:
 //   candidate: ready {heap_span}          judge maps the candidate rank's harness
-//   per trial t:  judge: inputs {trial}   candidate: ran {trial, failure, sizes}
+//   calibration (CUDA), per empty call i of kCalibrationCalls:
+//                 candidate: fill {call: i}   judge: filled {call: i, seq}
+//   per trial t:  judge: inputs {trial, seq}   candidate: ran {trial, failure, sizes}
 //                 judge: decision {failure, stop}
 //   timing:       judge: inputs {warm}    candidate: timing {iters}
-//                 judge: plan {captured}
-//                 per timed call i: candidate: fill {call: i}   judge: filled {call: i}
+//                 per timed call i: candidate: fill {call: i}   judge: filled {call: i, seq}
 //                 candidate: timed {failure, sizes, calls}       judge: decision {failure}
+// `seq` numbers the call on the gate (jobs/gate.hpp); which timed calls the judge captures
+// it never says.
 #pragma once
 
 #include <stdexcept>
@@ -34,8 +37,10 @@ inline constexpr char kHostRegion[] = "harness_host";  // + "/<rank>": a candida
 
 // Message types.
 inline constexpr char kReady[] = "ready", kInputs[] = "inputs", kRan[] = "ran", kDecision[] = "decision",
-                      kTiming[] = "timing", kPlan[] = "plan", kFill[] = "fill", kFilled[] = "filled",
-                      kTimed[] = "timed";
+                      kTiming[] = "timing", kFill[] = "fill", kFilled[] = "filled", kTimed[] = "timed";
+
+// The empty calls on which a judge measures what the gate costs (CUDA).
+inline constexpr int kCalibrationCalls = 40;
 
 // A message's store key: "pair/<rank>/<seq>" under its sender's namespace.
 std::string message_key(int rank, int seq);

@@ -21,14 +21,21 @@ json to_json(const EscapeCheck& e) {
           {"baseline_host_us", e.baseline_host_us}, {"capture", e.capture}};
 }
 
-json to_json(const Clocks& c) {
-  return {{"sm_mhz_before", c.sm_mhz_before}, {"sm_mhz_after", c.sm_mhz_after}, {"max_sm_mhz", c.max_sm_mhz},
-          {"throttle_reasons", c.throttle_reasons}, {"throttled", c.throttled}};
-}
+json to_json(const GateOverhead& g) { return {{"median_us", g.median_us}, {"iqr_us", g.iqr_us}, {"calls", g.calls}}; }
 
 template <class T>
 json optional_json(const std::optional<T>& x) {
   return x ? to_json(*x) : json();
+}
+
+Clocks clocks_from_json(const json& c) {
+  Clocks x;
+  x.sm_mhz_before = c.at("sm_mhz_before");
+  x.sm_mhz_after = c.at("sm_mhz_after");
+  x.max_sm_mhz = c.at("max_sm_mhz");
+  x.throttle_reasons = c.at("throttle_reasons");
+  x.throttled = c.at("throttled");
+  return x;
 }
 
 CallTimes call_times_from_json(const json& j) {
@@ -77,14 +84,29 @@ Failure Failure::from_json(const json& j) {
 
 json to_json(const CallTimes& t) { return {{"us", t.us}, {"warmup", t.warmup}, {"loop_us", t.loop_us}}; }
 
+json to_json(const Clocks& c) {
+  return {{"sm_mhz_before", c.sm_mhz_before}, {"sm_mhz_after", c.sm_mhz_after}, {"max_sm_mhz", c.max_sm_mhz},
+          {"throttle_reasons", c.throttle_reasons}, {"throttled", c.throttled}};
+}
+
 json to_json(const JudgeReport& r) {
+  json attempts = json::array();
+  for (auto& a : r.reference) attempts.push_back({{"times", to_json(a.times)}, {"clocks", to_json(a.clocks)}});
   return {{"role", "judge"},
           {"failure", optional_json(r.failure)},
           {"trials_run", r.trials_run},
           {"timed_calls_checked", r.timed_calls_checked},
+          {"captured_calls", r.captured_calls},
           {"tolerated", {{"outputs", r.tolerated_outputs}, {"max_elements", r.tolerated_max}}},
-          {"reference", optional_json(r.reference)},
+          {"reference", attempts},
+          {"reference_kept", r.reference_kept},
+          {"reference_stable", r.reference_stable},
+          {"reference_unstable", r.reference_unstable},
           {"reference_peak_bytes", r.reference_peak_bytes},
+          {"candidate", optional_json(r.candidate)},
+          {"gate", optional_json(r.gate)},
+          {"clocks", optional_json(r.clocks)},
+          {"device_copy", r.device_copy},
           {"phase_ms", r.phase_ms}};
 }
 
@@ -92,10 +114,7 @@ json to_json(const CandidateReport& r) {
   return {{"role", "candidate"},
           {"timing", optional_json(r.timing)},
           {"escape", optional_json(r.escape)},
-          {"clocks", optional_json(r.clocks)},
-          {"captured_calls", r.captured_calls},
           {"sandbox", r.sandbox},
-          {"device_copy", r.device_copy},
           {"phase_ms", r.phase_ms}};
 }
 
@@ -105,10 +124,21 @@ JudgeReport judge_report_from_json(const json& j) {
   if (!j.at("failure").is_null()) r.failure = Failure::from_json(j["failure"]);
   r.trials_run = j.at("trials_run");
   r.timed_calls_checked = j.at("timed_calls_checked");
+  r.captured_calls = j.at("captured_calls");
   r.tolerated_outputs = j.at("tolerated").at("outputs");
   r.tolerated_max = j.at("tolerated").at("max_elements");
-  if (!j.at("reference").is_null()) r.reference = call_times_from_json(j["reference"]);
+  for (auto& a : j.at("reference")) r.reference.push_back({call_times_from_json(a.at("times")), clocks_from_json(a.at("clocks"))});
+  r.reference_kept = j.at("reference_kept");
+  r.reference_stable = j.at("reference_stable");
+  r.reference_unstable = j.at("reference_unstable");
   r.reference_peak_bytes = j.value("reference_peak_bytes", 0.0);
+  if (!j.at("candidate").is_null()) r.candidate = call_times_from_json(j["candidate"]);
+  if (!j.at("gate").is_null()) {
+    const json& g = j["gate"];
+    r.gate = GateOverhead{g.at("median_us"), g.at("iqr_us"), g.at("calls")};
+  }
+  if (!j.at("clocks").is_null()) r.clocks = clocks_from_json(j["clocks"]);
+  r.device_copy = j.at("device_copy");
   r.phase_ms = j.value("phase_ms", json::object());
   return r;
 }
@@ -127,19 +157,7 @@ CandidateReport candidate_report_from_json(const json& j) {
     x.capture = e.at("capture");
     r.escape = x;
   }
-  if (!j.at("clocks").is_null()) {
-    const json& c = j["clocks"];
-    Clocks x;
-    x.sm_mhz_before = c.at("sm_mhz_before");
-    x.sm_mhz_after = c.at("sm_mhz_after");
-    x.max_sm_mhz = c.at("max_sm_mhz");
-    x.throttle_reasons = c.at("throttle_reasons");
-    x.throttled = c.at("throttled");
-    r.clocks = x;
-  }
-  r.captured_calls = j.at("captured_calls");
   r.sandbox = j.at("sandbox");
-  r.device_copy = j.at("device_copy");
   r.phase_ms = j.value("phase_ms", json::object());
   return r;
 }

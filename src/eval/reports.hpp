@@ -1,8 +1,9 @@
 // What the ranks of `pkb eval` report to the parent, typed: a judge rank reports what it
-// found (the first failure all judges agreed on, the trials run, the reference's timing);
-// a candidate rank reports what only it can measure (its calls' times, the escape check,
-// clocks, the sandbox). Both sides build these and send them as JSON; the parent reads
-// them back with from_json and judges (eval/verdict.hpp). Torch-free.
+// found and measured (the first failure all judges agreed on, the trials run, the
+// reference's timing, and its candidate rank's calls timed by the judge's own clock); a
+// candidate rank reports what only it can say (its own reading of its calls' times, the
+// escape check, the sandbox). Both sides build these and send them as JSON; the parent
+// reads them back with from_json and judges (eval/verdict.hpp). Torch-free.
 #pragma once
 
 #include <cstdint>
@@ -42,14 +43,44 @@ struct CallTimes {
   double loop_us = 0;       // the rank's own wall clock over the timed loop
 };
 
+struct Clocks {
+  int sm_mhz_before = 0, sm_mhz_after = 0, max_sm_mhz = 0;
+  unsigned long long throttle_reasons = 0;
+  bool throttled = false;
+};
+
+// One timing of the reference by the judges (they time it again while it is not stable).
+struct ReferenceAttempt {
+  CallTimes times;
+  Clocks clocks;
+};
+
+// What the gate costs a call that does nothing (jobs/gate.hpp): measured by the judge on
+// pkb's own empty calls in the candidate rank before the candidate is loaded, and taken
+// off every timed call's span.
+struct GateOverhead {
+  double median_us = 0, iqr_us = 0;
+  int calls = 0;
+};
+
 struct JudgeReport {
   std::optional<Failure> failure;  // agreed by every judge: the same on each
   int trials_run = 0;
   int timed_calls_checked = 0;
+  int captured_calls = 0;           // timed calls whose outputs were captured and checked
   int tolerated_outputs = 0;        // outputs with elements outside atol/rtol within the spec's mismatch
   int64_t tolerated_max = 0;
-  std::optional<CallTimes> reference;  // when this evaluation timed the reference
+  std::vector<ReferenceAttempt> reference;  // when this evaluation timed the reference: every attempt
+  int reference_kept = -1;                  // the attempt kept (agreed by the judges), -1: none
+  bool reference_stable = true;             // the kept attempt met jobs/timing.hpp's Stability
+  std::string reference_unstable;           // else why not
   double reference_peak_bytes = 0;     // the reference's peak device memory on this rank (CUDA), 0 unknown
+  // The candidate rank's timed calls as this judge's clock saw them (CUDA: events on the
+  // judge's stream around the gate, less its overhead); none on the CPU device.
+  std::optional<CallTimes> candidate;
+  std::optional<GateOverhead> gate;
+  std::optional<Clocks> clocks;        // around the candidate's timed calls (CUDA)
+  nlohmann::json device_copy;          // {"bytes", "median_us"}: rank 0 on CUDA, else null
   nlohmann::json phase_ms = nlohmann::json::object();
 };
 
@@ -59,23 +90,18 @@ struct EscapeCheck {
   std::string capture = "unknown";  // joined, unjoined or unknown
 };
 
-struct Clocks {
-  int sm_mhz_before = 0, sm_mhz_after = 0, max_sm_mhz = 0;
-  unsigned long long throttle_reasons = 0;
-  bool throttled = false;
-};
-
 struct CandidateReport {
+  // The rank's own reading of its timed calls (its events; its host clock on the CPU device,
+  // where it is the only one): in its process, so it can be rewritten there. On CUDA the
+  // judge's clock is what counts, and this is checked against it.
   std::optional<CallTimes> timing;
   std::optional<EscapeCheck> escape;
-  std::optional<Clocks> clocks;
-  int captured_calls = 0;
   nlohmann::json sandbox;                 // rank::SandboxStatus as JSON
-  nlohmann::json device_copy;             // {"bytes", "median_us"}: rank 0 on CUDA, else null
   nlohmann::json phase_ms = nlohmann::json::object();
 };
 
 nlohmann::json to_json(const CallTimes& t);
+nlohmann::json to_json(const Clocks& c);
 nlohmann::json to_json(const JudgeReport& r);
 nlohmann::json to_json(const CandidateReport& r);
 // Throw nlohmann::json::exception on a malformed report (a pkb bug, or a rank whose channel

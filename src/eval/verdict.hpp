@@ -42,11 +42,10 @@ struct Rules {
   // Work escaping the timed stream: a batch's device-synchronised host time beyond its
   // stream time by more than this (after pkb's own overhead), absolute or relative.
   double escape_min_us = 50, escape_fraction = 0.25;
-  // A candidate rank's reported call times against the parent's own clock: between its
-  // judge's "filled" message and the rank's next request, the call ran. Reported times far
-  // below that span (by more than pkb's own work in it) were not the calls' times. Held
-  // where timing counts (a GPU per rank).
-  double report_slack_us = 500, report_fraction = 0.5;
+  // A candidate rank's own reading of its calls (its events) against its judge's clock,
+  // which is what counts: a median far below the judge's (by this fraction and more than
+  // this many us) was rewritten inside the candidate's process. Held on CUDA.
+  double self_report_fraction = 0.75, self_report_min_us = 2;
 };
 
 // What the verdict is judged on besides the ranks' reports.

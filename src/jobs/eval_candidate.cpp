@@ -3,13 +3,13 @@
 //
 // The rank starts only once the judges have timed the reference. It lays out its harness
 // (eval/layout.hpp) in the symmetric heap and a shared host region, which its judge maps;
-// makes its own communicator (NCCL, where ranks have a GPU each) connect; enters the
-// sandbox (rank/sandbox.hpp) and only then loads the candidate. Every call runs on outputs
-// poisoned just before, and what it produced is captured on ctx->stream right where its
-// work there ends (CUDA: a copy enqueued straight after the call, before pkb synchronises
-// anything; CPU: a copy as pkb_run returns): work that lands later, from another stream or
-// thread, is simply missing from what the judge compares. This process never holds the
-// run's seed, the reference or its answers: it cannot copy what it never sees.
+// lets its judge calibrate the gate on pkb's own empty calls; makes its own communicator
+// (NCCL, where ranks have a GPU each) connect; enters the sandbox (rank/sandbox.hpp) and
+// only then loads the candidate. Every call runs between the gate's flags (jobs/gate.hpp):
+// the judge poisons the outputs and writes the inputs before it, and times it and copies
+// its outputs out from its own process as the call's work on ctx->stream ends. This
+// process never holds the run's seed, the reference, its answers, the captures or the
+// clock that counts: it cannot copy or rewrite what it never holds.
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -23,8 +23,10 @@
 #include "eval/compare.hpp"
 #include "eval/layout.hpp"
 #include "eval/protocol.hpp"
+#include "eval/reference_candidate.hpp"
 #include "eval/reports.hpp"
 #include "heap/heap.hpp"
+#include "jobs/gate.hpp"
 #include "jobs/harness.hpp"
 #include "jobs/jobs.hpp"
 #include "jobs/timing.hpp"
@@ -80,6 +82,8 @@ class CandidateJob {
 
   void setup() {
     make_harness();
+    calibrate();
+    r_.client.phase(phase::kInit);
     // NCCL connects lazily and over new sockets, which the sandbox denies: a round of the
     // candidate's communicator makes every connection now.
     if (r_.comm) {
@@ -90,21 +94,30 @@ class CandidateJob {
       r_.comm->all_gather(y, x.narrow(0, 0, 64));
       device::synchronize(r_.device);
     }
+    // The reference as the candidate (@reference) is pkb's own code: set up before the
+    // sandbox (a sub-communicator opens sockets), over the candidate's NCCL where ranks have
+    // a GPU each, else over shared memory of its own (no sockets after the sandbox either).
+    bool reference = rank::is_reference_solution(job_.library);
+    if (reference) {
+      if (!r_.comm) own_comm_ = comm::make_shm(r_.client, r_.rank, r_.world, r_.device);
+      cand_ = eval::make_reference_candidate(spec_, job_.size, r_.world, r_.rank, r_.device, dt_,
+                                             r_.comm ? *r_.comm : *own_comm_);
+    }
     // A .py candidate's interpreter (torch, Triton) starts before the sandbox, as pkb's own
     // work, under a deadline of its own.
     bool python = std::filesystem::path(job_.library).extension() == ".py";
     if (python) r_.client.phase(phase::kInterpreter);
-    eval::LoadNeeds needs = eval::prepare_candidate(job_.library, r_.device.is_cuda());
+    eval::LoadNeeds needs = reference ? eval::LoadNeeds{} : eval::prepare_candidate(job_.library, r_.device.is_cuda());
     if (python) r_.client.phase(phase::kInit);
     if (job_.sandbox) {
-      needs.read.push_back(std::filesystem::path(job_.library).parent_path().string());
+      if (!reference) needs.read.push_back(std::filesystem::path(job_.library).parent_path().string());
       needs.read.push_back(std::filesystem::path(job_.spec()).parent_path().string());
       rank::SandboxPaths paths = rank::rank_paths(needs.read, needs.write);
       if (needs.processes) rank::allow_programs(paths, needs.exec);
       paths.every_thread = !r_.comm;  // NCCL's threads keep what they need
       sandbox_ = rank::enter_sandbox(paths);
     }
-    cand_ = eval::load_candidate(job_.library);  // its constructors (a module's import) run here, confined
+    if (!reference) cand_ = eval::load_candidate(job_.library);  // its constructors (a module's import) run here, confined
     deny_if_violated("while being loaded");
     cctx_ = std::make_unique<CandidateCtx>(*r_.heap, r_.client, r_.device.is_cuda() ? r_.device.index() : -1, stream_,
                                            comm::nccl_handle(r_.comm.get()), spec_, vars_);
@@ -132,17 +145,19 @@ class CandidateJob {
   // expect), then the candidate's own heap; host tensors in a shared host region. Both
   // exported before any candidate code exists; the judge maps them.
   void make_harness() {
-    layout_ = eval::plan_harness(spec_, job_.size, r_.world, dt_name_, job_.timing ? std::max(job_.captures, 1) : 1);
+    layout_ = eval::plan_harness(spec_, job_.size, r_.world, dt_name_);
     // The candidate's own heap: as asked, else room for two copies of what it reads and
     // writes (a double-buffered exchange of every input), never under 256 MiB.
     size_t own = job_.candidate_heap_bytes ? job_.candidate_heap_bytes
-                                           : std::max(size_t{256} << 20, 2 * (layout_.set_device + layout_.set_host));
+                                           : std::max(size_t{256} << 20, 2 * (layout_.set_device - eval::kGateBytes + layout_.set_host));
     r_.make_heap(layout_.device_bytes() + own);
     size_t first = r_.heap->allocate(layout_.device_bytes());
     host_ = heap::export_host(r_.client, proto::kHostRegion + std::string("/") + std::to_string(r_.rank),
                               layout_.host_bytes());
     char* base = static_cast<char*>(r_.heap->base(r_.rank)) + first;
     harness_ = std::make_unique<Harness>(spec_, vars_, dt_, layout_, base, static_cast<char*>(host_->data()), r_.device);
+    gate_ = std::make_unique<CandidateGate>(r_.device, stream_, base);
+    gate_->reset();
     // A tensor empty on this rank still has its slot (solution.h): its address, not the
     // null data pointer of an empty tensor.
     auto described = [&](const spec::TensorSpec& t, const at::Tensor& x, const eval::Slot& slot) {
@@ -154,6 +169,27 @@ class CandidateJob {
     for (size_t i = 0; i < spec_.outputs.size(); ++i)
       dout_.push_back(described(spec_.outputs[i], harness_->out[i], layout_.out[i]));
     pair_.send(proto::kReady, {{"heap_span", r_.heap->bytes() + r_.heap->pad_bytes()}});
+  }
+
+  // The gate's own cost, measured by the judge on calls of pkb's that do nothing, here,
+  // before any candidate code exists in this process (CUDA: the judge's clock needs it).
+  void calibrate() {
+    if (!r_.device.is_cuda() || !job_.timing) return;
+    r_.client.phase(phase::kCalibration);
+    for (int i = 0; i < eval::protocol::kCalibrationCalls; ++i) {
+      uint32_t seq = request_call(i);
+      gate_->call(seq, [] { return 0; });
+    }
+    device::sync_stream(r_.device, stream_);
+  }
+
+  // Asks the judge for call `i` (its inputs written, its outputs poisoned) and returns the
+  // call's sequence number on the gate.
+  uint32_t request_call(int i) {
+    pair_.send(proto::kFill, {{"call", i}});
+    json f = pair_.receive(proto::kFilled);
+    if (f.value("call", -1) != i) throw proto::ProtocolError("filled the wrong call");
+    return f.at("seq").get<uint32_t>();
   }
 
   void deny_if_violated(const std::string& when) {
@@ -188,12 +224,10 @@ class CandidateJob {
 
   // ---- calls ----------------------------------------------------------------------------------
 
-  void poison_outputs(bool flip) {
-    for (size_t i = 0; i < harness_->out.size(); ++i) {
-      eval::poison(harness_->out[i], flip);
-      // Dynamic dims start at their capacity; the candidate writes the real size.
+  // Dynamic dims start at their capacity; the candidate writes the real size.
+  void reset_sizes() {
+    for (size_t i = 0; i < harness_->out.size(); ++i)
       for (int d = 0; d < dout_[i].ndim; ++d) dout_[i].sizes[d] = harness_->out[i].size(d);
-    }
   }
 
   std::optional<Failure> call(const std::string& ph, int64_t trial) {
@@ -202,11 +236,8 @@ class CandidateJob {
     return std::nullopt;
   }
 
-  // The outputs as ctx->stream holds them now (enqueued there on CUDA; done at once on the
-  // CPU) into capture slot k, and the sizes the call reported.
-  ReportedSizes capture(int k) {
-    const std::vector<at::Tensor>& c = harness_->capture(k);
-    for (size_t i = 0; i < c.size(); ++i) c[i].copy_(harness_->out[i], /*non_blocking=*/true);
+  // The sizes the call reported, one list per output.
+  ReportedSizes reported_sizes() const {
     ReportedSizes sizes;
     for (auto& d : dout_) sizes.emplace_back(d.sizes, d.sizes + d.ndim);
     return sizes;
@@ -230,14 +261,12 @@ class CandidateJob {
       json in = pair_.receive(proto::kInputs);
       if (in.value("trial", -1) != t) throw proto::ProtocolError("inputs for " + in.dump() + " in trial " + std::to_string(t));
       r_.client.phase(phase::kTrial, t);
-      poison_outputs(t % 2);
-      device::sync_stream(r_.device, stream_);
-      std::optional<Failure> fail = call(phase::kTrial, t);
-      ReportedSizes sizes = capture(0);
+      reset_sizes();
+      std::optional<Failure> fail = gate_->call(in.at("seq").get<uint32_t>(), [&] { return call(phase::kTrial, t); });
       // Device errors (and work the candidate left on other streams) surface here.
       device::synchronize(r_.device);
       if (!fail) fail = sandbox_failure(phase::kTrial, t);
-      pair_.send(proto::kRan, {{"trial", t}, {"failure", failure_json(fail)}, {"sizes", sizes}});
+      pair_.send(proto::kRan, {{"trial", t}, {"failure", failure_json(fail)}, {"sizes", reported_sizes()}});
       r_.client.phase(phase::kAwaitJudge, t);
       bool stop = false;
       if (!decided(&stop)) return false;
@@ -247,15 +276,11 @@ class CandidateJob {
 
   // ---- timing -------------------------------------------------------------------------------
 
+  // Warm-up and the escape check here, on the set as the judge left it; then every timed
+  // call on inputs the judge writes just before it, between the gate's flags. The judge's
+  // clock is the one that counts; the rank's own events are its reading, sent along.
   void timing() {
     r_.client.phase(phase::kTimingSetup);
-    // The device's copy bandwidth at this problem's output size, timed like a call: what a
-    // copy-bound candidate should reach.
-    if (r_.rank == 0 && r_.device.is_cuda()) {
-      size_t bytes = 0;
-      for (auto& y : harness_->out) bytes += y.nbytes();
-      report_.device_copy = {{"bytes", bytes}, {"median_us", device::copy_us(r_.device, bytes)}};
-    }
     pair_.receive(proto::kInputs);  // the warm-up's inputs are in the set
     r_.client.phase(phase::kCandidateWarmup);
     std::optional<Failure> fail;
@@ -266,40 +291,31 @@ class CandidateJob {
     int n = timing::agree_iters(r_, w.s_per_call);
     if (!fail) escape_check(n);
     pair_.send(proto::kTiming, {{"iters", n}});
-    std::vector<int> captured = pair_.receive(proto::kPlan).at("captured").get<std::vector<int>>();
-    std::map<int, int> slot_of;  // timed call -> capture slot
-    for (size_t k = 0; k < captured.size(); ++k) slot_of[captured[k]] = static_cast<int>(k);
-    std::vector<ReportedSizes> sizes(captured.size());
 
-    device::Clocks before = device::read_clocks(r_.device);
     r_.client.phase(phase::kCandidateTiming);
+    auto own = device::make_timer(r_.device, stream_, n);
+    std::vector<ReportedSizes> sizes;
+    auto t0 = Clock::now();
+    for (int i = 0; i < n && !fail; ++i) {
+      uint32_t seq = request_call(i);
+      reset_sizes();
+      gate_->call(seq, [&] {
+        own->start(i);
+        fail = call(phase::kCandidateTiming, timing::kTimedKey + i);
+        own->stop(i);
+        return 0;
+      });
+      sizes.push_back(reported_sizes());
+    }
     eval::CallTimes t;
-    if (!fail)
-      t = timing::timed_loop(
-          r_, stream_, n,
-          [&](int i) {
-            // The previous call is done with the set before the judge writes this call's inputs.
-            device::sync_stream(r_.device, stream_);
-            pair_.send(proto::kFill, {{"call", i}});
-            if (pair_.receive(proto::kFilled).value("call", -1) != i) throw proto::ProtocolError("filled the wrong call");
-            poison_outputs(i % 2);
-          },
-          [&](int i) {
-            fail = call(phase::kCandidateTiming, timing::kTimedKey + i);
-            return !fail;
-          },
-          [&](int i) {
-            auto it = slot_of.find(i);
-            if (it != slot_of.end()) sizes[it->second] = capture(it->second);
-          });
-    device::Clocks after = device::read_clocks(r_.device);
-    if (!fail) fail = sandbox_failure(phase::kCandidateTiming, -1);
+    t.us = own->elapsed_us();
+    t.us.resize(sizes.size());
+    t.loop_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
     t.warmup = w.calls;
+    device::synchronize(r_.device);
+    if (!fail) fail = sandbox_failure(phase::kCandidateTiming, -1);
     report_.timing = t;
-    report_.captured_calls = static_cast<int>(captured.size());
-    report_.clocks = eval::Clocks{before.sm_mhz, after.sm_mhz, after.max_sm_mhz, after.throttle_reasons,
-                                  before.throttled || after.throttled};
-    pair_.send(proto::kTimed, {{"failure", failure_json(fail)}, {"sizes", sizes}, {"calls", t.us.size()}});
+    pair_.send(proto::kTimed, {{"failure", failure_json(fail)}, {"sizes", sizes}, {"calls", sizes.size()}});
     r_.client.phase(phase::kAwaitJudge);
     decided();
   }
@@ -351,7 +367,9 @@ class CandidateJob {
   eval::HarnessLayout layout_;
   std::unique_ptr<heap::Mapping> host_;
   std::unique_ptr<Harness> harness_;
+  std::unique_ptr<CandidateGate> gate_;
   std::vector<pkb_tensor> din_, dout_;
+  std::unique_ptr<Comm> own_comm_;  // @reference's where the rank has no communicator
   std::unique_ptr<eval::Candidate> cand_;
   std::unique_ptr<CandidateCtx> cctx_;
   rank::SandboxStatus sandbox_;

@@ -3,19 +3,21 @@
 //
 // First, before any candidate rank touches its GPU, the judges time the reference (unless
 // the parent has that timing cached) and give its memory back. Then each judge maps its
-// candidate rank's harness (eval/layout.hpp: the set the candidate is called on and the
-// capture slots) and drives it over their pair's messages (eval/protocol.hpp): it writes
-// every call's fresh inputs into the candidate's set, lets the candidate rank call, and
-// judges what the candidate rank captured as the call ended against the reference it runs
-// here, on inputs it made itself. The candidate's process never holds the seed, the
-// reference's outputs or the comparison; what it reports (its calls' times) is checked by
-// the parent against what the parent saw itself.
+// candidate rank's harness (eval/layout.hpp: the gate's flags and the set the candidate is
+// called on), calibrates the gate (jobs/gate.hpp) on pkb's own empty calls, and drives the
+// candidate rank over their pair's messages (eval/protocol.hpp): it writes every call's
+// fresh inputs and poisons its outputs, opens the gate, copies the outputs into memory of
+// its own the moment the call's work on the candidate's stream ends, times the call with
+// events on its own stream, and judges the copies against the reference it runs here, on
+// inputs it made itself. The candidate's process never holds the seed, the reference's
+// outputs, the captures, the comparison or the clock that counts.
 #include <ATen/ATen.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -25,8 +27,10 @@
 #include "eval/layout.hpp"
 #include "eval/protocol.hpp"
 #include "eval/reports.hpp"
+#include "eval/stats.hpp"
 #include "heap/heap.hpp"
 #include "jobs/context.hpp"
+#include "jobs/gate.hpp"
 #include "jobs/harness.hpp"
 #include "jobs/jobs.hpp"
 #include "jobs/timing.hpp"
@@ -81,7 +85,11 @@ class JudgeJob {
     r_.make_heap(0);  // its signal pads align the judges' timed calls
     if (job_.timing && job_.time_reference) {
       device::reset_peak(r_.device);
-      report_.reference = timing::time_reference(pc_, stream_);
+      timing::ReferenceTiming rt = timing::time_reference_until_stable(pc_, stream_);
+      report_.reference = rt.attempts;
+      report_.reference_kept = rt.kept;
+      report_.reference_stable = rt.stable;
+      report_.reference_unstable = rt.why;
       report_.reference_peak_bytes = static_cast<double>(device::peak_allocated(r_.device));
       report_.phase_ms["reference_timing"] = ms_since(t0);
     }
@@ -91,6 +99,7 @@ class JudgeJob {
     if (r_.rank == 0) r_.client.set(proto::kReferenceDone, "1");
     t0 = Clock::now();
     map_candidate();
+    calibrate();
     report_.phase_ms["candidate_setup"] = ms_since(t0);
     t0 = Clock::now();
     Decision d = trials();
@@ -111,8 +120,7 @@ class JudgeJob {
   void map_candidate() {
     r_.client.phase(phase::kAwaitCandidate);
     json ready = pair_.receive(proto::kReady);
-    layout_ = eval::plan_harness(pc_.spec, job_.size, r_.world, job_.dtype.empty() ? pc_.spec.dtype : job_.dtype,
-                                 job_.timing ? std::max(job_.captures, 1) : 1);
+    layout_ = eval::plan_harness(pc_.spec, job_.size, r_.world, job_.dtype.empty() ? pc_.spec.dtype : job_.dtype);
     size_t span = ready.at("heap_span").get<size_t>();
     if (span < layout_.device_bytes()) throw eval::protocol::ProtocolError("the candidate rank's heap is too small");
     bool cuda = r_.device.is_cuda();
@@ -123,14 +131,48 @@ class JudgeJob {
                               layout_.host_bytes());
     harness_ = std::make_unique<Harness>(pc_.spec, pc_.ctx.vars(), pc_.dt, layout_, static_cast<char*>(device_->data()),
                                          static_cast<char*>(host_->data()), r_.device);
+    gate_ = std::make_unique<JudgeGate>(r_.device, stream_, static_cast<char*>(device_->data()));
+    trial_capture_ = std::make_unique<Captures>(harness_->out, 1, r_.device);
   }
 
-  // Fresh inputs of `key` into the candidate's set; the pristine copy stays here.
-  Inputs fill(int64_t key) {
+  // The next call's number on the gate.
+  uint32_t next_seq() { return ++seq_; }
+
+  // What the gate costs a call that does nothing: the candidate rank makes pkb's own empty
+  // calls through it before any candidate code is loaded there, and this judge times them
+  // exactly as it times the candidate's calls (CUDA only).
+  void calibrate() {
+    if (!r_.device.is_cuda() || !job_.timing) return;
+    r_.client.phase(phase::kCalibration);
+    const int n = proto::kCalibrationCalls;
+    auto timer = device::make_timer(r_.device, stream_, n);
+    for (int i = 0; i < n; ++i) {
+      json m = pair_.receive(proto::kFill);
+      if (m.value("call", -1) != i) throw proto::ProtocolError("calibration call " + m.dump());
+      gate_->sync();
+      uint32_t seq = next_seq();
+      gate_->timed(seq, *timer, i, job_.cache == "cold", *r_.heap, harness_->out, nullptr);
+      pair_.send(proto::kFilled, {{"call", i}, {"seq", seq}});
+    }
+    eval::Stats o = eval::stats_of(timer->elapsed_us());
+    report_.gate = eval::GateOverhead{o.median, o.iqr, n};
+  }
+
+  // Fresh inputs of `key` into the candidate's set, its outputs poisoned (both in place
+  // when this returns); the pristine copy stays here.
+  Inputs fill(int64_t key, bool flip = false) {
     Inputs pristine = pc_.inputs_for(key);
     for (size_t i = 0; i < pristine.size(); ++i) harness_->in[i].copy_(pristine.at(i));
+    for (auto& y : harness_->out) eval::poison(y, flip);
     device::synchronize(r_.device);  // in place before the candidate rank is told
     return pristine;
+  }
+
+  // The host-declared outputs into `into` (the gate copies the device ones on the stream),
+  // and on the CPU device all of them: once the candidate rank says the call returned.
+  void capture_on_host(const std::vector<at::Tensor>& into) {
+    for (size_t i = 0; i < into.size(); ++i)
+      if (!r_.device.is_cuda() || harness_->out[i].is_cpu()) into[i].copy_(harness_->out[i]);
   }
 
   // ---- judging one call ---------------------------------------------------------------------
@@ -166,14 +208,14 @@ class JudgeJob {
     return std::nullopt;
   }
 
-  // A call's captured outputs (capture slot `slot`, at the sizes the call reported) against
+  // A call's captured outputs (at the sizes the call reported) against
   // the reference's. When they are wrong but the live outputs (when still this call's) are
   // right, the work landed after the call's own work on ctx->stream ended.
-  std::optional<Failure> judge_call(int slot, const ReportedSizes& sizes, bool live, const std::vector<at::Tensor>& want,
-                                    const std::string& ph, int64_t trial) {
+  std::optional<Failure> judge_call(const std::vector<at::Tensor>& captured, const ReportedSizes& sizes, bool live,
+                                    const std::vector<at::Tensor>& want, const std::string& ph, int64_t trial) {
     std::vector<at::Tensor> got;
     std::string output;
-    std::string bad = narrow_to_reported(pc_.spec, harness_->capture(slot), sizes, got, output);
+    std::string bad = narrow_to_reported(pc_.spec, captured, sizes, got, output);
     if (!bad.empty()) return make_failure(Verdict::wrong, ph, trial, output, "shape", bad);
     std::optional<Failure> f = compare_outputs(got, want, ph, trial, true);
     if (!f || !live) return f;
@@ -232,14 +274,15 @@ class JudgeJob {
   static ReportedSizes sizes_of(const json& sizes) { return sizes.get<ReportedSizes>(); }
 
   // The trial's inputs (made again: the reference may have written to those it may
-  // change), the candidate's outputs from capture slot `slot`, the reference's.
-  void save(int64_t trial, int slot, const ReportedSizes& sizes, const std::vector<at::Tensor>& ref) {
+  // change), the candidate's captured outputs, the reference's.
+  void save(int64_t trial, const std::vector<at::Tensor>& captured, const ReportedSizes& sizes,
+            const std::vector<at::Tensor>& ref) {
     const std::string& dir = job_.save_dir;
     if (dir.empty()) return;
     Inputs in = pc_.inputs_for(trial);
     std::vector<at::Tensor> got;
     std::string output;
-    if (!narrow_to_reported(pc_.spec, harness_->capture(slot), sizes, got, output).empty()) got = harness_->capture(slot);
+    if (!narrow_to_reported(pc_.spec, captured, sizes, got, output).empty()) got = captured;
     std::string rk = "/rank_" + std::to_string(r_.rank) + ".pt";
     for (auto sub : {"/reference", "/candidate", "/inputs"}) std::filesystem::create_directories(dir + sub);
     tensor::save_outputs(dir + "/reference" + rk, ref);
@@ -255,8 +298,11 @@ class JudgeJob {
     Decision d;
     for (int t = 0; t < job_.trials; ++t) {
       r_.client.phase(phase::kTrial, t);
-      Inputs pristine = fill(t);
-      pair_.send(proto::kInputs, {{"trial", t}});
+      Inputs pristine = fill(t, t % 2);
+      const std::vector<at::Tensor>& captured = (*trial_capture_)[0];
+      uint32_t seq = next_seq();
+      gate_->trial(seq, harness_->out, &captured);
+      pair_.send(proto::kInputs, {{"trial", t}, {"seq", seq}});
       r_.client.phase(phase::kAwaitCandidate, t);
       std::optional<Failure> fail;
       json ran;
@@ -268,6 +314,10 @@ class JudgeJob {
         fail = protocol_failure(phase::kTrial, t, e.what());
       }
       r_.client.phase(phase::kTrial, t);
+      if (!fail) {
+        gate_->sync();
+        capture_on_host(captured);
+      }
       if (!fail) fail = check_inputs(pristine, phase::kTrial, t);
       // Every judge runs the reference, whatever its candidate did: it communicates. On the
       // pristine inputs themselves (checked above), and no copy to check the reference
@@ -276,10 +326,10 @@ class JudgeJob {
       ReportedSizes sizes;
       if (!fail) {
         sizes = sizes_of(ran.at("sizes"));
-        fail = judge_call(0, sizes, true, want, phase::kTrial, t);
+        fail = judge_call(captured, sizes, true, want, phase::kTrial, t);
       }
       report_.trials_run = t + 1;
-      if (t == 0 || fail) save(t, 0, sizes.empty() ? default_sizes() : sizes, want);
+      if (t == 0 || fail) save(t, captured, sizes.empty() ? default_sizes() : sizes, want);
       bool out_of_time = t + 1 >= job_.min_trials && ms_since(t0) > 1000 * job_.trials_budget_s;
       d = agree(fail, out_of_time || t + 1 == job_.trials, t);
       tell(d);
@@ -297,9 +347,18 @@ class JudgeJob {
 
   // ---- timing: the candidate rank's timed calls, their inputs and their checks ----------------
 
+  // Warm-up inputs for the candidate rank's own warm-up and escape check; then every timed
+  // call through the gate: its inputs written and outputs poisoned here, the L2 evicted,
+  // the judges aligned, the call timed on this judge's stream and, for the calls chosen in
+  // secret, its outputs copied out as it ends.
   Decision timing() {
     r_.client.phase(phase::kTimingSetup);
     fill(timing::kWarmKey);
+    if (r_.rank == 0 && r_.device.is_cuda()) {  // what a copy-bound candidate should reach
+      size_t bytes = 0;
+      for (auto& y : harness_->out) bytes += y.nbytes();
+      report_.device_copy = {{"bytes", bytes}, {"median_us", device::copy_us(r_.device, bytes)}};
+    }
     pair_.send(proto::kInputs, {{"warm", true}});
     r_.client.phase(phase::kAwaitCandidate);
     std::optional<Failure> fail;
@@ -310,19 +369,44 @@ class JudgeJob {
       n = pair_.receive(proto::kTiming).at("iters").get<int>();
       if (n < 1 || n > job_.iters) throw proto::ProtocolError("asked for " + std::to_string(n) + " timed calls");
       captured = choose_captured(n);
-      pair_.send(proto::kPlan, {{"captured", captured}});
+      captures_ = std::make_unique<Captures>(harness_->out, static_cast<int>(captured.size()), r_.device);
+      std::map<int, int> slot_of;  // timed call -> capture
+      for (size_t k = 0; k < captured.size(); ++k) slot_of[captured[k]] = static_cast<int>(k);
+      auto slot = [&](int i) -> const std::vector<at::Tensor>* {
+        auto it = slot_of.find(i);
+        return it == slot_of.end() ? nullptr : &(*captures_)[it->second];
+      };
+      auto timer = device::make_timer(r_.device, stream_, n);
+      device::Clocks before = device::read_clocks(r_.device);
+      r_.client.phase(phase::kAwaitCandidate);
       // Every timed call's inputs, made here just before the call, so no call sees
       // another's and none exist before their call.
-      for (int i = 0;; ++i) {
+      int i = 0;
+      for (;; ++i) {
         json m = pair_.receive_any();
+        gate_->sync();  // the previous call is over, its outputs copied
+        if (i > 0 && slot(i - 1)) capture_on_host(*slot(i - 1));
         if (m["type"] == proto::kTimed) {
           timed = m;
           break;
         }
         if (m["type"] != proto::kFill || m.value("call", -1) != i || i >= n)
           throw proto::ProtocolError("a '" + m["type"].get<std::string>() + "' message at timed call " + std::to_string(i));
-        last_inputs_ = fill(timing::kTimedKey + i);
-        pair_.send(proto::kFilled, {{"call", i}});
+        last_inputs_ = fill(timing::kTimedKey + i, i % 2);
+        uint32_t seq = next_seq();
+        gate_->timed(seq, *timer, i, job_.cache == "cold", *r_.heap, harness_->out, slot(i));
+        pair_.send(proto::kFilled, {{"call", i}, {"seq", seq}});
+      }
+      device::Clocks after = device::read_clocks(r_.device);
+      report_.clocks = eval::Clocks{before.sm_mhz, after.sm_mhz, after.max_sm_mhz, after.throttle_reasons,
+                                    before.throttled || after.throttled};
+      report_.captured_calls = static_cast<int>(captured.size());
+      if (r_.device.is_cuda()) {
+        // The judge's clock, less what the gate costs a call that does nothing.
+        std::vector<double> us = timer->elapsed_us();
+        us.resize(i);
+        for (double& x : us) x = std::max(0.0, x - report_.gate->median_us);
+        report_.candidate = eval::CallTimes{us, 0, 0};
       }
       fail = reported_failure(timed);
     } catch (const std::exception& e) {
@@ -338,10 +422,10 @@ class JudgeJob {
   std::vector<int> choose_captured(int n) {
     std::vector<int> calls(n);
     std::iota(calls.begin(), calls.end(), 0);
-    if (layout_.captures < n) {
+    if (job_.captures < n) {
       std::mt19937_64 pick(tensor::derive_seed(job_.seed, timing::kTimedKey, 7));
       std::shuffle(calls.begin(), calls.end(), pick);
-      calls.resize(layout_.captures);
+      calls.resize(std::max(job_.captures, 1));
       std::sort(calls.begin(), calls.end());
     }
     return calls;
@@ -357,14 +441,14 @@ class JudgeJob {
     if (!last_inputs_.tensors().empty())
       if (auto f = check_inputs(last_inputs_, "timing", timing::kTimedKey + n - 1)) return f;
     json sizes = timed.at("sizes");
-    if (sizes.size() != captured.size()) return protocol_failure("timing", -1, "sizes of " + std::to_string(sizes.size()) + " captures");
+    if (static_cast<int>(sizes.size()) != n) return protocol_failure("timing", -1, "sizes of " + std::to_string(sizes.size()) + " calls");
     std::optional<Failure> first;
     for (size_t k = 0; k < captured.size(); ++k) {
       int i = captured[k];
       Inputs pristine = pc_.inputs_for(timing::kTimedKey + i);
       std::vector<at::Tensor> want = pc_.run_reference(pristine);
       std::optional<Failure> f =
-          judge_call(static_cast<int>(k), sizes_of(sizes[k]), i == n - 1, want, "timing", timing::kTimedKey + i);
+          judge_call((*captures_)[static_cast<int>(k)], sizes_of(sizes[i]), i == n - 1, want, "timing", timing::kTimedKey + i);
       ++report_.timed_calls_checked;
       if (!f) continue;
       f->detail = "timed call " + std::to_string(i) + ": " + f->detail;
@@ -382,6 +466,9 @@ class JudgeJob {
   eval::HarnessLayout layout_;
   std::unique_ptr<heap::Mapping> device_, host_;
   std::unique_ptr<Harness> harness_;
+  std::unique_ptr<JudgeGate> gate_;
+  std::unique_ptr<Captures> trial_capture_, captures_;
+  uint32_t seq_ = 0;
   Inputs last_inputs_;
   void* stream_ = nullptr;
 };

@@ -1,5 +1,7 @@
 #include "jobs/harness.hpp"
 
+#include <ATen/ATen.h>
+
 #include "tensor/dtypes.hpp"
 #include "tensor/init.hpp"
 
@@ -14,10 +16,13 @@ Harness::Harness(const spec::ProblemSpec& s, const spec::Vars& vars, at::ScalarT
   };
   for (size_t i = 0; i < s.inputs.size(); ++i) in.push_back(view(s.inputs[i], l.in[i].offset, l.in[i].host));
   for (size_t i = 0; i < s.outputs.size(); ++i) out.push_back(view(s.outputs[i], l.out[i].offset, l.out[i].host));
-  for (int k = 0; k < l.captures; ++k) {
+}
+
+Captures::Captures(const std::vector<at::Tensor>& out, int count, at::Device device) {
+  for (int k = 0; k < count; ++k) {
     std::vector<at::Tensor> c;
-    for (size_t i = 0; i < s.outputs.size(); ++i) c.push_back(view(s.outputs[i], l.capture_at(k, i), l.out[i].host));
-    captures_.push_back(std::move(c));
+    for (auto& y : out) c.push_back(at::empty(y.sizes(), y.options().device(y.is_cpu() ? at::Device(at::kCPU) : device)));
+    slots_.push_back(std::move(c));
   }
 }
 

@@ -1,8 +1,8 @@
 // pkb's buffers of one candidate rank as tensors, over the regions eval::HarnessLayout lays
-// out: the set the candidate is called on (inputs and outputs) and the capture slots its
-// outputs are copied into as calls end. A candidate rank views its own memory so; its
-// judge rank views the same memory through a mapping. Also what both sides need to turn
-// a call's captured outputs into the tensors it reported (dynamic dims).
+// out: the set the candidate is called on (inputs and outputs). A candidate rank views its
+// own memory so; its judge rank views the same memory through a mapping, and copies each
+// call's outputs into captures of its own (memory the candidate rank never maps). Also
+// what both sides need to turn a call's outputs into the tensors it reported (dynamic dims).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -25,11 +25,18 @@ class Harness {
           char* device_base, char* host_base, at::Device device);
 
   std::vector<at::Tensor> in, out;  // the set
-  const std::vector<at::Tensor>& capture(int k) const { return captures_.at(k); }
-  int captures() const { return static_cast<int>(captures_.size()); }
+};
+
+// A judge rank's copies of its candidate rank's outputs, `count` calls' worth, in the
+// judge's own memory (device tensors on `device`, host ones on the host), shaped like `out`.
+class Captures {
+ public:
+  Captures(const std::vector<at::Tensor>& out, int count, at::Device device);
+  const std::vector<at::Tensor>& operator[](int k) const { return slots_.at(k); }
+  int count() const { return static_cast<int>(slots_.size()); }
 
  private:
-  std::vector<std::vector<at::Tensor>> captures_;
+  std::vector<std::vector<at::Tensor>> slots_;
 };
 
 // The sizes a call reported for its outputs' dims (pkb_tensor::sizes after the call), one

@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "device/device.hpp"
+#include "eval/stats.hpp"
 #include "launch/phases.hpp"
 
 namespace pkb::jobs::timing {
@@ -15,6 +19,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// Whether the SM clock is where a timing can start: at its maximum, or held below it only
+// by the power cap (an idle GPU starts at a fraction of it and needs a while to ramp up).
+bool clocks_up(const device::Clocks& c, double fraction) {
+  constexpr unsigned long long kPowerCap = 0x4;  // NVML's SW power cap reason
+  if (c.max_sm_mhz <= 0) return true;             // unknown (no NVML): nothing to wait for
+  return c.sm_mhz >= fraction * c.max_sm_mhz || (c.throttle_reasons & kPowerCap);
+}
+
 }  // namespace
 
 Warmup warm_up(const rank::Rank& r, const std::function<bool()>& call) {
@@ -22,14 +34,18 @@ Warmup warm_up(const rank::Rank& r, const std::function<bool()>& call) {
   Warmup w;
   auto t0 = Clock::now();
   int most = std::max(job.warmup, 1);
-  while (w.calls < most) {
+  bool cuda = r.device.is_cuda();
+  // The settings' calls, then on CUDA more until the clock has ramped up (within the budget):
+  // 500 calls of 10 us are 5 ms, far less than an idle GPU takes to reach its clock.
+  for (;;) {
     ++w.calls;
     if (!call()) break;
     // The clock only means something once the device has done the work: check it at
     // doubling counts (1, 2, 4, ...), so a fast call is not held up by waiting.
-    if ((w.calls & (w.calls - 1)) == 0) {
+    if ((w.calls & (w.calls - 1)) == 0 || w.calls >= most) {
       device::synchronize(r.device);
       if (seconds_since(t0) > job.warmup_budget_s) break;
+      if (w.calls >= most && (!cuda || clocks_up(device::read_clocks(r.device), Stability{}.min_clock_fraction))) break;
     }
   }
   device::synchronize(r.device);
@@ -99,6 +115,90 @@ eval::CallTimes time_reference(ProblemContext& pc, void* stream) {
       [](int) {});
   t.warmup = w.calls;
   return t;
+}
+
+}  // namespace pkb::jobs::timing
+
+namespace pkb::jobs::timing {
+
+namespace {
+
+std::string spread_unstable(const std::vector<double>& times, const Stability& rule) {
+  eval::Stats st = eval::stats_of(times);
+  if (st.median <= 0 || st.iqr <= rule.max_rel_iqr * st.median) return "";
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "IQR %.1f us on a median of %.1f us (over %.0f%%)", st.iqr, st.median,
+                100 * rule.max_rel_iqr);
+  return buf;
+}
+
+std::string clocks_unstable(const eval::Clocks& c, const Stability& rule) {
+  if (c.throttled) return "the GPU slowed down (thermal or hardware slowdown) during the timed calls";
+  device::Clocks before{c.sm_mhz_before, c.max_sm_mhz, c.throttle_reasons, c.throttled};
+  device::Clocks after{c.sm_mhz_after, c.max_sm_mhz, c.throttle_reasons, c.throttled};
+  if (clocks_up(before, rule.min_clock_fraction) && clocks_up(after, rule.min_clock_fraction)) return "";
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "the SM clock was %d and %d MHz before and after, of %d", c.sm_mhz_before,
+                c.sm_mhz_after, c.max_sm_mhz);
+  return buf;
+}
+
+eval::Clocks clocks_from(const nlohmann::json& k) {
+  return {k.at("sm_mhz_before"), k.at("sm_mhz_after"), k.at("max_sm_mhz"), k.at("throttle_reasons"), k.at("throttled")};
+}
+
+}  // namespace
+
+std::string unstable_because(const std::vector<double>& times, const eval::Clocks& clocks, const Stability& rule) {
+  std::string why = spread_unstable(times, rule);
+  return why.empty() ? clocks_unstable(clocks, rule) : why;
+}
+
+ReferenceTiming time_reference_until_stable(ProblemContext& pc, void* stream, const Stability& rule) {
+  rank::Rank& r = pc.rank;
+  ReferenceTiming out;
+  std::vector<eval::Stats> slowest;
+  std::vector<std::string> why;
+  // CPU-device timings never count for speed (eval::timing_counts): one attempt, kept.
+  const bool cuda = r.device.is_cuda();
+  for (int a = 0; a < (cuda ? rule.attempts : 1); ++a) {
+    device::Clocks before = device::read_clocks(r.device);
+    eval::CallTimes t = time_reference(pc, stream);
+    device::Clocks after = device::read_clocks(r.device);
+    eval::Clocks c{before.sm_mhz, after.sm_mhz, after.max_sm_mhz, before.throttle_reasons | after.throttle_reasons,
+                   before.throttled || after.throttled};
+    out.attempts.push_back({t, c});
+    // Every judge decides on the same numbers: the slowest rank per call, and any rank's
+    // clocks out of line.
+    nlohmann::json mine = {{"us", t.us}, {"clocks", eval::to_json(c)}};
+    std::vector<std::vector<double>> per_rank;
+    std::string because;
+    for (auto& blob : r.client.all_gather(r.rank, r.world, mine.dump())) {
+      nlohmann::json j = nlohmann::json::parse(blob);
+      per_rank.push_back(j.at("us").get<std::vector<double>>());
+      if (because.empty()) because = clocks_unstable(clocks_from(j.at("clocks")), rule);
+    }
+    std::vector<double> calls = eval::slowest_per_call(per_rank);
+    if (because.empty()) because = spread_unstable(calls, rule);
+    if (!cuda) because.clear();
+    slowest.push_back(eval::stats_of(calls));
+    why.push_back(because);
+    if (because.empty()) break;
+  }
+  // The stable attempt with the lowest median; else the least spread one.
+  int best = -1;
+  for (size_t a = 0; a < slowest.size(); ++a)
+    if (why[a].empty() && (best < 0 || slowest[a].median < slowest[best].median)) best = static_cast<int>(a);
+  out.stable = best >= 0;
+  if (best < 0) {
+    best = 0;
+    auto rel = [&](size_t a) { return slowest[a].median > 0 ? slowest[a].iqr / slowest[a].median : 0.0; };
+    for (size_t a = 1; a < slowest.size(); ++a)
+      if (rel(a) < rel(best)) best = static_cast<int>(a);
+  }
+  out.kept = best;
+  out.why = why[best];
+  return out;
 }
 
 }  // namespace pkb::jobs::timing

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "eval/reports.hpp"
 #include "jobs/context.hpp"
@@ -47,5 +49,29 @@ eval::CallTimes timed_loop(rank::Rank& r, void* stream, int n, const std::functi
 // timed call on inputs of its own, drawn from the run's seed (key kTimedKey + i). Needs
 // the rank's heap (its signal pads). Announces the reference's warm-up and timing phases.
 eval::CallTimes time_reference(ProblemContext& pc, void* stream);
+
+// When a timing of the reference is stable enough to be a baseline: the slowest rank's
+// calls spread little (IQR / median), and the SM clock was at its maximum (or held below it
+// only by the power cap) before and after the timed calls, with no thermal or hardware
+// slowdown. A speedup is reference / candidate: a disturbed baseline inflates every
+// speedup measured against it, and the cache would reuse it for every later candidate.
+struct Stability {
+  double max_rel_iqr = 0.10;
+  double min_clock_fraction = 0.90;
+  int attempts = 3;  // timings of the reference at most, until one is stable
+};
+// "" when `times` (the slowest rank's per call) and `clocks` make a stable timing, else why not.
+std::string unstable_because(const std::vector<double>& times, const eval::Clocks& clocks, const Stability& rule = {});
+
+// The reference timed until a timing is stable (at most rule.attempts times), every judge
+// agreeing on each attempt from the slowest rank's calls. Kept: the stable attempt with the
+// lowest median, else (none stable) the least spread one, and `stable` says which.
+struct ReferenceTiming {
+  std::vector<eval::ReferenceAttempt> attempts;  // this rank's
+  int kept = 0;
+  bool stable = false;
+  std::string why;  // why the kept attempt is not stable ("" when it is)
+};
+ReferenceTiming time_reference_until_stable(ProblemContext& pc, void* stream, const Stability& rule = {});
 
 }  // namespace pkb::jobs::timing

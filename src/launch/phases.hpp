@@ -16,6 +16,8 @@ inline constexpr char kAwaitReference[] = "await_reference";
 inline constexpr char kAwaitJudge[] = "await_judge";
 inline constexpr char kAwaitCandidate[] = "await_candidate";
 inline constexpr char kSave[] = "save";            // writing outputs
+// pkb eval: a judge measures what its gate costs on pkb's own empty calls (jobs/gate.hpp).
+inline constexpr char kCalibration[] = "calibration";
 inline constexpr char kTimingSetup[] = "timing_setup";
 inline constexpr char kCandidateWarmup[] = "candidate_warmup";
 inline constexpr char kCandidateTiming[] = "candidate_timing";

@@ -35,9 +35,10 @@ void place_on_gpus(const PlaceRequest& req, Placement& p) {
   p.ranks_per_gpu = k;
   // NCCL refuses two ranks on one GPU; shared memory (through the host) does not mind.
   p.comm = k > 1 ? (req.ref_comm == "gloo" ? Comm::gloo : Comm::shm) : Comm::nccl;
-  if (k == 1) return;
-  p.warnings.push_back(std::to_string(k) + " ranks share each GPU: the reference communicates through " + std::string(name(p.comm)) +
-                       " and timings mean nothing");
+  if (k == 1 && !req.mps) return;
+  if (k > 1)
+    p.warnings.push_back(std::to_string(k) + " ranks share each GPU: the reference communicates through " +
+                         std::string(name(p.comm)) + " and timings mean nothing");
   if (req.no_mps) {
     p.warnings.push_back("MPS is off (--no-mps): device barriers between co-resident ranks take milliseconds");
     return;

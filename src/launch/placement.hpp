@@ -27,6 +27,7 @@ struct PlaceRequest {
   int ranks_per_gpu = 0;        // 0: as few as W needs
   bool multicast = false;       // allow NVLink multicast (NVLS); never on shared machines
   bool no_mps = false;
+  bool mps = false;             // a private MPS daemon even where every rank has a GPU of its own
   // Without a GPU per rank: "shm" or "gloo"; "auto" is shm where ranks share a GPU, gloo
   // on the CPU device. A GPU per rank always takes NCCL.
   std::string ref_comm = "auto";

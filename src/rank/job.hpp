@@ -28,6 +28,11 @@ enum class ErrorKind { error, abi, sandbox };
 const char* error_kind_name(ErrorKind k);
 ErrorKind error_kind_from_name(const std::string& name);  // "error" for any other name
 
+// What --solution and Job::library say for the problem's own reference run as the candidate
+// (`pkb eval --solution @reference`, eval/reference_candidate.hpp): there is no file.
+inline constexpr char kReferenceSolution[] = "@reference";
+inline bool is_reference_solution(const std::string& solution) { return solution == kReferenceSolution; }
+
 struct Job {
   std::string mode;  // dryrun, selftest, eval, validate
   Role role = Role::single;
@@ -62,7 +67,7 @@ struct Job {
   // call at least); timed calls are as many of `iters` as timing_budget_s holds at the
   // warm-up's pace, never under min_iters; trials stop after trials_budget_s once
   // min_trials ran.
-  std::string library;         // the candidate's shared object
+  std::string library;         // the candidate's shared object, .py file, or kReferenceSolution
   int warmup = 500, iters = 100;
   double warmup_budget_s = 1, timing_budget_s = 10, trials_budget_s = 60;
   int min_iters = 10, min_trials = 5;

@@ -161,8 +161,8 @@ TEST(Cli, TheOriginalsOtherFlagsGetThePkbWay) {
                               "a folder"))
       << r.err;
   one_line(run_pkb({"eval", "-p", "1", "-s", "reference"}),
-           "-s reference: pkb eval always runs the reference beside the candidate; `pkb dryrun -p 1` runs the reference "
-           "alone");
+           "-s reference: pkb eval always runs the reference beside the candidate; `-s @reference` runs the reference "
+           "as the candidate too (a sanity run of pkb), `pkb dryrun -p 1` runs the reference alone");
 }
 
 // nccl-tests users read -w as warm-up and -n as iterations: the help says what they are

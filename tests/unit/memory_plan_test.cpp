@@ -42,14 +42,15 @@ TEST(MemoryPlan, PartsAddUp) {
   const uint64_t x = 2 * MiB;
   EXPECT_TRUE(p.fits);
   EXPECT_EQ(p.captures, 100);
-  EXPECT_EQ(part(p.candidate, "inputs and outputs"), 2 * x);
-  EXPECT_EQ(part(p.candidate, "captured outputs"), 100 * x);
+  EXPECT_EQ(part(p.candidate, "gate and inputs and outputs"), eval::kGateBytes + 2 * x);
   EXPECT_EQ(part(p.candidate, "the candidate's own heap"), eval::kMinCandidateHeap);
-  EXPECT_EQ(part(p.candidate, "the device-copy check"), 2 * x);
+  // The captures of the candidate's outputs are the judge's, in memory the candidate never maps.
+  EXPECT_EQ(part(p.judge, "captured outputs"), 100 * x);
+  EXPECT_EQ(part(p.judge, "the device-copy check"), 2 * x);
   EXPECT_EQ(part(p.judge, "reference"), 3 * x);  // estimated: inputs, outputs and one temporary
   EXPECT_EQ(p.reference_source, "estimated");
-  uint64_t cand = 2 * x + 100 * x + eval::kMinCandidateHeap + eval::kRankRuntime + eval::kNcclBuffers + 2 * x;
-  uint64_t judge = 3 * x + eval::kRankRuntime + eval::kNcclBuffers;
+  uint64_t cand = eval::kGateBytes + 2 * x + eval::kMinCandidateHeap + eval::kRankRuntime + eval::kNcclBuffers;
+  uint64_t judge = 3 * x + 100 * x + eval::kRankRuntime + eval::kNcclBuffers + 2 * x;
   EXPECT_EQ(p.candidate_rank, cand);
   EXPECT_EQ(p.judge_rank, judge);
   EXPECT_EQ(p.per_gpu, cand + judge);
@@ -109,7 +110,7 @@ TEST(MemoryPlan, ShrinksItsOwnBuffersThenRefuses) {
   EXPECT_EQ(part(eval::plan_memory(r).candidate, "the candidate's own heap"), 3 * x);
 }
 
-// Without timing one capture (the trials') is all a candidate rank holds of them.
+// Without timing one capture (the trials') is all a judge rank holds of them.
 TEST(MemoryPlan, UntimedRunsCaptureOneCall) {
   spec::ProblemSpec s = load("coll_allreduce");
   eval::MemoryRequest r = request(s, 80 * GiB);

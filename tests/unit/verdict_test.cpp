@@ -30,19 +30,23 @@ struct Ranks {
   std::vector<eval::CandidateReport> cands;
 };
 
-// W judges that ran `trials` trials with nothing wrong and timed the reference at `ref_us`
-// a call; W candidate ranks whose calls took `cand_us`.
+// W judges that ran `trials` trials with nothing wrong, timed the reference at `ref_us` a
+// call (one stable attempt) and their candidate rank's calls at `cand_us` by their own
+// clock; W candidate ranks whose own events agree.
 Ranks timed(double cand_us, double ref_us, int calls = 10, int world = 2) {
   Ranks r;
   for (int q = 0; q < world; ++q) {
     eval::JudgeReport j;
     j.trials_run = 100;
     j.timed_calls_checked = calls;
-    j.reference = eval::CallTimes{std::vector<double>(calls, ref_us), 5, calls * ref_us};
+    j.captured_calls = calls;
+    j.reference = {{eval::CallTimes{std::vector<double>(calls, ref_us), 5, calls * ref_us}, eval::Clocks{}}};
+    j.reference_kept = 0;
+    j.candidate = eval::CallTimes{std::vector<double>(calls, cand_us), 0, 0};
+    j.gate = eval::GateOverhead{6, 0.5, 40};
     r.judges.push_back(j);
     eval::CandidateReport c;
     c.timing = eval::CallTimes{std::vector<double>(calls, cand_us), 5, calls * cand_us};
-    c.captured_calls = calls;
     r.cands.push_back(c);
   }
   return r;
@@ -147,6 +151,7 @@ TEST(Verdict, AJudgesFailureNamesWhereItHappened) {
 
 TEST(Verdict, SpeedupFromTheSlowestRankPerCall) {
   Ranks r = timed(100, 300);
+  r.judges[1].candidate->us = std::vector<double>(10, 150);
   r.cands[1].timing->us = std::vector<double>(10, 150);
   Judged j = judge(finished(r), cuda(2));
   EXPECT_EQ(j.res["verdict"], "correct") << j.res["message"];
@@ -156,6 +161,8 @@ TEST(Verdict, SpeedupFromTheSlowestRankPerCall) {
   EXPECT_EQ(j.res["run"]["counts"]["candidate"]["iters"], 10);
   EXPECT_EQ(j.res["run"]["counts"]["candidate"]["warmup"], 5);
   EXPECT_EQ(j.res["timing"]["reference_cached"], false);
+  EXPECT_EQ(j.res["timing"]["clock"], "judge");
+  EXPECT_EQ(j.cache["samples"].size(), 10u);  // kept for the interval of later evaluations
   EXPECT_TRUE(j.res["flags"].empty()) << j.res["flags"];
   EXPECT_TRUE(eval::timing_counts(json{{"verdict", "correct"}, {"speedup", 2.0},
                                        {"run", {{"device", "cuda"}, {"ranks_per_gpu", 1}}}, {"flags", json::array()}}));
@@ -163,7 +170,10 @@ TEST(Verdict, SpeedupFromTheSlowestRankPerCall) {
 
 TEST(Verdict, ACachedReferenceTimingIsUsedAndNotCachedAgain) {
   Ranks r = timed(100, 0);
-  for (auto& j : r.judges) j.reference.reset();
+  for (auto& j : r.judges) {
+    j.reference.clear();
+    j.reference_kept = -1;
+  }
   eval::Context c = cuda(2);
   c.cached_reference = {{"stats", eval::stats_of(std::vector<double>(7, 250)).to_json()},
                         {"counts", {{"warmup", 3}, {"iters", 7}}}};
@@ -210,7 +220,7 @@ TEST(Verdict, WorkEscapingTheTimedStream) {
 
 TEST(Verdict, FlagsThatPutTimingsInDoubt) {
   Ranks r = timed(10, 20);
-  r.cands[0].clocks = eval::Clocks{1980, 1400, 1980, 0x8, true};
+  r.judges[0].clocks = eval::Clocks{1980, 1400, 1980, 0x8, true};
   launch::GroupReport rep = finished(r);
   rep.leftovers_ended = 3;
   Judged j = judge(rep, cuda(2));
@@ -277,32 +287,82 @@ TEST(Verdict, PhaseOrder) {
   EXPECT_NE(eval::phase_order_error(unknown).find("party"), std::string::npos);
 }
 
-// Reported call times against the parent's own clock (the messages it timestamped): a rank
-// whose calls took 2 ms between the judges' "filled" and its next request cannot have
-// timed them at 0.1 ms.
-TEST(Verdict, ReportedTimesMustFitTheParentsClock) {
-  auto with_spans = [](Ranks r, double span_us) {
-    launch::GroupReport rep = finished(r);
-    int w = 2, n = static_cast<int>(r.cands[0].timing->us.size());
-    for (int q = 0; q < 2 * w; ++q) {
-      std::string ns = q < w ? "j/" : "c/";
-      // Before the timed calls: the earlier messages of trials; then n fills (candidate)
-      // or n "filled" (judge), then "timed" or the decision.
-      for (int k = 0; k < 5; ++k) rep.ranks[q].key_s[ns + "pair/" + std::to_string(q % w) + "/" + std::to_string(k)] = k;
-      for (int i = 0; i <= n; ++i) {
-        double t = 10 + i * (span_us + 50) * 1e-6 + (q < w ? 50e-6 : 0);
-        rep.ranks[q].key_s[ns + "pair/" + std::to_string(q % w) + "/" + std::to_string(5 + i)] = t;
-      }
-    }
-    return rep;
-  };
-  Judged honest = judge(with_spans(timed(2000, 4000), 2100), cuda(2));
-  EXPECT_EQ(honest.res["verdict"], "correct") << honest.res["message"];
-  Judged forged = judge(with_spans(timed(100, 4000), 2100), cuda(2));
-  EXPECT_EQ(forged.res["verdict"], "integrity_violation");
-  EXPECT_EQ(forged.res["failure"]["reason"], "timing_report");
-  // Where timing says nothing (the CPU device), the clock check is not held.
+// The candidate rank's own events against its judge's clock: its judge saw 2 ms calls, so
+// a rank whose events say 0.1 ms had its timer rewritten. The judge's times are used
+// either way; the disagreement is the verdict.
+TEST(Verdict, TheRanksOwnTimesMustAgreeWithItsJudgesClock) {
+  Ranks honest = timed(2000, 4000);
+  for (auto& c : honest.cands) c.timing->us = std::vector<double>(10, 1990);  // its events: a little less than the span
+  Judged h = judge(finished(honest), cuda(2));
+  EXPECT_EQ(h.res["verdict"], "correct") << h.res["message"];
+  EXPECT_DOUBLE_EQ(h.res["timing"]["candidate"]["median_us"].get<double>(), 2000);
+  EXPECT_DOUBLE_EQ(h.res["timing"]["candidate_self"]["median_us"].get<double>(), 1990);
+  EXPECT_DOUBLE_EQ(h.res["timing"]["gate_overhead"]["median_us"].get<double>(), 6);
+
+  Ranks forged = timed(2000, 4000);
+  forged.cands[1].timing->us = std::vector<double>(10, 1000);  // half: a rewritten cuEventElapsedTime
+  Judged f = judge(finished(forged), cuda(2));
+  EXPECT_EQ(f.res["verdict"], "integrity_violation");
+  EXPECT_EQ(f.res["failure"]["reason"], "timing_report");
+  EXPECT_EQ(f.res["failure"]["rank"], 1);
+  EXPECT_TRUE(f.res["speedup"].is_null());
+
+  // A few us apart on a tiny call is noise, not forgery.
+  Ranks tiny = timed(3, 30);
+  for (auto& c : tiny.cands) c.timing->us = std::vector<double>(10, 1.5);
+  EXPECT_EQ(judge(finished(tiny), cuda(2)).res["verdict"], "correct");
+
+  // The CPU device has no judge's clock: the rank's own is the only one (and never counts).
+  Ranks cpu_ranks = timed(100, 4000);
+  for (auto& j : cpu_ranks.judges) j.candidate.reset();
   eval::Context cpu = cuda(2);
   cpu.device = launch::Device::cpu;
-  EXPECT_EQ(judge(with_spans(timed(100, 4000), 2100), cpu).res["verdict"], "correct");
+  Judged c = judge(finished(cpu_ranks), cpu);
+  EXPECT_EQ(c.res["verdict"], "correct");
+  EXPECT_EQ(c.res["timing"]["clock"], "candidate_rank");
+  EXPECT_DOUBLE_EQ(c.res["speedup"].get<double>(), 40);
+}
+
+// A reference timing the judges could not make stable is used, flagged, and never cached;
+// every attempt is in the record.
+TEST(Verdict, ANoisyReferenceIsFlaggedAndNotCached) {
+  Ranks r = timed(100, 300);
+  for (auto& j : r.judges) {
+    j.reference.push_back({eval::CallTimes{std::vector<double>(10, 280), 5, 2800}, eval::Clocks{}});
+    j.reference_kept = 1;
+    j.reference_stable = false;
+    j.reference_unstable = "IQR 30.0 us on a median of 280.0 us (over 10%)";
+  }
+  Judged j = judge(finished(r), cuda(2));
+  EXPECT_EQ(j.res["verdict"], "correct");
+  EXPECT_TRUE(j.cache.is_null());
+  EXPECT_DOUBLE_EQ(j.res["timing"]["reference"]["median_us"].get<double>(), 280);  // the kept attempt
+  EXPECT_EQ(j.res["timing"]["reference_attempts"].size(), 2u);
+  EXPECT_NE(j.res["flags"].dump().find("noisy_reference"), std::string::npos);
+  j.res["run"] = {{"device", "cuda"}, {"ranks_per_gpu", 1}};
+  EXPECT_FALSE(eval::timing_counts(j.res));
+}
+
+// The speedup's interval: resampled medians, seeded, so the same samples give the same
+// interval; it covers the point estimate, brackets 1 for two draws of one distribution and
+// leaves it out for two that differ.
+TEST(Verdict, SpeedupInterval) {
+  std::vector<double> a, b, slow;
+  for (int i = 0; i < 100; ++i) {
+    a.push_back(10 + (i * 37 % 100) / 100.0);  // 10.00 .. 10.99
+    b.push_back(10 + (i * 61 % 100) / 100.0);
+    slow.push_back(12 + (i * 61 % 100) / 100.0);
+  }
+  eval::Interval same = eval::speedup_interval(a, b);
+  EXPECT_LT(same.lo, 1.0);
+  EXPECT_GT(same.hi, 1.0);
+  EXPECT_DOUBLE_EQ(same.level, 0.95);
+  eval::Interval faster = eval::speedup_interval(slow, b);
+  EXPECT_GT(faster.lo, 1.1);
+  EXPECT_LT(faster.hi, 1.3);
+  eval::Interval again = eval::speedup_interval(slow, b);
+  EXPECT_DOUBLE_EQ(again.lo, faster.lo);
+  Judged j = judge(finished(timed(100, 300)), cuda(2));
+  EXPECT_DOUBLE_EQ(j.res["speedup_interval"]["lo"].get<double>(), 3.0);  // every call the same
+  EXPECT_DOUBLE_EQ(j.res["speedup_interval"]["hi"].get<double>(), 3.0);
 }

@@ -1,0 +1,74 @@
+#include "eval/reference_candidate.hpp"
+
+#include <ATen/ATen.h>
+
+#include "ref/context.hpp"
+#include "ref/registry.hpp"
+#include "tensor/dtypes.hpp"
+
+namespace pkb::eval {
+
+namespace {
+
+// A view of pkb's buffer `t` at `sizes` (its capacity strides), on the rank's device or the host.
+at::Tensor view_of(const pkb_tensor& t, c10::IntArrayRef sizes, at::Device device) {
+  std::vector<int64_t> strides(t.strides, t.strides + t.ndim);
+  at::Device where = t.on_host ? at::Device(at::kCPU) : device;
+  auto type = tensor::to_aten(static_cast<spec::DType>(t.dtype));
+  return at::for_blob(t.data, sizes).strides(strides).options(at::TensorOptions().dtype(type)).target_device(where).make_tensor();
+}
+
+class ReferenceCandidate : public Candidate {
+ public:
+  ReferenceCandidate(const spec::ProblemSpec& spec, const std::string& size, int world, int rank, at::Device device,
+                     at::ScalarType dt, Comm& comm)
+      : spec_(spec), device_(device),
+        ctx_(spec_, spec_.vars_for(size, world, rank), device, dt, &comm, /*seed=*/0),
+        reference_(ref::create_reference(spec_.slug)) {
+    reference_->setup(ctx_);
+  }
+
+  int init(pkb_ctx*, const std::vector<pkb_tensor>&, const std::vector<pkb_tensor>&) override { return 0; }
+
+  // The reference on views of the set's inputs (those it may change, it changes there, as
+  // the judges' reference does on theirs), its outputs copied into the set's, each at the
+  // size it has (a data-dependent dim is reported back through pkb_tensor::sizes).
+  int run(pkb_ctx* c, const std::vector<pkb_tensor>& in, std::vector<pkb_tensor>& out) override {
+    try {
+      Inputs x;
+      for (size_t i = 0; i < in.size(); ++i)
+        x.add(spec_.inputs[i].name, view_of(in[i], c10::IntArrayRef(in[i].sizes, in[i].ndim), device_));
+      std::vector<at::Tensor> y = reference_->run(ctx_, x);
+      ref::check_outputs(ctx_, y, "the reference");
+      for (size_t i = 0; i < out.size(); ++i) {
+        for (int d = 0; d < out[i].ndim; ++d) out[i].sizes[d] = y[i].size(d);
+        view_of(out[i], y[i].sizes(), device_).copy_(y[i], /*non_blocking=*/true);
+      }
+      return 0;
+    } catch (const std::exception& e) {
+      c->set_error(c, e.what());
+      return 1;
+    }
+  }
+
+  void finalize(pkb_ctx*) override {}
+
+  std::string returned(const char* entry, int rc) const override {
+    return std::string("the reference as a candidate (") + entry + ") failed, code " + std::to_string(rc);
+  }
+
+ private:
+  spec::ProblemSpec spec_;  // the Ctx keeps a reference to it
+  at::Device device_;
+  ref::RefCtx ctx_;
+  std::unique_ptr<Reference> reference_;
+};
+
+}  // namespace
+
+std::unique_ptr<Candidate> make_reference_candidate(const spec::ProblemSpec& spec, const std::string& size, int world,
+                                                    int rank, at::Device device, at::ScalarType dt, Comm& comm) {
+  return std::make_unique<ReferenceCandidate>(spec, size, world, rank, device, dt, comm);
+}
+
+}  // namespace pkb::eval

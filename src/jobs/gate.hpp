@@ -1,0 +1,94 @@
+// The gate between a judge rank and its candidate rank (pkb eval, CUDA device): how the
+// judge times and captures the candidate's calls from outside the candidate's process.
+//
+// Three flags sit at the start of the candidate rank's harness (eval/layout.hpp), which
+// both processes map; sequence numbers only grow. Per call s:
+//
+//   candidate stream:  wait go >= s ............ the call ............ done = s
+//   candidate (side):  ready = s   (the call is being enqueued)
+//   judge stream:      wait ready >= s, L2 evicted, judges aligned, J0, go = s,
+//                      wait done >= s, J1, the outputs copied into the judge's memory
+//
+// J0 and J1 are events on the judge's stream: the call's time is J1 - J0 less what the
+// gate itself costs (calibrated on pkb's own empty calls before the candidate is loaded).
+// Nothing in the candidate's process can move them: rewriting its event timer, its
+// reports or its clocks changes only its own reading (which the parent compares). The
+// outputs are copied out the moment `done` is written on the candidate's stream, into
+// memory the candidate never maps: work that lands later is missing from the copy, and
+// nothing can be written into a capture afterwards. `ready` is written as the call starts
+// to be enqueued, not after, so a call that waits on its own stream inside pkb_run cannot
+// deadlock; the L2 eviction after it gives the host time to enqueue the rest.
+//
+// On the CPU device there are no streams: the judge copies the outputs as the candidate
+// rank says a call returned, and the candidate rank's host clock is the only one.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "device/device.hpp"
+#include "heap/heap.hpp"
+
+namespace pkb::jobs {
+
+// The judge's side, over its mapping of the candidate rank's harness (`harness`: where the
+// device region starts in the judge's address space).
+class JudgeGate {
+ public:
+  JudgeGate(at::Device device, void* stream, char* harness);
+
+  // A trial: `go` now (the inputs are in place), the outputs copied into `into` once the
+  // call is done. Enqueued on the judge's stream; sync() waits for it.
+  void trial(uint32_t seq, const std::vector<at::Tensor>& out, const std::vector<at::Tensor>* into);
+  // A timed call (or an empty one, for the calibration): the sequence above, timed as slot
+  // `i` of `timer`; `into` (or nullptr: not captured) gets the outputs. `judges`: the
+  // judge ranks' heap, whose pads align the ranks.
+  void timed(uint32_t seq, device::CallTimer& timer, int i, bool cold, const heap::Heap& judges,
+             const std::vector<at::Tensor>& out, const std::vector<at::Tensor>* into);
+  void sync();
+
+ private:
+  at::Device device_;
+  void* stream_;
+  uint32_t *go_, *ready_, *done_;
+};
+
+// The candidate rank's side, over its own harness.
+class CandidateGate {
+ public:
+  CandidateGate(at::Device device, void* stream, char* harness);
+  ~CandidateGate();
+  // The flags zeroed, before the judge maps them.
+  void reset();
+  // `call` (which enqueues the candidate's work on the stream) between `go` and `done`,
+  // with `ready` written as it starts. `done` is written whatever the call returns, so the
+  // judge never waits on a call that failed.
+  template <class F>
+  auto call(uint32_t seq, F&& f) {
+    before(seq);
+    struct Done {
+      CandidateGate* g;
+      uint32_t seq;
+      ~Done() {
+        try {
+          g->after(seq);
+        } catch (...) {  // a broken device: the rank's next synchronisation reports it
+        }
+      }
+    } done{this, seq};
+    return f();
+  }
+
+ private:
+  void before(uint32_t seq);
+  void after(uint32_t seq);
+  at::Device device_;
+  void* stream_;
+  void* side_ = nullptr;  // where `ready` is written: idle, so it lands at once
+  uint32_t *go_, *ready_, *done_;
+};
+
+}  // namespace pkb::jobs
