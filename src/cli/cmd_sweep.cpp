@@ -4,10 +4,13 @@
 // same command resumes. `--launcher slurm` spreads the grid over the nodes of a cluster.
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -19,8 +22,10 @@
 #include "launch/subprocess.hpp"
 #include "sweep/candidates.hpp"
 #include "sweep/grid.hpp"
+#include "sweep/progress.hpp"
 #include "sweep/results_file.hpp"
 #include "sweep/runner.hpp"
+#include "sweep/scheduler.hpp"
 #include "sweep/slurm.hpp"
 
 namespace pkb::cli {
@@ -33,6 +38,7 @@ namespace {
 struct SweepOptions {
   std::vector<std::string> solutions;
   std::string problems = "all", out, device = "auto", seed, shard, launcher = "local";
+  std::string parallel = "1";  // evaluations at once: a count or auto (sweep::evaluations_at_once)
   std::vector<int> worlds;
   sweep::Settings settings;
   int jobs = 0, nodes = 1;
@@ -65,51 +71,82 @@ std::string verdict_line(const sweep::Task& t, const json& line) {
          std::to_string(t.candidate.sample) + ": " + v + extra + wall + msg;
 }
 
-// The bar on stderr (a terminal only) and one line per finished evaluation on stdout.
+// One line on stderr, refreshed in place, when stderr is a terminal (never into a log): done
+// of total, failures so far, the time left, what runs now; and one line per finished
+// evaluation on stdout. A ticker redraws it every second, so the estimate counts down during
+// long evaluations.
 class ProgressView {
  public:
-  ProgressView(size_t total, size_t to_build) : total_(total), to_build_(to_build), tty_(isatty(2)) {}
+  ProgressView(size_t total, size_t to_build) : tty_(isatty(2)) {
+    p_.total = total;
+    p_.to_build = to_build;
+    if (tty_) ticker_ = std::thread([this] { tick(); });
+  }
+  ~ProgressView() { finish(); }
   void built() {
-    ++built_;
+    std::lock_guard<std::mutex> lock(mu_);
+    ++p_.built;
     draw();
   }
   void start(const sweep::Task& t) {
-    current_ = t.candidate.problem + " W=" + std::to_string(t.world) + " " + t.candidate.run + "/sample_" +
-               std::to_string(t.candidate.sample);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!started_) started_ = std::chrono::steady_clock::now();
+    p_.running.push_back(task_name(t));
     draw();
   }
   void result(const sweep::Task& t, const json& line) {
-    ++done_;
-    ++verdicts_[line.value("verdict", "?")];
-    current_.clear();
+    std::lock_guard<std::mutex> lock(mu_);
+    ++p_.done;
+    ++p_.verdicts[line.value("verdict", "?")];
+    p_.elapsed_at_last_end_s = elapsed();
+    auto it = std::find(p_.running.begin(), p_.running.end(), task_name(t));
+    if (it != p_.running.end()) p_.running.erase(it);
     clear();
-    printf("[%zu/%zu] %s\n", done_, total_, verdict_line(t, line).c_str());
+    printf("[%zu/%zu] %s\n", p_.done, p_.total, verdict_line(t, line).c_str());
     fflush(stdout);
     draw();
   }
-  void finish() { clear(); }
-  const std::map<std::string, int>& verdicts() const { return verdicts_; }
+  void finish() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;
+      stop_ = true;
+      clear();
+    }
+    wake_.notify_all();
+    if (ticker_.joinable()) ticker_.join();
+  }
+  const std::map<std::string, int>& verdicts() const { return p_.verdicts; }
 
  private:
+  static std::string task_name(const sweep::Task& t) {
+    return t.candidate.problem + " W=" + std::to_string(t.world) + " " + t.candidate.run + "/sample_" +
+           std::to_string(t.candidate.sample);
+  }
+  double elapsed() const {
+    return started_ ? std::chrono::duration<double>(std::chrono::steady_clock::now() - *started_).count() : 0;
+  }
+  void tick() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!wake_.wait_for(lock, std::chrono::seconds(1), [&] { return stop_; })) draw();
+  }
   void clear() {
     if (tty_) fprintf(stderr, "\r\033[K");
   }
-  void draw() {
-    if (!tty_) return;
-    const int width = 30;
-    int fill = total_ ? static_cast<int>(width * done_ / total_) : width;
-    std::string bar = std::string(fill, '#') + std::string(width - fill, '.');
-    std::string counts;
-    for (auto& [v, n] : verdicts_) counts += " " + v + " " + std::to_string(n);
-    fprintf(stderr, "\r\033[K[%s] %zu/%zu%s | built %zu/%zu%s%s", bar.c_str(), done_, total_, counts.c_str(), built_,
-            to_build_, current_.empty() ? "" : " | ", current_.c_str());
+  void draw() {  // mu_ held
+    if (!tty_ || stop_) return;
+    p_.elapsed_s = elapsed();
+    fprintf(stderr, "\r\033[K%s", p_.line().c_str());
     fflush(stderr);
   }
 
-  size_t total_, to_build_, done_ = 0, built_ = 0;
   bool tty_;
-  std::string current_;
-  std::map<std::string, int> verdicts_;
+  sweep::Progress p_;
+  std::optional<std::chrono::steady_clock::time_point> started_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread ticker_;
 };
 
 // The arguments that make a child pkb see the same problems as this one.
@@ -151,6 +188,11 @@ size_t count_candidates(Globals& g, const SweepOptions& o) {
 }
 
 int sweep_on_slurm(Globals& g, const SweepOptions& o, size_t grid_size) {
+  try {  // checked here, where the user sees the error; each node resolves auto for itself
+    sweep::evaluations_at_once(o.parallel, 0, 1, 1);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
   fs::path dir = fs::absolute(o.out);
   if (fs::is_regular_file(dir))
     throw UsageError("--out " + o.out + " is a file; --launcher slurm writes a folder of task_<i>.jsonl files");
@@ -178,6 +220,7 @@ int sweep_on_slurm(Globals& g, const SweepOptions& o, size_t grid_size) {
   if (!s.timing) a.push_back("--no-timing");
   if (s.timeout > 0) a.insert(a.end(), {"--timeout", std::to_string(s.timeout)});
   if (o.jobs) a.insert(a.end(), {"--jobs", std::to_string(o.jobs)});
+  if (o.parallel != "1") a.insert(a.end(), {"--parallel", o.parallel});
 
   std::string script = (dir / "sweep.sbatch").string();
   std::ofstream file(script);
@@ -231,6 +274,17 @@ int sweep_here(Globals& g, SweepOptions& o) {
   }
   for (auto& w : planned.warnings) warn(w);
   std::vector<sweep::Task> grid = sweep::shard(planned.tasks, share.first, share.second);
+  int largest_world = 1;
+  for (auto& t : grid) largest_world = std::max(largest_world, t.world);
+  int at_once = 1;
+  try {
+    at_once = sweep::evaluations_at_once(o.parallel, o.settings.device == "cuda" ? req.gpus : 0,
+                                         static_cast<int>(std::thread::hardware_concurrency()), largest_world);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  // Each evaluation takes a GPU at least: more at once than GPUs never run (one GPU: as before).
+  if (o.settings.device == "cuda") at_once = std::max(1, std::min(at_once, req.gpus));
 
   if (fs::is_directory(o.out)) throw UsageError("--out " + o.out + " is a folder; give a .jsonl file");
   if (fs::path(o.out).has_parent_path()) fs::create_directories(fs::path(o.out).parent_path());
@@ -258,9 +312,13 @@ int sweep_here(Globals& g, SweepOptions& o) {
     if (results->has(t.key)) ++already;
     else to_build.insert(t.candidate.sha256 + t.candidate.device);
   }
-  printf("pkb sweep: %zu evaluation%s (%zu already in %s), %zu to compile, device=%s, %s\n", grid.size(),
+  printf("pkb sweep: %zu evaluation%s (%zu already in %s), %zu to compile, device=%s, %s%s\n", grid.size(),
          grid.size() == 1 ? "" : "s", already, o.out.c_str(), to_build.size(), o.settings.device.c_str(),
-         seed ? ("seed=" + std::to_string(*seed) + " for every evaluation").c_str() : "fresh inputs per evaluation");
+         seed ? ("seed=" + std::to_string(*seed) + " for every evaluation").c_str() : "fresh inputs per evaluation",
+         at_once > 1 ? (", up to " + std::to_string(at_once) + " at once").c_str() : "");
+  if (at_once > 1 && o.settings.device == "cuda")
+    warn("--parallel: evaluations share the node's CPUs, PCIe and NVSwitch, so their timings are noisier than "
+         "one at a time (docs/sweep.md); the results record it (sweep.parallel)");
   fflush(stdout);
   if (already == grid.size()) {
     printf("nothing to do; pkb report %s\n", o.out.c_str());
@@ -276,6 +334,8 @@ int sweep_here(Globals& g, SweepOptions& o) {
   ro.jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ro.deadline_s = o.deadline;
   ro.scratch_dir = scratch.path;
+  ro.parallel = at_once;
+  if (o.settings.device == "cuda") ro.gpus = sweep::visible_gpu_names(std::getenv("CUDA_VISIBLE_DEVICES"), req.gpus);
 
   ProgressView view(grid.size() - already, to_build.size());
   sweep::Callbacks cb;
@@ -335,6 +395,9 @@ void add_sweep_command(CLI::App& app, Globals& g, Action& run) {
   cmd->add_option("--eval-deadline", o.deadline, "seconds before a whole evaluation is killed (default 3600)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("-j,--jobs", o.jobs, "compilations at once (default: all cores)")->check(CLI::Range(1, 1024));
+  cmd->add_option("--parallel", o.parallel,
+                  "evaluations at once, each on GPUs of its own, largest W first: a number or auto (default 1: "
+                  "nothing shares the node while it is timed)");
   cmd->add_option("--shard", o.shard, "only share INDEX of COUNT of the grid, e.g. 2/8 (what Slurm tasks run)");
   cmd->add_option("--launcher", o.launcher, "local (here), or slurm (write an array job; see --submit)")
       ->check(CLI::IsMember({"local", "slurm"}));

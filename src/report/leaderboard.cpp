@@ -179,6 +179,13 @@ std::vector<std::string> warnings_of(const Header& h, const std::vector<Evaluati
     w.push_back(std::to_string(lonely_n) + " evaluation" + (lonely_n == 1 ? " of a collective" : "s of collectives") +
                 " at W=1 (" + some_of(lonely) + "): one rank communicates with no one, so these time a local copy, "
                 "not a collective; the charts mark them \"no comm.\". Evaluate collectives at W >= 2 to rank them");
+  // Packed sweeps time evaluations beside others on the node: they count, but noisily.
+  int beside = 0;
+  for (auto& e : evaluations) beside += e.timing_counts && e.parallel > 1;
+  if (beside)
+    w.push_back(std::to_string(beside) + " timing" + (beside == 1 ? " was" : "s were") +
+                " taken beside other evaluations on the node (pkb sweep --parallel): noisier than one at a time; "
+                "sweep with --parallel 1 for timings to publish");
   std::map<std::string, int> uncounted;
   for (auto& e : evaluations)
     if (e.correct() && !e.timing_counts && !e.timing_note.empty() && e.timing_note != "untimed") ++uncounted[e.timing_note];

@@ -10,24 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report/results.hpp"
+#include "report/document.hpp"
 #include "report/leaderboard.hpp"
+#include "report/results.hpp"
 
 namespace pkb::report {
-
-// The colours of the HTML page; the screenshot test looks for them.
-namespace colour {
-inline const char* const kFaster = "#2563eb";   // speedup bar, at least as fast as the reference
-inline const char* const kSlower = "#f59e0b";   // speedup bar, slower
-inline const char* const kSpread = "#0f766e";   // the speedup's quartile range, under its bar
-inline const char* const kHeader = "#eef2ff";   // the header's background
-inline const char* const kCorrect = "#16a34a";
-inline const char* const kWrong = "#dc2626";
-inline const char* const kIntegrity = "#7c3aed";
-inline const char* const kCompileError = "#9ca3af";
-inline const char* const kCrash = "#92400e";
-inline const char* const kTimeout = "#db2777";
-}  // namespace colour
 
 std::string render_text(const Summary& s, const Results& r);
 std::string render_markdown(const Summary& s, const Results& r);

@@ -163,6 +163,7 @@ Evaluation evaluation_of(const json& j, const std::string& file, const SpecLooku
   e.sample = int_at(j, {"sweep", "sample"}).value_or(0);
   e.key = string_at(j, {"sweep", "task"});
   e.turn = int_at(j, {"agent", "turn"}).value_or(0);
+  e.parallel = std::max(1, int_at(j, {"sweep", "parallel"}).value_or(1));
   e.speedup = number_at(j, {"speedup"});
   e.timing_in_doubt = eval::timing_in_doubt(j.value("flags", json::array()));
   e.timing_counts = eval::timing_counts(j);
@@ -174,6 +175,12 @@ Evaluation evaluation_of(const json& j, const std::string& file, const SpecLooku
   auto cand_lo = quartile(j, "candidate", false), cand_hi = quartile(j, "candidate", true);
   if (e.speedup && ref_lo && cand_hi && *cand_hi > 0) e.speedup_low = *ref_lo / *cand_hi;
   if (e.speedup && ref_hi && cand_lo && *cand_lo > 0) e.speedup_high = *ref_hi / *cand_lo;
+  auto lo = number_at(j, {"speedup_interval", "lo"}), hi = number_at(j, {"speedup_interval", "hi"});
+  if (e.speedup && lo && hi && *lo <= *hi) {
+    e.interval_low = lo;
+    e.interval_high = hi;
+    e.interval_level = number_at(j, {"speedup_interval", "level"});
+  }
   add_throughput(e, j, specs);
   return e;
 }

@@ -31,10 +31,14 @@ struct Evaluation {
   // The calls made where the time budgets cut the settings' counts (run.counts, run.trials_run).
   std::optional<int> trials_run, warmup_used, iters_used;
   int turn = 0;  // pkb agent's turn (from 1) that made this candidate; 0 for any other line
+  int parallel = 1;  // evaluations its sweep ran at once (sweep.parallel): over 1, the timing shared the node
   std::optional<double> speedup, roofline_fraction, candidate_us, reference_us;
   // The speedup if both sides sat at opposite quartiles of their timed calls:
   // [reference Q1 / candidate Q3, reference Q3 / candidate Q1].
   std::optional<double> speedup_low, speedup_high;
+  // The speedup's interval as pkb eval recorded it (`speedup_interval`: {"lo", "hi",
+  // "level"}, a confidence interval at that level); none in results without one.
+  std::optional<double> interval_low, interval_high, interval_level;
   // A collective (its spec has a roofline bus_factor; its result a bus bandwidth): its
   // throughput is bus bandwidth in GB/s, nccl-tests' busbw. Other problems: TFLOP/s of one
   // rank (the spec's roofline flops over the candidate's median), where the spec has flops.

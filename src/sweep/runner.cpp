@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -14,6 +15,7 @@
 #include "eval/record.hpp"
 #include "eval/verdict.hpp"
 #include "io/files.hpp"
+#include "sweep/scheduler.hpp"
 
 namespace pkb::sweep {
 
@@ -36,12 +38,14 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Compiles the distinct candidates of the tasks, `jobs` at a time, in task order, so the
-// evaluation in front rarely waits and never compiles itself.
+// Compiles the distinct candidates of the tasks, `jobs` at a time, in the order they will
+// start, so the evaluation in front rarely waits and never compiles itself. `on_done` is
+// called after each build (to wake the loop that starts evaluations).
 class Builder {
  public:
-  Builder(const std::vector<const Task*>& tasks, const RunnerOptions& o, const Callbacks& cb, std::mutex& cb_mu)
-      : o_(o), cb_(cb), cb_mu_(cb_mu) {
+  Builder(const std::vector<const Task*>& tasks, const RunnerOptions& o, const Callbacks& cb, std::mutex& cb_mu,
+          std::function<void()> on_done)
+      : o_(o), cb_(cb), cb_mu_(cb_mu), on_done_(std::move(on_done)) {
     for (const Task* t : tasks) {
       std::string id = t->candidate.sha256 + "|" + t->candidate.device;
       if (index_.emplace(id, unique_.size()).second) unique_.push_back(&t->candidate);
@@ -54,10 +58,10 @@ class Builder {
     stop_ = true;
     for (auto& t : threads_) t.join();
   }
-  void wait_for(const Candidate& c) {
+  bool built(const Candidate& c) {
     size_t i = index_.at(c.sha256 + "|" + c.device);
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return done_[i]; });
+    std::lock_guard<std::mutex> lock(mu_);
+    return done_[i];
   }
 
  private:
@@ -77,23 +81,83 @@ class Builder {
         std::lock_guard<std::mutex> lock(cb_mu_);
         cb_.on_built(c, compiled);
       }
-      std::lock_guard<std::mutex> lock(mu_);
-      done_[i] = true;
-      cv_.notify_all();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        done_[i] = true;
+      }
+      on_done_();
     }
   }
 
   const RunnerOptions& o_;
   const Callbacks& cb_;
   std::mutex& cb_mu_;
+  std::function<void()> on_done_;
   std::vector<const Candidate*> unique_;
   std::map<std::string, size_t> index_;
   std::vector<bool> done_;
   std::atomic<size_t> next_{0};
   std::atomic<bool> stop_{false};
   std::mutex mu_;
-  std::condition_variable cv_;
   std::vector<std::thread> threads_;
+};
+
+// An evaluation that ended: its line, or why there is none (pkb eval refused its command line).
+struct Ended {
+  size_t id = 0;
+  json line;
+  std::exception_ptr error;
+};
+
+// The evaluations running, each a thread waiting on its pkb eval child. The sweep's one
+// thread takes what ended (appends, reports); a thread that ended is joined then, and every
+// one before the sweep returns, whatever it throws.
+class Running {
+ public:
+  ~Running() {
+    for (auto& [id, t] : threads_) t.join();
+  }
+  void start(size_t id, std::function<Ended()> evaluate) {
+    threads_[id] = std::thread([this, id, evaluate = std::move(evaluate)] {
+      Ended e;
+      try {
+        e = evaluate();
+      } catch (...) {
+        e.error = std::current_exception();
+      }
+      e.id = id;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ended_.push_back(std::move(e));
+      }
+      wake();
+    });
+  }
+  // Waits until an evaluation has ended or `more_built` (checked under the lock) holds;
+  // returns the evaluations that ended, their threads joined.
+  std::vector<Ended> wait(const std::function<bool()>& more_built) {
+    std::vector<Ended> out;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return !ended_.empty() || more_built(); });
+      out.swap(ended_);
+    }
+    for (auto& e : out) {
+      threads_.at(e.id).join();
+      threads_.erase(e.id);
+    }
+    return out;
+  }
+  void wake() {
+    std::lock_guard<std::mutex> lock(mu_);
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Ended> ended_;
+  std::map<size_t, std::thread> threads_;
 };
 
 }  // namespace
@@ -168,35 +232,101 @@ json record_for(const Task& t, const Settings& s, const launch::ProcessResult& c
   return line;
 }
 
+bool cached_reference_timing(const json& line) {
+  return line.value("verdict", "") == "correct" && line.value("timing", json()).is_object();
+}
+
+std::string reference_group(const Task& t, const Settings& s) {
+  if (!s.timing) return "";
+  return t.candidate.problem + " W=" + std::to_string(t.world) + " " + s.size;
+}
+
 size_t run_sweep(const std::vector<Task>& tasks, ResultsFile& out, const RunnerOptions& o, const Callbacks& cb) {
   std::vector<const Task*> todo;
   for (auto& t : tasks)
     if (!out.has(t.key)) todo.push_back(&t);
   if (todo.empty()) return 0;
   fs::create_directories(o.scratch_dir);
+
+  // The order evaluations start in: the grid's, or largest W first when packed.
+  std::vector<Waiting> waiting;
+  for (size_t i = 0; i < todo.size(); ++i)
+    waiting.push_back({i, todo[i]->world, reference_group(*todo[i], o.settings)});
+  if (o.parallel > 1) waiting = largest_first(waiting);
+  std::vector<const Task*> build_order;
+  for (auto& w : waiting) build_order.push_back(todo[w.id]);
+
+  std::vector<int> gpus;
+  for (size_t g = 0; g < o.gpus.size(); ++g) gpus.push_back(static_cast<int>(g));
+  Packer packer(gpus, o.parallel);
   std::mutex cb_mu;
-  Builder builder(todo, o, cb, cb_mu);
-  size_t ran = 0;
-  for (const Task* t : todo) {
-    builder.wait_for(t->candidate);
-    if (cb.on_start) {
-      std::lock_guard<std::mutex> lock(cb_mu);
-      cb.on_start(*t);
+  std::atomic<size_t> builds_done{0};
+  size_t builds_seen = 0;
+  Running running;  // declared before the builder, so it is destroyed (joined) after it
+  Builder builder(build_order, o, cb, cb_mu, [&] {
+    ++builds_done;
+    running.wake();
+  });
+
+  auto evaluate = [&o](const Task* t, size_t id, const std::vector<int>& on) {
+    // One evaluation of several at once sees only its own GPUs; alone, it sees the node as before.
+    std::vector<std::pair<std::string, std::string>> env;
+    if (o.parallel > 1 && !on.empty()) {
+      std::string visible;
+      for (int g : on) visible += (visible.empty() ? "" : ",") + o.gpus[static_cast<size_t>(g)];
+      env.emplace_back("CUDA_VISIBLE_DEVICES", visible);
     }
-    std::string json_out = o.scratch_dir + "/eval_" + std::to_string(ran) + ".json";
-    fs::remove(json_out);
-    auto t0 = std::chrono::steady_clock::now();
-    launch::ProcessResult child = launch::run_process(eval_argv(*t, o, json_out), o.deadline_s);
-    std::string text = fs::exists(json_out) ? io::read_file(json_out) : "";
-    fs::remove(json_out);
-    json line = record_for(*t, o.settings, child, text, seconds_since(t0), o.deadline_s);
-    out.append(line);
-    ++ran;
-    if (cb.on_result) {
-      std::lock_guard<std::mutex> lock(cb_mu);
-      cb.on_result(*t, line);
+    std::string json_out = o.scratch_dir + "/eval_" + std::to_string(id) + ".json";
+    return [&o, t, json_out, env] {
+      fs::remove(json_out);
+      auto t0 = std::chrono::steady_clock::now();
+      launch::ProcessResult child = launch::run_process(eval_argv(*t, o, json_out), o.deadline_s, env);
+      std::string text = fs::exists(json_out) ? io::read_file(json_out) : "";
+      fs::remove(json_out);
+      Ended e;
+      e.line = record_for(*t, o.settings, child, text, seconds_since(t0), o.deadline_s);
+      return e;
+    };
+  };
+
+  size_t ran = 0;
+  std::exception_ptr rejected;  // once set, nothing more starts
+  while (true) {
+    builds_seen = builds_done;  // before looking: a build that ends after this wakes the wait below
+    if (!rejected) {
+      // Those whose candidate is built, up to the first that is not: builds go in this order.
+      std::vector<Waiting> ready;
+      for (auto& w : waiting) {
+        if (!builder.built(todo[w.id]->candidate)) break;
+        ready.push_back(w);
+      }
+      for (const Assignment& a : packer.assign(ready)) {
+        const Task& t = *todo[a.id];
+        waiting.erase(std::find_if(waiting.begin(), waiting.end(), [&](const Waiting& w) { return w.id == a.id; }));
+        if (cb.on_start) {
+          std::lock_guard<std::mutex> lock(cb_mu);
+          cb.on_start(t);
+        }
+        running.start(a.id, evaluate(&t, a.id, a.gpus));
+      }
+    }
+    if (packer.running() == 0 && (waiting.empty() || rejected)) break;
+    for (Ended& e : running.wait([&] { return builds_done != builds_seen; })) {
+      packer.finished(e.id, !e.error && cached_reference_timing(e.line));
+      if (e.error) {
+        if (!rejected) rejected = e.error;
+        continue;
+      }
+      if (o.parallel > 1) e.line["sweep"]["parallel"] = o.parallel;  // its timing shared the node
+      out.append(e.line);
+      ++ran;
+      if (cb.on_result) {
+        std::lock_guard<std::mutex> lock(cb_mu);
+        cb.on_result(*todo[e.id], e.line);
+      }
     }
   }
+  if (rejected) std::rethrow_exception(rejected);
   return ran;
 }
 

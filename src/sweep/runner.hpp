@@ -1,6 +1,7 @@
 // Running a sweep: every task is one `pkb eval` child process (a crash or hang costs only
-// that child), fed by `pkb build` children compiling ahead on all cores. Each evaluation's
-// line is appended to the results file the moment it ends.
+// that child), fed by `pkb build` children compiling ahead on all cores. One evaluation at a
+// time, or with `parallel` several, packed onto the node's GPUs (sweep/scheduler.hpp). Each
+// evaluation's line is appended to the results file the moment it ends, by one thread.
 #pragma once
 
 #include <functional>
@@ -24,6 +25,12 @@ struct RunnerOptions {
   int jobs = 1;                          // compilations at once
   double deadline_s = 3600;              // a child still running after this is killed
   std::string scratch_dir;               // where evaluations write their JSON before it is appended
+  // Evaluations at once. 1: one after another in the grid's order, each with every GPU it
+  // asks for and nothing else on the node (what timing wants). More: packed largest W first,
+  // each child seeing only its own GPUs (CUDA_VISIBLE_DEVICES), or on the CPU device that
+  // many side by side.
+  int parallel = 1;
+  std::vector<std::string> gpus;  // the node's GPUs as CUDA_VISIBLE_DEVICES names them; empty on the CPU device
 };
 
 struct Callbacks {  // called one at a time, from any thread
@@ -48,7 +55,18 @@ eval::RecordHead record_head(const Task& t, const Settings& s);
 nlohmann::json record_for(const Task& t, const Settings& s, const launch::ProcessResult& child,
                           const std::string& json_text, double wall_s, double deadline_s);
 
-// Evaluates `tasks` in order, skipping those `out` already has. Returns how many it ran.
+// Whether an evaluation's line says it left the reference's timing in pkb's cache: pkb eval
+// caches it only from a correct, timed evaluation, so until one of a problem's evaluations
+// ends so, the next one times the reference again.
+bool cached_reference_timing(const nlohmann::json& line);
+
+// The evaluations that share one reference timing (and its cache entry): the problem at a
+// W and size; "" when the sweep times nothing.
+std::string reference_group(const Task& t, const Settings& s);
+
+// Evaluates `tasks` (in order, or packed: RunnerOptions::parallel), skipping those `out`
+// already has. Returns how many it ran. pkb eval refusing its command line stops the sweep:
+// nothing more starts, those running finish and are recorded, then EvalRejected is thrown.
 size_t run_sweep(const std::vector<Task>& tasks, ResultsFile& out, const RunnerOptions& o, const Callbacks& cb);
 
 }  // namespace pkb::sweep

@@ -12,6 +12,7 @@ EXPECT.json: {"colours": {name: "#rrggbb"},
                                                                slower ones left, their lengths in proportion to
                                                                |log speedup|; "spread" (optional): each bar's
                                                                quartile range, a "spread" line under it
+                                                               (null for a bar drawn without one)
               "stack": [colour names of the verdict chart],
               "verdicts": [[colour name, fraction], ...]}      that colour's share of each stacked bar
 Exits 0 when every check holds, 1 (saying which failed) otherwise. Standard library only.
@@ -158,6 +159,8 @@ def main():
                     failures.append(f"chart {c}: the {name} bar at row {first} is {x1 - x0} px for {v}x; "
                                     f"{scale * abs(math.log(v)):.0f} px expected on the log scale")
             for (first, last, name, x0, x1), spread in zip(bars, chart.get("spread", [])):
+                if spread is None:
+                    continue
                 below = [labels[y] for y in range(last + 1, min(last + 10, len(labels)))]
                 line = max(below, key=lambda r: sum(1 for n in r if n == "spread"), default=[])
                 xs = [x for x, n in enumerate(line) if n == "spread"]

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launch/subprocess.hpp"
+#include "report_support.hpp"
 #include "support.hpp"
 
 using namespace pkbtest;
@@ -448,6 +449,20 @@ TEST(Report, ThroughputColumnsAndCollectivesAtOneRank) {
   EXPECT_TRUE(contains(slurp(dir + "/r.html"), "coll_allreduce W=1 (no comm.)")) << "the chart marks it";
 }
 
+// Timings from a packed sweep (--parallel) count, with a warning that says how they were taken.
+TEST(Report, TimingsFromAPackedSweepAreWarnedAbout) {
+  std::string dir = temp_dir("report-parallel");
+  json packed = fixture_line(kFixtures + "/task_0.jsonl");  // correct, timed, on CUDA
+  packed["sweep"]["parallel"] = 4;
+  json alone = fixture_line(kFixtures + "/task_0.jsonl", 1);
+  std::ofstream(dir + "/r.jsonl") << packed.dump() << "\n" << alone.dump() << "\n";
+  PkbRun p = run_pkb({"report", dir + "/r.jsonl", "--json", dir + "/r.json"});
+  ASSERT_EQ(p.code, 0) << p.err;
+  std::string warnings = json::parse(slurp(dir + "/r.json"))["warnings"].dump();
+  EXPECT_TRUE(contains(warnings, "1 timing was taken beside other evaluations on the node (pkb sweep --parallel)"))
+      << warnings;
+}
+
 // The leaderboard is ranked, and says how: geo-mean speedup, then fast_1, then correct.
 TEST(Report, RunsAreRankedAndThePageSaysHow) {
   std::string dir = temp_dir("report-rank");
@@ -460,29 +475,6 @@ TEST(Report, RunsAreRankedAndThePageSaysHow) {
       << r.html;
   EXPECT_TRUE(contains(r.md, "| # | run | backend | problems |")) << r.md;
   EXPECT_TRUE(contains(r.html, "No timing that counts for speed (ranked after, by fast_1 and correct): gamma.")) << r.html;
-}
-
-std::string chromium_or_skip() {
-  std::string chromium = pkb::launch::which("chromium");
-  if (chromium.empty()) chromium = pkb::launch::which("chromium-browser");
-  return chromium;
-}
-
-// CI installs Chromium (scripts/test.sh): there a skip would hide a test that never runs.
-#define NEED_CHROMIUM(chromium)                                                                               \
-  if ((chromium).empty()) {                                                                                   \
-    if (std::string(std::getenv("CI") ? std::getenv("CI") : "") == "true") FAIL() << "CI has no chromium on PATH"; \
-    GTEST_SKIP() << "no chromium on PATH (Debian package chromium; scripts/test.sh installs it)";            \
-  }
-
-// The page at a laptop's width (1366 px): nothing wider than the window, no chart label over
-// another or over a bar (tests/report/check_layout.py measures the page in Chromium).
-void expect_layout_fits(const std::string& chromium, const std::string& page, const std::string& shot = "") {
-  std::vector<std::string> argv = {PKB_PYTHON, std::string(PKB_SOURCE_DIR) + "/tests/report/check_layout.py", chromium,
-                                   page, "--width", "1366"};
-  if (!shot.empty()) argv.insert(argv.end(), {"--shot", shot});
-  auto check = pkb::launch::run_process(argv, 600);
-  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
 }
 
 // The screenshot's bars against the report's own numbers: the leaderboard chart (each run's

@@ -11,7 +11,10 @@ evaluation ends in a line `FAKE: <how> [arg]`:
   usage       "pkb: error: ..." on stderr, exit 2 (pkb eval refused the command line)
   slow S      sleeps S seconds, then correct 1.0
 
-Every call appends "build PATH" or "eval PROBLEM SEED PATH" to $FAKE_LOG.
+Every call appends "build PATH" or "eval PROBLEM SEED PATH" to $FAKE_LOG, and an evaluation
+that writes its result then "ran PATH START END GPUS": its wall-clock span (seconds since
+the epoch) and the CUDA_VISIBLE_DEVICES it was given ("-" when none), for the tests of
+evaluations side by side.
 """
 import hashlib
 import json
@@ -41,6 +44,7 @@ def main():
         log.write(f"build {path}\n" if command == "build" else f"eval {opts['--problem']} {seed} {path}\n")
     if command == "build":
         return 0
+    started = time.time()
 
     if how == "segv":
         os.kill(os.getpid(), signal.SIGSEGV)
@@ -66,6 +70,8 @@ def main():
         "timing": {"reference": {"median_us": 100.0}, "candidate": {"median_us": 100.0 / speedup}} if speedup else None,
         "speedup": speedup, "roofline": None, "flags": [], "wall_s": 0.1,
     }
+    with open(os.environ["FAKE_LOG"], "a") as log:
+        log.write(f"ran {path} {started:.3f} {time.time():.3f} {os.environ.get('CUDA_VISIBLE_DEVICES') or '-'}\n")
     with open(opts["--json"], "w") as f:
         json.dump(result, f)
     return 0 if how == "correct" else 1

@@ -1,7 +1,7 @@
 // pkb sweep with the real pkb eval on the CPU device, over the collective problems: the
 // correct CPU candidates (solutions_cpu/coll_*.cpp) and a wrong, a crashing and a hanging
 // one (tests/sweep/candidates), laid out as pkb generate writes them. Then the same sweep
-// killed mid-way and run again.
+// killed mid-way and run again; and two nights compared (pkb report --against).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -118,4 +118,58 @@ TEST(SweepEval, KilledMidwayAndRunAgainCompletesWithNoDuplicateAndNoLoss) {
   EXPECT_EQ(problems.size(), 8u) << "one line per evaluation, none twice, none lost";
   EXPECT_EQ(task_keys(lines).size(), 8u);
   EXPECT_FALSE(fs::exists(out.string() + ".scratch")) << "the sweep run again cleared the killed one's scratch";
+}
+
+// Two nights on the CPU device compared as a nightly CI job does it (docs/sweep.md): night 1
+// sweeps two correct candidates; one is then replaced by a wrong one (same path, another
+// source), and night 2 sweeps them side by side (--parallel 2: two problems, two groups).
+// pkb report --against finds the pair that broke (matched by its path) and fails on it; the
+// unchanged candidate's CPU timings are compared for its verdict only.
+TEST(SweepEval, TwoNightsComparedAndARegressionFailsTheJob) {
+  fs::path dir = temp_dir("sweep-nightly");
+  fs::path solutions = dir / "solutions_cpu";
+  const std::string cpu = std::string(PKB_SOURCE_DIR) + "/solutions_cpu/";
+  write_file(solutions / "nightly/coll_allreduce/sample_0.cpp", slurp(cpu + "coll_allreduce.cpp"));
+  write_file(solutions / "nightly/coll_allgather/sample_0.cpp", slurp(cpu + "coll_allgather.cpp"));
+  auto night = [&](const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"sweep", "--solutions", solutions.string(), "--problems", "coll_allreduce,coll_allgather",
+                                     "--device", "cpu", "-w", "2", "--trials", "3", "--warmup", "1", "--iters", "3",
+                                     "--out", (dir / out).string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    PkbRun r = run_pkb(args, 300, {{"PKB_CACHE_DIR", (dir / "cache").string()}});
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+  };
+  night("night1.jsonl", {});
+  write_file(solutions / "nightly/coll_allgather/sample_0.cpp",
+             slurp(std::string(PKB_SOURCE_DIR) + "/tests/sweep/candidates/zeros.cpp"));
+  night("night2.jsonl", {"--parallel", "2"});
+  for (auto& l : read_lines(dir / "night2.jsonl")) EXPECT_EQ(l["sweep"]["parallel"], 2) << l.dump();
+
+  fs::path c = dir / "compare.json";
+  PkbRun r = run_pkb({"report", "--against", (dir / "night1.jsonl").string(), (dir / "night2.jsonl").string(), "--json",
+                      c.string(), "--fail-on-regression"});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "pkb: 1 regression against the earlier results")) << r.err;
+  json j = json::parse(slurp(c));
+  EXPECT_EQ(j["counts"]["pairs"], 2) << j.dump(2);
+  EXPECT_EQ(j["regressions"], 1);
+  ASSERT_EQ(j["pairs"].size(), 2u);
+  const json& broke = j["pairs"][0];
+  EXPECT_EQ(broke["change"], "broke");
+  EXPECT_EQ(broke["problem"], "coll_allgather");
+  EXPECT_EQ(broke["matched_by"], "path") << "the source changed under the same path";
+  EXPECT_EQ(broke["then"]["verdict"], "correct");
+  EXPECT_EQ(broke["now"]["verdict"], "wrong");
+  const json& same = j["pairs"][1];
+  EXPECT_EQ(same["problem"], "coll_allreduce");
+  EXPECT_EQ(same["matched_by"], "sha256");
+  EXPECT_EQ(same["change"], "not_counting") << "CPU-device speed never counts: " << same.dump();
+  EXPECT_EQ(same["now"]["timing_note"], "CPU device");
+  EXPECT_TRUE(same["now"]["speedup"].is_number());
+  std::string warnings = j["warnings"].dump();
+  EXPECT_TRUE(contains(warnings, "then and now differ in pkb sweep --parallel (then 1; now 2)")) << warnings;
+
+  r = run_pkb({"report", "--against", (dir / "night1.jsonl").string(), (dir / "night1.jsonl").string(),
+               "--fail-on-regression"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
 }

@@ -1,13 +1,17 @@
 // pkb sweep end to end with a stand-in for pkb build/eval (tests/sweep/fake_pkb.py) that can
 // end an evaluation in every way, quickly: every evaluation gets exactly one line, a re-run
 // resumes, a torn line is repaired, a SIGKILL loses nothing and leaves no process, Slurm
-// shares cover the grid once, and bad input gets one error line.
+// shares cover the grid once, and bad input gets one error line. Then --parallel: side by
+// side, a problem's evaluations waiting for its first correct one, each child on GPUs of its
+// own; and the progress line on a terminal.
 #include <gtest/gtest.h>
 
 #include <map>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "launch/subprocess.hpp"
+#include "sweep/runner.hpp"
 #include "sweep_support.hpp"
 
 using namespace pkbtest;
@@ -239,4 +243,174 @@ TEST(Sweep, SlurmScriptSharesRunHereCoverTheGridOnce) {
   EXPECT_EQ(j["evaluations"], 5);
   EXPECT_EQ(j["duplicates"], 0);
   EXPECT_EQ(j["files"].size(), 3u);
+}
+
+namespace {
+
+// An evaluation's span and GPUs, from the stand-in's "ran PATH START END GPUS" log lines.
+struct Ran {
+  std::string path, gpus;
+  double start = 0, end = 0;
+};
+
+std::map<std::string, Ran> ran_by_sample(const FakeSweep& s) {
+  std::map<std::string, Ran> out;
+  for (auto& l : s.log_lines("ran")) {
+    std::istringstream in(l);
+    std::string kind;
+    Ran r;
+    in >> kind >> r.path >> r.start >> r.end >> r.gpus;
+    fs::path p(r.path);
+    out[p.parent_path().filename().string() + "/" + p.stem().string()] = r;
+  }
+  return out;
+}
+
+bool overlap(const Ran& a, const Ran& b) { return a.start < b.end && b.start < a.end; }
+
+// The most evaluations running at one moment.
+size_t most_at_once(const std::map<std::string, Ran>& ran) {
+  size_t most = 0;
+  for (auto& [k, a] : ran) {
+    size_t n = 0;
+    for (auto& [j, b] : ran) n += b.start <= a.start && a.start < b.end;
+    most = std::max(most, n);
+  }
+  return most;
+}
+
+}  // namespace
+
+// --parallel 2 on the CPU device: two evaluations at a time, never three; every line whole
+// and recording that its timing shared the machine.
+TEST(Sweep, ParallelRunsEvaluationsSideBySide) {
+  FakeSweep s("sweep-parallel");
+  for (auto* p : {"coll_allreduce", "coll_allgather", "coll_broadcast", "coll_reduce"}) s.candidate(p, 0, "slow 1.0");
+  PkbRun r = s.run({"--parallel", "2"});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, ", up to 2 at once")) << r.out;
+  auto ran = ran_by_sample(s);
+  ASSERT_EQ(ran.size(), 4u) << slurp(s.log);
+  EXPECT_EQ(most_at_once(ran), 2u) << slurp(s.log);
+  std::vector<json> lines = read_lines(s.out);
+  ASSERT_EQ(lines.size(), 4u) << slurp(s.out);
+  EXPECT_EQ(task_keys(lines).size(), 4u);
+  for (auto& l : lines) EXPECT_EQ(l["sweep"]["parallel"], 2) << l.dump();
+  EXPECT_FALSE(contains(r.err, "\r")) << "stderr is no terminal: no progress line";
+}
+
+// Four evaluations of one problem, --parallel 4: the first ends wrong (pkb eval caches no
+// reference timing then), so the second runs alone too; it ends correct, and the other two
+// run side by side, reading the cached timing.
+TEST(Sweep, AProblemsEvaluationsWaitForItsFirstCorrectOne) {
+  FakeSweep s("sweep-primed");
+  s.candidate("coll_allreduce", 0, "wrong");
+  for (int k = 1; k <= 3; ++k) s.candidate("coll_allreduce", k, "slow 1.0");
+  s.candidate("coll_gather", 0, "slow 1.0");
+  PkbRun r = s.run({"--parallel", "4"});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  auto ran = ran_by_sample(s);
+  ASSERT_EQ(ran.size(), 5u) << slurp(s.log);
+  const Ran &s0 = ran["coll_allreduce/sample_0"], &s1 = ran["coll_allreduce/sample_1"];
+  const Ran &s2 = ran["coll_allreduce/sample_2"], &s3 = ran["coll_allreduce/sample_3"];
+  EXPECT_GE(s1.start, s0.end) << slurp(s.log);
+  EXPECT_GE(s2.start, s1.end) << slurp(s.log);
+  EXPECT_GE(s3.start, s1.end) << slurp(s.log);
+  EXPECT_TRUE(overlap(s2, s3)) << "primed: the rest run together\n" << slurp(s.log);
+  EXPECT_TRUE(overlap(ran["coll_gather/sample_0"], s0) || overlap(ran["coll_gather/sample_0"], s1))
+      << "another problem does not wait\n" << slurp(s.log);
+}
+
+// Packed onto GPUs (the runner itself, told the node has four): each child's
+// CUDA_VISIBLE_DEVICES names as many of the node's GPUs as its W, never one another holds.
+TEST(SweepRunner, PackedOnGpusEachChildSeesOnlyItsOwn) {
+  FakeSweep s("sweep-gpus");
+  std::vector<pkb::sweep::Task> tasks;
+  int i = 0;
+  for (auto [problem, world] : std::vector<std::pair<std::string, int>>{
+           {"coll_allreduce", 2}, {"coll_allgather", 1}, {"coll_broadcast", 1}, {"coll_reduce", 2}, {"coll_gather", 1}}) {
+    s.candidate(problem, 0, "slow 0.6");
+    pkb::sweep::Task t;
+    t.candidate.path = (s.solutions / "fake" / problem / "sample_0.cpp").string();
+    t.candidate.problem = problem;
+    t.candidate.run = "fake";
+    t.candidate.device = "cuda";
+    t.candidate.sha256 = "sha" + std::to_string(i);
+    t.world = world;
+    t.key = "key" + std::to_string(i++);
+    tasks.push_back(t);
+  }
+  pkb::sweep::ResultsFile out(s.out.string());
+  pkb::sweep::RunnerOptions o;
+  o.pkb = s.fake.string();
+  o.scratch_dir = (s.dir / "scratch").string();
+  o.parallel = 4;
+  o.gpus = {"GPU-a", "GPU-b", "GPU-c", "GPU-d"};
+  setenv("FAKE_LOG", s.log.c_str(), 1);
+  EXPECT_EQ(pkb::sweep::run_sweep(tasks, out, o, {}), 5u);
+  unsetenv("FAKE_LOG");
+  auto ran = ran_by_sample(s);
+  ASSERT_EQ(ran.size(), 5u) << slurp(s.log);
+  std::map<std::string, int> world = {{"coll_allreduce", 2}, {"coll_allgather", 1}, {"coll_broadcast", 1},
+                                      {"coll_reduce", 2}, {"coll_gather", 1}};
+  auto gpus_of = [](const Ran& r) {
+    std::set<std::string> g;
+    std::istringstream in(r.gpus);
+    for (std::string x; std::getline(in, x, ',');) g.insert(x);
+    return g;
+  };
+  for (auto& [name, r] : ran) {
+    std::string problem = name.substr(0, name.find('/'));
+    EXPECT_EQ(gpus_of(r).size(), static_cast<size_t>(world[problem])) << name << ": " << r.gpus;
+    for (auto& g : gpus_of(r)) EXPECT_TRUE(g.rfind("GPU-", 0) == 0) << g;
+    for (auto& [other, q] : ran) {
+      if (other == name || !overlap(r, q)) continue;
+      for (auto& g : gpus_of(r)) EXPECT_EQ(gpus_of(q).count(g), 0u) << name << " and " << other << " share " << g;
+    }
+  }
+  // Largest W first: the two W=2 evaluations split the node at once.
+  EXPECT_TRUE(overlap(ran["coll_allreduce/sample_0"], ran["coll_reduce/sample_0"])) << slurp(s.log);
+  EXPECT_LE(ran["coll_allreduce/sample_0"].start, ran["coll_allgather/sample_0"].start) << slurp(s.log);
+}
+
+// On a terminal, one line on stderr refreshed in place: done of total, failures so far, the
+// time left. pkb sweep runs with its stderr on a pseudo-terminal here.
+TEST(Sweep, ProgressLineOnATerminal) {
+  FakeSweep s("sweep-tty");
+  s.candidate("coll_allreduce", 0, "wrong");
+  for (int k = 1; k <= 2; ++k) s.candidate("coll_allreduce", k, "slow 0.5");
+  int master = posix_openpt(O_RDWR | O_NOCTTY);
+  ASSERT_GE(master, 0);
+  ASSERT_EQ(grantpt(master), 0);
+  ASSERT_EQ(unlockpt(master), 0);
+  std::string terminal = ptsname(master);
+  std::vector<std::string> argv = {PKB_BIN};
+  for (auto& a : s.args()) argv.push_back(a);
+  std::vector<std::string> envs;
+  for (char** e = environ; *e; ++e) envs.push_back(*e);
+  for (auto& [k, v] : s.env()) envs.push_back(k + "=" + v);
+  std::vector<char*> a, e;
+  for (auto& x : argv) a.push_back(x.data());
+  a.push_back(nullptr);
+  for (auto& x : envs) e.push_back(x.data());
+  e.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, (s.dir / "stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, terminal.c_str(), O_RDWR | O_NOCTTY, 0);
+  pid_t pid = -1;
+  ASSERT_EQ(posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, a.data(), e.data()), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  std::string err;
+  char buf[4096];
+  for (ssize_t n; (n = read(master, buf, sizeof buf)) > 0;) err.append(buf, static_cast<size_t>(n));  // EIO at the end
+  close(master);
+  int status = reap(pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << err;
+  EXPECT_TRUE(contains(err, "\r\033[K[")) << "redrawn in place: " << err;
+  EXPECT_TRUE(contains(err, "] 1/3 | 1 failed | ~")) << err;
+  EXPECT_TRUE(contains(err, " left")) << err;
+  EXPECT_TRUE(contains(err, "coll_allreduce W=4 fake/sample_")) << "what runs now: " << err;
+  EXPECT_TRUE(contains(slurp(s.dir / "stdout"), "[3/3] coll_allreduce W=4 fake/sample_2: correct")) << slurp(s.dir / "stdout");
 }

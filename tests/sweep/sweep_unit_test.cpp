@@ -1,6 +1,7 @@
 // The sweep's parts without processes: what a path says, discovery, the problem filter,
 // resume keys and shards, the results file (resume, torn lines, the lock), the lines
-// recorded for children that died, and the Slurm script.
+// recorded for children that died, the Slurm script, the progress line and which
+// evaluations share a reference timing.
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -11,6 +12,7 @@
 
 #include "support.hpp"
 #include "sweep/candidates.hpp"
+#include "sweep/progress.hpp"
 #include "sweep/results_file.hpp"
 #include "sweep/runner.hpp"
 #include "sweep/slurm.hpp"
@@ -302,4 +304,57 @@ TEST(Slurm, ScriptForOneEvaluationIsOneTask) {
                            "#SBATCH --output=/shared/job/slurm-%j.log\n",
                            "exec '/opt/pkb' 'eval' '-p' 'coll_allreduce' '--json' '/shared/job/result.json'\n"})
     EXPECT_NE(s.find(want), std::string::npos) << "missing: " << want << "\nin:\n" << s;
+}
+
+// The progress line: done of total, failures, the time left at the pace so far (counting
+// down between ends), what runs now.
+TEST(Progress, LineSaysDoneFailuresTimeLeftAndWhatRuns) {
+  Progress p;
+  p.total = 10;
+  p.to_build = 4;
+  p.built = 2;
+  p.running = {"coll_allreduce W=4 m/sample_0"};
+  EXPECT_EQ(p.line(10), "[..........] 0/10 | 0 failed | estimating time left | built 2/4 | coll_allreduce W=4 m/sample_0");
+  p.done = 4;
+  p.verdicts = {{"correct", 2}, {"wrong", 1}, {"timeout", 1}};
+  p.elapsed_at_last_end_s = 120;  // 30 s an evaluation: 6 left, 180 s
+  p.elapsed_s = 160;              // 40 s later: 140 s left
+  p.built = 4;
+  p.running.push_back("coll_gather W=4 m/sample_0");
+  ASSERT_TRUE(p.seconds_left().has_value());
+  EXPECT_DOUBLE_EQ(*p.seconds_left(), 140);
+  EXPECT_EQ(p.line(10), "[####......] 4/10 | 2 failed | ~2 min left | coll_allreduce W=4 m/sample_0 (+1 more)");
+  p.elapsed_s = 1000;
+  EXPECT_DOUBLE_EQ(*p.seconds_left(), 0) << "an estimate overrun stays at zero, never negative";
+}
+
+TEST(Progress, DurationsAsPeopleReadThem) {
+  EXPECT_EQ(duration_text(45), "45 s");
+  EXPECT_EQ(duration_text(89.4), "89 s");
+  EXPECT_EQ(duration_text(150), "3 min");
+  EXPECT_EQ(duration_text(12 * 60), "12 min");
+  EXPECT_EQ(duration_text(2 * 3600 + 5 * 60), "2 h 05 min");
+  EXPECT_EQ(duration_text(3 * 3600 - 10), "3 h 00 min");
+}
+
+// Which lines leave the reference's timing cached (pkb eval caches it from correct, timed
+// evaluations only), and which evaluations share one.
+TEST(ReferenceGroup, CorrectTimedLinesPrimeTheirProblemAtItsWAndSize) {
+  EXPECT_TRUE(cached_reference_timing({{"verdict", "correct"}, {"timing", {{"reference", {{"median_us", 1}}}}}}));
+  EXPECT_FALSE(cached_reference_timing({{"verdict", "correct"}, {"timing", nullptr}})) << "--no-timing";
+  EXPECT_FALSE(cached_reference_timing({{"verdict", "wrong"}, {"timing", nullptr}}));
+  Task t = sample_task();
+  Settings s;
+  Task other_w = t;
+  other_w.world = 2;
+  Task other_sample = t;
+  other_sample.candidate.sample = 7;
+  EXPECT_EQ(reference_group(t, s), reference_group(other_sample, s));
+  EXPECT_NE(reference_group(t, s), reference_group(other_w, s));
+  Settings large = s;
+  large.size = "large";
+  EXPECT_NE(reference_group(t, s), reference_group(t, large));
+  Settings untimed = s;
+  untimed.timing = false;
+  EXPECT_EQ(reference_group(t, untimed), "") << "nothing timed: nothing to share";
 }
