@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34,
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -420,6 +420,37 @@ stage_spike34() {
   for k in 1 2 3 4 5 6; do
     eval_json "fresh reference $k: honest tp_gemm_allgather W=1" 0 -p tp_gemm_allgather -s "$T" -w 1 --no-reference-cache
   done
+}
+
+stage_integrity34() {
+  # Integrity v4 (issue 34): the honest GEMM and the forgers at the default size and at large
+  # (W=1: judge and candidate rank beside it on the GPU, under pkb's private MPS), late work
+  # through the judge's copies, and ten evaluations that each time the reference afresh.
+  local T="$SRC/solutions_cuda/tp_gemm_allgather.cu" C="$SRC/tests/candidates/cuda" size f k
+  for size in default large; do
+    eval_json "honest tp_gemm_allgather $size W=1" 0 -p tp_gemm_allgather -s "$T" -w 1 --size $size
+    for f in forge_event_timer:6 forge_report:6 forge_captures:1; do
+      eval_json "forger ${f%%:*} $size W=1" ${f#*:} -p tp_gemm_allgather -s "$C/${f%%:*}.cu" -w 1 --size $size
+    done
+  done
+  eval_json "@reference tp_gemm_allgather W=1" 0 -p tp_gemm_allgather -s @reference -w 1
+  for f in late_work side_stream capture_aware_side_stream; do
+    eval_json "gallery $f W=1" 6 -p coll_allreduce -s "$C/$f.cu" -w 1 --trials 10 --warmup 20 --iters 50 --timeout 20
+  done
+  for k in 1 2 3 4 5 6 7 8 9 10; do
+    eval_json "fresh reference $k: honest tp_gemm_allgather W=1" 0 -p tp_gemm_allgather -s "$T" -w 1 \
+      --no-reference-cache --trials 5
+  done
+}
+
+stage_reference_all() {
+  # Every problem's reference as its own candidate (issue 35): a sweep at W=1 with the
+  # default settings (its report beside it), then every problem at W=2 with both ranks on
+  # the GPU (verdicts; shared timings say nothing), in one start of the ranks.
+  step "sweep @reference all W=1" 0 "$PKB" sweep --solutions @reference --problems all -w 1 --out "$OUT/reference_w1.jsonl"
+  step "report of it" 0 "$PKB" report "$OUT/reference_w1.jsonl" --md "$OUT/reference_w1.md" --html "$OUT/reference_w1.html"
+  step "eval @reference all W=2 shared, no timing" 0 "$PKB" eval -p all -s @reference -w 2 --no-timing \
+    --json "$OUT/reference_w2.jsonl"
 }
 
 stage_eval() {

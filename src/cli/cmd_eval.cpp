@@ -1,28 +1,22 @@
 // pkb eval: a verdict a researcher can publish. pkb build: compile a candidate into the
-// cache. The ranks do the work (jobs/eval.cpp); this side builds the candidate, places and
-// watches the ranks, and has their reports judged (eval/verdict.hpp) into a verdict,
-// timing statistics, speedup, bus bandwidth and roofline fraction. With --launcher slurm
-// the same command runs as a Slurm job on a GPU node and its result comes back here.
-#include <chrono>
+// cache. Flags in, a request out: run/evaluation.hpp runs the evaluation's phases (the
+// ranks do the work, jobs/), and this side prints the verdict, timing statistics,
+// speedup, bus bandwidth and roofline fraction and writes the record. With --launcher
+// slurm the same command runs as a Slurm job on a GPU node and its result comes back here.
 #include <ctime>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <spdlog/spdlog.h>
 
 #include "build/builder.hpp"
-#include "build/sha256.hpp"
 #include "cli/commands.hpp"
-#include "eval/layout.hpp"
-#include "eval/memory_plan.hpp"
-#include "eval/record.hpp"
+#include "cli/prompting.hpp"
 #include "eval/verdict.hpp"
 #include "io/files.hpp"
-#include "launch/phases.hpp"
 #include "launch/subprocess.hpp"
-#include "pkb_commit.h"
+#include "run/evaluation.hpp"
 #include "spec/dtype.hpp"
 #include "spec/hardware.hpp"
 #include "sweep/slurm.hpp"
@@ -32,22 +26,23 @@ namespace pkb::cli {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-namespace phase = launch::phase;
 
 namespace {
 
-constexpr int kMinCaptures = 20;  // timed calls checked at least, where memory is short
-
+// The command's flags. Trials, timing and budgets bind straight to the rank's job
+// (rank/job.hpp), whose defaults they keep.
 // The command's flags. Trials, timing and budgets bind straight to the rank's job
 // (rank/job.hpp), whose defaults they keep.
 struct EvalOptions {
-  std::string problem, solution, seed, json_out, save, hardware = "auto", tk_dir;
+  std::vector<std::string> problems;
+  std::string solution, seed, json_out, save, hardware = "auto", tk_dir;
   std::string launcher = "local", slurm_dir;  // --launcher slurm: where the job's script, log and result go
   std::vector<std::string> sbatch;
   bool no_timing = false, no_ref_cache = false, dry_plan = false;
   double heap_mib = 0, capture_mib = 0, memory_limit_gib = 0;
   rank::Job job;
   RunOptions run;
+  const std::string& problem() const { return problems.front(); }
 };
 
 std::string fmt_us(double us) { return io::format("%.1f", us); }
@@ -57,32 +52,6 @@ std::string utc_now(const char* format) {
   char buf[32];
   std::strftime(buf, sizeof buf, format, std::gmtime(&t));
   return buf;
-}
-
-// A candidate runs on one device only: a .cu file on the CUDA device, a .cpp file on the
-// CPU device. A mismatch is the command line's mistake, told before anything is built.
-void check_candidate_device(const std::string& solution, launch::Device device, bool device_given) {
-  build::Backend kind = build::backend_of(solution);
-  if ((kind == build::Backend::cuda || kind == build::Backend::tk) && device == launch::Device::cpu)
-    throw UsageError(solution + " is a CUDA candidate (.cu), but this run uses the CPU device" +
-                     (device_given ? " (--device cpu)" : " (no GPU is visible)") +
-                     "; CPU-device candidates are .cpp files (see solutions_cpu/)");
-  if (kind == build::Backend::cpu && device == launch::Device::cuda)
-    throw UsageError(solution + " is a CPU-device candidate (.cpp), but this run uses the CUDA device; add --device "
-                                "cpu, or give a .cu candidate");
-}
-
-build::Result build_for(Globals& g, const std::string& solution, const launch::Placement& p,
-                        const std::string& tk_dir) {
-  build::Request req;
-  req.source = solution;
-  req.tk_dir = tk_dir;
-  req.device = p.device;
-  if (p.gpus > 0) {
-    auto cc = p.probe["devices"][0]["cc"];
-    req.arch = build::arch_for(cc[0], cc[1]);
-  }
-  return build::build(req, build::Toolchain::from_build(g.root));
 }
 
 // -s names a file. The original ParallelKernelBench took a backend name there (-s triton),
@@ -120,31 +89,7 @@ void check_solution_is_a_file(Globals& g, const std::string& problem, const std:
                                     : "e.g. -s " + shown) +
                      "; `pkb sweep --solutions " + b.folder + "` evaluates a folder");
   }
-}
-
-// --solution @reference: nothing to build; its identity is the reference's source and the
-// spec it implements (what a sweep's resume key and a report's matching go by).
-build::Result reference_as_build(Globals& g, const spec::ProblemSpec& s) {
-  build::Result b;
-  b.ok = b.cached = true;
-  b.library = rank::kReferenceSolution;
-  b.source_sha256 = build::sha256_hex(io::read_file(g.registry().reference_source(s)) + io::read_file(s.path));
-  return b;
-}
-
-// Reference timings depend on the problem, its reference, sizes, W, the machine and the
-// timing settings, not on the candidate or the seed: the judges time the reference over
-// up to `iters` calls, each on fresh inputs drawn from the run's seed, so the statistics
-// describe the reference's speed over the problem's input distribution, whatever the
-// seed (docs/results.md). A sweep times each reference once.
-std::string reference_timing_key(Globals& g, const spec::ProblemSpec& s, const rank::Job& j,
-                                 const launch::Placement& p, const std::string& dtype) {
-  std::ostringstream k;
-  k << "v3|" << PKB_VERSION << "|" << io::read_file(s.path) << "|" << io::read_file(g.registry().reference_source(s))
-    << "|" << j.size << "|" << dtype << "|" << p.world << "|" << p.ranks_per_gpu << "|" << launch::name(p.device) << "|"
-    << p.gpu_name << "|" << j.warmup << "|" << j.iters << "|" << j.min_iters << "|" << j.warmup_budget_s << "|"
-    << j.timing_budget_s << "|" << j.cache << "|" << (p.mps ? "mps" : "");
-  return build::sha256_hex(k.str()).substr(0, 32);
+  throw UsageError("no such candidate file: " + solution);
 }
 
 void print_table(const json& r) {
@@ -191,194 +136,75 @@ void print_table(const json& r) {
            r["run"].value("device", "") != "cuda" ? "CPU-device" : "these");
 }
 
-// Where the wall time went (bench/eval_cost.sh): the slowest candidate rank at each step.
-json costs(const launch::GroupReport& rep, int world, double startup_s, double compile_s, bool timing) {
-  auto entered = [&](const char* ph) {
-    double t = 0;
-    for (int q = world; q < 2 * world && q < static_cast<int>(rep.ranks.size()); ++q)
-      t = std::max(t, rep.ranks[q].entered_s.count(ph) ? rep.ranks[q].entered_s.at(ph) : 0.0);
-    return t;
-  };
-  // From one phase's start to the next's; a phase never reached costs nothing, and one the
-  // evaluation ended in (a verdict in trial 0, say) runs to the group's end.
-  auto span = [&](double from, double to) { return from > 0 ? std::max(0.0, (to > 0 ? to : rep.wall_s) - from) : 0.0; };
-  double init = entered(phase::kInit), trial = entered(phase::kTrial), timing_setup = entered(phase::kTimingSetup);
-  return {{"startup", startup_s},
-          {"compile", compile_s},
-          {"reference_timing", span(entered(phase::kAwaitReference), init)},
-          {"bootstrap", init},
-          {"init", span(init, trial)},
-          {"trials", span(trial, timing && timing_setup > 0 ? timing_setup : entered(phase::kFinish))},
-          {"timing", timing ? span(timing_setup, entered(phase::kFinish)) : 0.0},
-          {"ranks_total", rep.wall_s}};
+// One line a problem, for an evaluation of several (the reference as the candidate).
+void print_line(const json& r) {
+  std::string v = r["verdict"], speed;
+  if (!r["speedup"].is_null()) speed = io::format("%.2fx", r["speedup"].get<double>());
+  printf("%-44s %-20s %-7s %s\n", r["problem"].get<std::string>().c_str(), v.c_str(), speed.c_str(),
+         v == "correct" ? "" : r["message"].get<std::string>().substr(0, 160).c_str());
 }
 
-// The evaluation's record before anything ran: the problem, the run as placed, versions.
-json new_eval_record(const spec::ProblemSpec& s, const rank::Job& job, const launch::Placement& p,
-                     const spec::HardwareProfile* hw, const std::string& dtype, bool sandbox) {
-  eval::RecordHead head;
-  head.problem = s.slug;
-  head.problem_id = s.id;
-  head.category = s.category;
-  head.run = {{"world", p.world}, {"device", launch::name(p.device)}, {"gpu", p.gpu_name}, {"gpus", p.gpus},
-              {"ranks_per_gpu", p.ranks_per_gpu}, {"comm", launch::name(p.comm)}, {"hardware_profile", hw ? hw->name : ""},
-              {"size", job.size}, {"dtype", dtype}, {"seed", std::to_string(job.seed)}, {"trials", job.trials},
-              {"warmup", job.warmup}, {"iters", job.iters}, {"cache", job.cache}, {"sandbox", sandbox},
-              {"budgets_s", {{"warmup", job.warmup_budget_s}, {"timing", job.timing_budget_s},
-                             {"trials", job.trials_budget_s}}}};
-  json res = eval::new_record(head);
-  res["time"] = utc_now("%Y-%m-%dT%H:%M:%SZ");
-  res["versions"] = {{"pkb", PKB_VERSION}, {"commit", PKB_COMMIT}, {"torch", PKB_TORCH_VERSION},
-                     {"cuda_runtime", p.probe.value("runtime_version", 0)},
-                     {"cuda_driver", p.probe.value("driver_version", 0)}, {"nccl", p.probe.value("nccl_version", 0)}};
-  return res;
-}
-
-// The reference's timing from an earlier evaluation of this problem (same sizes, ranks,
-// machine and timing settings), or null.
-json cached_reference(const std::string& file) {
-  if (!fs::exists(file)) return nullptr;
-  json j = json::parse(io::read_file(file), nullptr, false);
-  return j.is_object() && j.contains("stats") && j.contains("counts") ? j : json();
-}
-
-// The evaluation's memory plan (eval/memory_plan.hpp) on the placed devices.
-eval::MemoryPlan plan_eval_memory(const spec::ProblemSpec& s, const rank::Job& job, const launch::Placement& p,
-                                  const std::string& dtype, const EvalOptions& o, const json& cached) {
-  PlanInputs in = plan_inputs(p, o.memory_limit_gib, cached);
-  eval::MemoryRequest r;
-  r.spec = &s;
-  r.size = job.size;
-  r.dtype = dtype;
-  r.world = p.world;
-  r.ranks_per_gpu = p.device == launch::Device::cuda ? p.ranks_per_gpu : p.world;  // the CPU device: every rank on the host
-  r.cuda = p.device == launch::Device::cuda;
-  r.timing = job.timing;
-  r.nccl = p.comm == launch::Comm::nccl && p.world > 1;
-  r.memory = in.memory;
-  r.iters = job.iters;
-  r.min_captures = kMinCaptures;
-  double mib = o.capture_mib > 0 ? o.capture_mib : p.device == launch::Device::cuda ? 8192.0 / p.ranks_per_gpu : 256.0;
-  r.capture_budget = static_cast<uint64_t>(mib * (1 << 20));
-  r.candidate_heap = static_cast<uint64_t>(o.heap_mib * (1 << 20));
-  r.reference_peak = in.reference_peak;
-  if (in.reference_peak) r.reference_peak_source = "measured";
-  return eval::plan_memory(r);
-}
-
-// An evaluation, phase by phase: the problem and the run placed, the candidate built,
-// the reference's timing looked up, the ranks run (judges time the reference unless it is
-// cached, then the candidate ranks start), the verdict, the record.
-int evaluate(Globals& g, EvalOptions& o) {
-  // The problem, its sizes, the run placed.
-  rank::Job& job = o.job;
-  job.mode = "eval";
-  job.timing = !o.no_timing;
-  const spec::ProblemSpec& s = g.problem(o.problem);
-  check_size(s, job.size);
-  if (!job.dtype.empty() && !spec::is_dtype_name(job.dtype))
-    throw UsageError("unknown --dtype '" + job.dtype + "'; use one of " + spec::dtype_names());
-  const bool reference = rank::is_reference_solution(o.solution);
-  if (!reference && !fs::is_regular_file(o.solution)) throw UsageError("no such candidate file: " + o.solution);
-  std::string dtype = job.dtype.empty() ? s.dtype : job.dtype;
-  launch::Placement p = place(o.run, &s, job.size);
-  if (!reference) check_candidate_device(o.solution, p.device, o.run.place.device != "auto");
-  job.specs = {s.path};
-  job.seed = make_seed(o.seed);
-  std::vector<spec::HardwareProfile> profiles;
-  const spec::HardwareProfile* hw = hardware_for(g, o.hardware, p, profiles);
-  json res = new_eval_record(s, job, p, hw, dtype, !o.run.no_sandbox);
-  printf("pkb eval %s  W=%d  device=%s%s  comm=%s  size=%s  seed=%llu  trials=%d\n", s.slug.c_str(), p.world,
-         launch::name(p.device), p.gpu_name.empty() ? "" : (" (" + p.gpu_name + ")").c_str(), launch::name(p.comm),
-         job.size.c_str(), static_cast<unsigned long long>(job.seed), job.trials);
-  if (o.run.no_sandbox) warn("--no-sandbox: the candidate runs with your environment, files and network");
-  fflush(stdout);
-
-  // The reference's timing: cached from an earlier evaluation, or timed by the judges first.
-  std::string cache_file =
-      build::default_cache_dir() + "/reference-timing/" + reference_timing_key(g, s, job, p, dtype) + ".json";
-  eval::Context ctx{&s, job.size, dtype, p.device, p.world, p.ranks_per_gpu, job.timing, hw, nullptr};
-  if (job.timing && !o.no_ref_cache) ctx.cached_reference = cached_reference(cache_file);
-  job.time_reference = ctx.cached_reference.is_null();
-
-  // The memory each GPU needs, planned before any rank starts: pkb's own buffers sized to
-  // fit, or one line saying why the problem cannot.
-  eval::MemoryPlan plan = plan_eval_memory(s, job, p, dtype, o, cached_reference(cache_file));
-  if (o.dry_plan) {
-    printf("%s", plan.table().c_str());
-    return plan.fits ? int(eval::kOk) : int(eval::kUsage);
-  }
-  if (!plan.fits) throw UsageError(plan.refusal);
-  for (auto& n : plan.notes) warn(n);
-  job.captures = plan.captures;
-  job.candidate_heap_bytes = plan.candidate_heap;
-  res["run"]["memory_plan"] = {{"per_device_bytes", plan.per_gpu}, {"device_bytes", plan.memory},
-                               {"candidate_rank_bytes", plan.candidate_rank}, {"judge_rank_bytes", plan.judge_rank},
-                               {"reference_peak", plan.reference_source}};
-
-  // The candidate, compiled (or from the cache); the reference as the candidate is pkb's own.
-  auto t0 = std::chrono::steady_clock::now();
-  build::Result b = reference ? reference_as_build(g, s) : build_for(g, o.solution, p, o.tk_dir);
-  res["candidate"] = {{"path", o.solution},
-                      {"abs_path", reference ? o.solution : fs::absolute(o.solution).lexically_normal().string()},
-                      {"sha256", b.source_sha256},
-                      {"backend", reference ? "reference" : build::name(b.backend)}};
-  res["versions"]["compiler"] = b.compiler;
-  res["build_s"] = b.seconds;
-  auto finish = [&](int code) {
-    res["wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!o.json_out.empty()) {
-      std::ofstream f(o.json_out);
-      f << res.dump(2) << "\n";
-      if (!f) throw std::runtime_error("cannot write " + o.json_out);
-    }
-    return code;
-  };
-  if (!b.ok) {
-    res["verdict"] = "compile_error";
-    res["message"] = b.error;
-    res["failure"] = {{"reason", "compile"}, {"detail", b.log}};
-    printf("verdict: compile_error — %s\n", b.error.c_str());
-    if (!b.log.empty()) fprintf(stderr, "%s", b.log.c_str());
-    return finish(eval::kCompileError);
-  }
-  if (reference)
-    printf("candidate %s (the reference as a candidate: a sanity run of pkb, sha256 %.12s)\n", o.solution.c_str(),
-           b.source_sha256.c_str());
+// The records: pretty-printed for one problem, JSON Lines for several.
+void write_records(const std::string& file, const std::vector<json>& records) {
+  std::ofstream f(file);
+  if (records.size() == 1) f << records[0].dump(2) << "\n";
   else
-    printf("candidate %s (%s, sha256 %.12s, %s)\n", o.solution.c_str(), build::name(b.backend),
-           b.source_sha256.c_str(), b.cached ? "cached build" : ("built in " + fmt_us(b.seconds) + " s").c_str());
+    for (auto& r : records) f << r.dump() << "\n";
+  if (!f) throw std::runtime_error("cannot write " + file);
+}
 
-  job.library = b.library;
-  // Triton's kernel cache: one folder per candidate source, which no other candidate sees;
-  // with --seed (inputs that repeat) the scratch folder's, gone with the run (docs/architecture.md).
-  if (b.backend == build::Backend::triton && o.seed.empty())
-    p.env.push_back({"TRITON_CACHE_DIR", build::default_cache_dir() + "/triton/" + b.source_sha256});
-  if (!o.save.empty()) {
-    job.save_dir = fs::absolute(o.save).string();
-    std::error_code ec;
-    fs::create_directories(job.save_dir, ec);
-    if (ec) throw UsageError("cannot make --save-outputs " + o.save + ": " + ec.message());
+// pkb eval: the flags as a request (run/evaluation.hpp does the evaluation's phases), then
+// what came back printed and written.
+int evaluate(Globals& g, EvalOptions& o) {
+  run::EvalRequest q;
+  q.problems = select_problems(g, o.problems);
+  for (auto* s : q.problems) check_size(*s, o.job.size);
+  if (!o.job.dtype.empty() && !spec::is_dtype_name(o.job.dtype))
+    throw UsageError("unknown --dtype '" + o.job.dtype + "'; use one of " + spec::dtype_names());
+  q.skip_unfit = names_categories(o.problems);
+  q.solution = o.solution;
+  q.seed = o.seed;
+  q.save = o.save;
+  q.hardware = o.hardware;
+  q.tk_dir = o.tk_dir;
+  q.timing = !o.no_timing;
+  q.reference_cache = !o.no_ref_cache;
+  q.dry_plan = o.dry_plan;
+  q.heap_mib = o.heap_mib;
+  q.capture_mib = o.capture_mib;
+  q.memory_limit_gib = o.memory_limit_gib;
+  q.job = o.job;
+  q.place = o.run.place;
+  q.ranks = rank_settings(g, o.run);
+  q.registry = &g.registry();
+  q.root = g.root;
+  q.started = process_start();
+  if (o.run.no_sandbox) warn("--no-sandbox: the candidate runs with your environment, files and network");
+  auto say = [](const std::string& line) {
+    printf("%s\n", line.c_str());
+    fflush(stdout);
+  };
+  run::EvalRun r = run::evaluate(q, say, [](const std::string& w) { warn(w); });
+  if (q.dry_plan) {
+    printf("%s", r.plan.c_str());
+    return r.exit_code;
   }
-
-  // The ranks: judges, then candidate ranks beside them.
-  auto t_launch = std::chrono::steady_clock::now();
-  launch::GroupReport rep =
-      run_ranks(g, p, o.run, job, &s, "eval " + s.slug + " W=" + std::to_string(p.world), /*judged=*/true);
-  if (rep.outcome == launch::Outcome::Interrupted) {
+  if (r.interrupted) {
     fprintf(stderr, "pkb: interrupted; no result\n");
-    return eval::kInterrupted;
+    return r.exit_code;
   }
-
-  // The verdict, and the record.
-  json to_cache = eval::judge(res, rep, ctx);
-  res["costs_s"] = costs(rep, p.world, std::chrono::duration<double>(t_launch - process_start()).count() - b.seconds,
-                         b.seconds, job.timing);
-  res["run"]["leftovers_ended"] = rep.leftovers_ended;
-  if (rep.outcome != launch::Outcome::Ok && res["verdict"] != "compile_error") fprintf(stderr, "%s", rep.details().c_str());
-  if (!to_cache.is_null()) io::write_file_atomically(cache_file, to_cache.dump() + "\n");
-  print_table(res);
-  return finish(eval::verdict_exit_code(res["verdict"].get<std::string>()));
+  if (!o.json_out.empty()) write_records(o.json_out, r.records);
+  if (r.records.size() == 1) {
+    print_table(r.records[0]);
+  } else {
+    int correct = 0;
+    for (auto& rec : r.records) {
+      print_line(rec);
+      correct += rec["verdict"] == "correct";
+    }
+    printf("%zu problems: %d correct, %zu not\n", r.records.size(), correct, r.records.size() - correct);
+  }
+  return r.exit_code;
 }
 
 // The command line this process was started with, as the kernel has it.
@@ -429,17 +255,19 @@ std::string last_lines(const std::string& path, int n) {
 // --launcher slurm` writes, without the array), submitted and waited for; the node writes
 // the result into a folder both sides see, and it is printed (and --json written) here.
 int evaluate_on_slurm(Globals& g, EvalOptions& o) {
-  const spec::ProblemSpec& s = g.problem(o.problem);
+  if (o.problems.size() != 1) throw UsageError("--launcher slurm evaluates one problem: give one -p");
+  const spec::ProblemSpec& s = g.problem(o.problem());
   check_size(s, o.job.size);
   if (!o.job.dtype.empty() && !spec::is_dtype_name(o.job.dtype))
     throw UsageError("unknown --dtype '" + o.job.dtype + "'; use one of " + spec::dtype_names());
-  if (!fs::is_regular_file(o.solution)) throw UsageError("no such candidate file: " + o.solution);
+  const bool reference = rank::is_reference_solution(o.solution);
+  if (!reference && !fs::is_regular_file(o.solution)) throw UsageError("no such candidate file: " + o.solution);
   const launch::PlaceRequest& req = o.run.place;
   // Nothing is probed here (this machine may have no GPU): the candidate's kind says the device.
-  std::string device = req.device != "auto"                                   ? req.device
-                       : build::backend_of(o.solution) == build::Backend::cpu ? "cpu"
-                                                                              : "cuda";
-  check_candidate_device(o.solution, launch::device_from_name(device), req.device != "auto");
+  std::string device = req.device != "auto"                                                 ? req.device
+                       : !reference && build::backend_of(o.solution) == build::Backend::cpu ? "cpu"
+                                                                                            : "cuda";
+  if (!reference) run::check_candidate_device(o.solution, launch::device_from_name(device), req.device != "auto");
   sweep::SlurmJob job;
   if (device == "cuda") {
     if (req.world == 0)
@@ -502,7 +330,10 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
   static EvalOptions o;
   rank::Job& j = o.job;
   auto* cmd = app.add_subcommand("eval", "Check a candidate against the reference on every rank, then time both");
-  cmd->add_option("-p,--problem", o.problem, "slug, original id or original stem")->required();
+  cmd->add_option("-p,--problem", o.problems,
+                  "slug, original id or original stem; with --solution @reference also several, a category key or all "
+                  "(evaluated in turn on one start of the ranks)")
+      ->required();
   cmd->add_option("-s,--solution", o.solution,
                   "the candidate: .cu (CUDA, ThunderKittens), .py (Triton; torch on the CPU device) or .cpp (CPU "
                   "device); @reference: the problem's own reference as the candidate, a sanity run of pkb (it should "
@@ -560,7 +391,7 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
   o.run.add_to(cmd);
   cmd->callback([&] {
     run = [&] {
-      check_solution_is_a_file(g, o.problem, o.solution);
+      check_solution_is_a_file(g, o.problem(), o.solution);
       if (o.launcher == "slurm") return evaluate_on_slurm(g, o);
       if (!o.sbatch.empty() || !o.slurm_dir.empty()) throw UsageError("--sbatch and --slurm-dir are for --launcher slurm");
       return evaluate(g, o);
@@ -584,7 +415,7 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
         p.probe = launch::probe_devices();
         p.gpus = static_cast<int>(p.probe.value("devices", json::array()).size());
       }
-      build::Result b = build_for(g, build_src, p, build_tk_dir);
+      build::Result b = run::build_for(g.root, build_src, build_tk_dir, p);
       if (!b.ok) {
         fprintf(stderr, "pkb: compile error: %s\n%s", b.error.c_str(), b.log.c_str());
         return int(eval::kCompileError);

@@ -368,7 +368,9 @@ int sweep_here(Globals& g, SweepOptions& o) {
 void add_sweep_command(CLI::App& app, Globals& g, Action& run) {
   static SweepOptions o;
   auto* cmd = app.add_subcommand("sweep", "Evaluate every candidate under folders of solutions; resumable");
-  cmd->add_option("--solutions", o.solutions, "folders of candidates (pkb generate's output) or files")
+  cmd->add_option("--solutions,--solution", o.solutions,
+                  "folders of candidates (pkb generate's output) or files; @reference: every problem's reference as "
+                  "its candidate (a sanity run of pkb, not a result)")
       ->required()
       ->expected(1, -1);
   cmd->add_option("--problems", o.problems, "all, a category key (coll, tp, ...) or a comma list of problems");

@@ -1,5 +1,6 @@
-// What the commands share: where pkb's data lives, the problem registry, and the flags and
-// steps of a run that starts ranks (placement and deadlines are launch/'s).
+// What the commands share: where pkb's data lives, the problem registry, the flags of a run
+// that starts ranks (what they mean is run/'s and launch/'s), and how a rejected command
+// line is explained (parse_errors.cpp).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -18,6 +19,7 @@
 #include "launch/group.hpp"
 #include "launch/placement.hpp"
 #include "rank/job.hpp"
+#include "run/ranks.hpp"
 #include "spec/hardware.hpp"
 #include "spec/registry.hpp"
 
@@ -71,16 +73,6 @@ void check_size(const spec::ProblemSpec& s, const std::string& size);
 const spec::HardwareProfile* hardware_for(Globals& g, const std::string& wanted, const launch::Placement& p,
                                           std::vector<spec::HardwareProfile>& store);
 
-// What the memory plan of an evaluation is drawn against, and what it knows of the
-// reference: the device's memory (the smallest placed GPU's; on the CPU device the host's
-// available memory; `limit_gib` > 0 replaces either) and the reference's peak from an
-// earlier timing of it (`cached_timing`: the reference-timing cache entry, or null).
-struct PlanInputs {
-  uint64_t memory = 0;
-  uint64_t reference_peak = 0;
-};
-PlanInputs plan_inputs(const launch::Placement& p, double limit_gib, const nlohmann::json& cached_timing);
-
 // Places a run (launch::place), printing its warnings. Throws UsageError.
 launch::Placement place(const RunOptions& o, const spec::ProblemSpec* spec, const std::string& size);
 // Places problems that run in turn on one set of ranks: every one must take its world size,
@@ -89,6 +81,10 @@ launch::Placement place(const RunOptions& o, const spec::ProblemSpec* spec, cons
 // the one whose deadlines the ranks get (the most generous trial deadline).
 launch::Placement place_all(const RunOptions& o, std::vector<const spec::ProblemSpec*>& todo, const std::string& size,
                             const spec::ProblemSpec*& slowest, bool skip_unfit = false);
+
+// The flags of every command that starts ranks, as run/ranks.hpp takes them (with the key
+// variables of models.toml, which never go into a rank).
+run::RankSettings rank_settings(const Globals& g, const RunOptions& o);
 
 // Starts the ranks with `job` (rank, world, device, gpu, comm and reference libraries are
 // filled in per rank) and waits, under the deadlines of `spec` at the job's size. `label`

@@ -106,6 +106,11 @@ Bound roofline_bound(const spec::ProblemSpec& s, const std::string& size, int wo
   return b;
 }
 
+double typical_call_s(const spec::ProblemSpec& s, const std::string& size, int world, const std::string& dtype,
+                      const spec::HardwareProfile& hw) {
+  return roofline_bound(s, size, world, dtype, hw).us * 1e-6 / hw.typical_fraction;
+}
+
 double busbw_gbps(const spec::ProblemSpec& s, const std::string& size, int world, const std::string& dtype,
                   double us) {
   if (s.roofline.bus_factor.empty() || us <= 0) return 0;

@@ -47,6 +47,12 @@ struct Bound {
 Bound roofline_bound(const spec::ProblemSpec& s, const std::string& size, int world, const std::string& dtype,
                      const spec::HardwareProfile& hw);
 
+// What a call of the reference typically takes on `hw`, in seconds: the roofline bound over
+// the fraction of it references typically reach there (hw.typical_fraction). An estimate
+// for telling the user a run will be long, never a limit; 0 when the spec has no roofline.
+double typical_call_s(const spec::ProblemSpec& s, const std::string& size, int world, const std::string& dtype,
+                      const spec::HardwareProfile& hw);
+
 // nccl-tests bus bandwidth in GB/s for a call of `us`; 0 when the spec has no bus factor.
 double busbw_gbps(const spec::ProblemSpec& s, const std::string& size, int world, const std::string& dtype,
                   double us);

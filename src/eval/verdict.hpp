@@ -57,6 +57,10 @@ struct Context {
   bool timing = true;
   const spec::HardwareProfile* hardware = nullptr;  // for the roofline (none: no roofline)
   nlohmann::json cached_reference;                  // the reference's timing from the cache, or null
+  // CUDA: the judge and candidate rank beside it share one GPU context (MPS), so the
+  // judge's clock sees the candidate's calls; without it, the rank's own events are used
+  // and the timing does not count (timing_unverified).
+  bool mps = true;
 };
 
 // Fills res's verdict, message, failure, timing, speedup, busbw_gbps, roofline, flags,

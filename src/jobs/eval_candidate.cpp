@@ -49,18 +49,65 @@ namespace phase = launch::phase;
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-class CandidateJob {
- public:
-  explicit CandidateJob(rank::Rank& r)
-      : r_(r), job_(r.job), spec_(spec::load_spec(job_.spec())),
-        dt_name_(job_.dtype.empty() ? spec_.dtype : job_.dtype),
-        dt_(tensor::resolve(dt_name_, at::kFloat)), vars_(spec_.vars_for(job_.size, r.world, r.rank)),
-        pair_(r.client, Pair::Side::candidate, r.rank) {}
+// The sandbox's verdict on what the candidate just did, as an error that ends the rank.
+void deny_if_violated(int rank, const std::string& when) {
+  std::string v = rank::take_violation();
+  if (!v.empty())
+    throw rank::RankError(rank::ErrorKind::sandbox, "rank " + std::to_string(rank) + ": " + when + ", the candidate tried " +
+                                                        v + ", which pkb's sandbox denies (candidates may not use the "
+                                                            "network, start processes or run programs)");
+}
 
-  json run() {
+// What a candidate rank makes once and its problems share (several only for the reference
+// as the candidate): its stream, the pair's messages, the harness regions sized for the
+// largest problem (the gate's flags at their start), the communicator @reference runs on.
+struct Shared {
+  void* stream = nullptr;
+  std::unique_ptr<Pair> pair;
+  char* base = nullptr;  // the harness region in the heap
+  std::unique_ptr<heap::Mapping> host;
+  std::unique_ptr<CandidateGate> gate;
+  std::unique_ptr<Comm> own_comm;  // @reference's where the rank has no communicator
+  std::unique_ptr<eval::Candidate> candidate;  // a native or .py candidate, loaded once
+  std::vector<std::unique_ptr<eval::Candidate>> references;  // @reference: one per problem
+  rank::SandboxStatus sandbox;
+};
+
+// One problem on a candidate rank: the calibration of its gate, then pkb_init, the trials
+// and the timed calls of the candidate on the problem's set.
+class CandidateProblem {
+ public:
+  CandidateProblem(rank::Rank& r, size_t k, Shared& sh)
+      : r_(r), job_(r.job), spec_(spec::load_spec(job_.specs.at(k))),
+        dt_name_(job_.dtype.empty() ? spec_.dtype : job_.dtype), dt_(tensor::resolve(dt_name_, at::kFloat)),
+        vars_(spec_.vars_for(job_.size, r.world, r.rank)), sh_(sh), pair_(*sh.pair), stream_(sh.stream),
+        gate_(sh.gate.get()) {
+    view_harness();
+  }
+
+  // The gate's own cost, measured by the judge on calls of pkb's that do nothing, here,
+  // before any candidate code exists in this process (CUDA: the judge's clock needs it).
+  // Everything a timed call has but the candidate's work: the rank's own events too.
+  void calibrate() {
+    if (!r_.device.is_cuda() || !job_.timing) return;
+    r_.client.phase(phase::kCalibration);
+    const int n = eval::protocol::kCalibrationCalls;
+    auto own = device::make_timer(r_.device, stream_, n);
+    for (int i = 0; i < n; ++i) {
+      uint32_t seq = request_call(i);
+      gate_->call(seq, [&] {
+        own->start(i);
+        own->stop(i);
+        return 0;
+      });
+    }
+    device::sync_stream(r_.device, stream_);
+  }
+
+  json run(eval::Candidate& candidate) {
+    cand_ = &candidate;
     auto t0 = Clock::now();
-    stream_ = device::make_stream(r_.device);
-    setup();
+    init();
     report_.phase_ms["init"] = ms_since(t0);
     t0 = Clock::now();
     bool go_on = trials();
@@ -70,7 +117,7 @@ class CandidateJob {
       timing();
       report_.phase_ms["timing"] = ms_since(t0);
     }
-    report_.sandbox = sandbox_.to_json();
+    report_.sandbox = sh_.sandbox.to_json();
     r_.client.phase(phase::kFinish);
     cand_->finalize(cctx_->get());
     device::synchronize(r_.device);
@@ -80,45 +127,25 @@ class CandidateJob {
  private:
   // ---- set-up ---------------------------------------------------------------------------
 
-  void setup() {
-    make_harness();
-    calibrate();
+  // This problem's set over the shared regions, as the candidate sees it. A tensor empty on
+  // this rank still has its slot (solution.h): its address, not the null data pointer of
+  // an empty tensor.
+  void view_harness() {
+    layout_ = eval::plan_harness(spec_, job_.size, r_.world, dt_name_);
+    char* host = static_cast<char*>(sh_.host->data());
+    harness_ = std::make_unique<Harness>(spec_, vars_, dt_, layout_, sh_.base, host, r_.device);
+    auto described = [&](const spec::TensorSpec& t, const at::Tensor& x, const eval::Slot& slot) {
+      pkb_tensor d = eval::describe(t, x, !t.host);
+      d.data = (slot.host ? host : sh_.base) + slot.offset;
+      return d;
+    };
+    for (size_t i = 0; i < spec_.inputs.size(); ++i) din_.push_back(described(spec_.inputs[i], harness_->in[i], layout_.in[i]));
+    for (size_t i = 0; i < spec_.outputs.size(); ++i)
+      dout_.push_back(described(spec_.outputs[i], harness_->out[i], layout_.out[i]));
+  }
+
+  void init() {
     r_.client.phase(phase::kInit);
-    // NCCL connects lazily and over new sockets, which the sandbox denies: a round of the
-    // candidate's communicator makes every connection now.
-    if (r_.comm) {
-      at::Tensor x = at::ones({r_.world * 64}, at::TensorOptions().device(r_.device).dtype(at::kFloat));
-      at::Tensor y = at::empty_like(x);
-      r_.comm->all_reduce(x);
-      r_.comm->all_to_all(y, x);
-      r_.comm->all_gather(y, x.narrow(0, 0, 64));
-      device::synchronize(r_.device);
-    }
-    // The reference as the candidate (@reference) is pkb's own code: set up before the
-    // sandbox (a sub-communicator opens sockets), over the candidate's NCCL where ranks have
-    // a GPU each, else over shared memory of its own (no sockets after the sandbox either).
-    bool reference = rank::is_reference_solution(job_.library);
-    if (reference) {
-      if (!r_.comm) own_comm_ = comm::make_shm(r_.client, r_.rank, r_.world, r_.device);
-      cand_ = eval::make_reference_candidate(spec_, job_.size, r_.world, r_.rank, r_.device, dt_,
-                                             r_.comm ? *r_.comm : *own_comm_);
-    }
-    // A .py candidate's interpreter (torch, Triton) starts before the sandbox, as pkb's own
-    // work, under a deadline of its own.
-    bool python = std::filesystem::path(job_.library).extension() == ".py";
-    if (python) r_.client.phase(phase::kInterpreter);
-    eval::LoadNeeds needs = reference ? eval::LoadNeeds{} : eval::prepare_candidate(job_.library, r_.device.is_cuda());
-    if (python) r_.client.phase(phase::kInit);
-    if (job_.sandbox) {
-      if (!reference) needs.read.push_back(std::filesystem::path(job_.library).parent_path().string());
-      needs.read.push_back(std::filesystem::path(job_.spec()).parent_path().string());
-      rank::SandboxPaths paths = rank::rank_paths(needs.read, needs.write);
-      if (needs.processes) rank::allow_programs(paths, needs.exec);
-      paths.every_thread = !r_.comm;  // NCCL's threads keep what they need
-      sandbox_ = rank::enter_sandbox(paths);
-    }
-    if (!reference) cand_ = eval::load_candidate(job_.library);  // its constructors (a module's import) run here, confined
-    deny_if_violated("while being loaded");
     cctx_ = std::make_unique<CandidateCtx>(*r_.heap, r_.client, r_.device.is_cuda() ? r_.device.index() : -1, stream_,
                                            comm::nccl_handle(r_.comm.get()), spec_, vars_);
     // pkb_init sees shapes and dtypes, no data.
@@ -129,7 +156,7 @@ class CandidateJob {
       dout.push_back(eval::describe_shape(spec_.outputs[i], harness_->out[i].sizes().vec(), harness_->out[i].scalar_type()));
     int rc = cand_->init(cctx_->get(), din, dout);
     device::synchronize(r_.device);
-    deny_if_violated("in pkb_init");
+    deny_if_violated(r_.rank, "in pkb_init");
     if (rc != 0) throw std::runtime_error(cand_->returned("pkb_init", rc) + explain());
     cctx_->end_init();
     // Symmetric means symmetric: every rank must have allocated the same buffers.
@@ -141,48 +168,6 @@ class CandidateJob {
                                  "sizes in the same order");
   }
 
-  // The harness first in the symmetric heap (inputs and outputs symmetric, as candidates
-  // expect), then the candidate's own heap; host tensors in a shared host region. Both
-  // exported before any candidate code exists; the judge maps them.
-  void make_harness() {
-    layout_ = eval::plan_harness(spec_, job_.size, r_.world, dt_name_);
-    // The candidate's own heap: as asked, else room for two copies of what it reads and
-    // writes (a double-buffered exchange of every input), never under 256 MiB.
-    size_t own = job_.candidate_heap_bytes ? job_.candidate_heap_bytes
-                                           : std::max(size_t{256} << 20, 2 * (layout_.set_device - eval::kGateBytes + layout_.set_host));
-    r_.make_heap(layout_.device_bytes() + own);
-    size_t first = r_.heap->allocate(layout_.device_bytes());
-    host_ = heap::export_host(r_.client, proto::kHostRegion + std::string("/") + std::to_string(r_.rank),
-                              layout_.host_bytes());
-    char* base = static_cast<char*>(r_.heap->base(r_.rank)) + first;
-    harness_ = std::make_unique<Harness>(spec_, vars_, dt_, layout_, base, static_cast<char*>(host_->data()), r_.device);
-    gate_ = std::make_unique<CandidateGate>(r_.device, stream_, base);
-    gate_->reset();
-    // A tensor empty on this rank still has its slot (solution.h): its address, not the
-    // null data pointer of an empty tensor.
-    auto described = [&](const spec::TensorSpec& t, const at::Tensor& x, const eval::Slot& slot) {
-      pkb_tensor d = eval::describe(t, x, !t.host);
-      d.data = (slot.host ? static_cast<char*>(host_->data()) : base) + slot.offset;
-      return d;
-    };
-    for (size_t i = 0; i < spec_.inputs.size(); ++i) din_.push_back(described(spec_.inputs[i], harness_->in[i], layout_.in[i]));
-    for (size_t i = 0; i < spec_.outputs.size(); ++i)
-      dout_.push_back(described(spec_.outputs[i], harness_->out[i], layout_.out[i]));
-    pair_.send(proto::kReady, {{"heap_span", r_.heap->bytes() + r_.heap->pad_bytes()}});
-  }
-
-  // The gate's own cost, measured by the judge on calls of pkb's that do nothing, here,
-  // before any candidate code exists in this process (CUDA: the judge's clock needs it).
-  void calibrate() {
-    if (!r_.device.is_cuda() || !job_.timing) return;
-    r_.client.phase(phase::kCalibration);
-    for (int i = 0; i < eval::protocol::kCalibrationCalls; ++i) {
-      uint32_t seq = request_call(i);
-      gate_->call(seq, [] { return 0; });
-    }
-    device::sync_stream(r_.device, stream_);
-  }
-
   // Asks the judge for call `i` (its inputs written, its outputs poisoned) and returns the
   // call's sequence number on the gate.
   uint32_t request_call(int i) {
@@ -190,14 +175,6 @@ class CandidateJob {
     json f = pair_.receive(proto::kFilled);
     if (f.value("call", -1) != i) throw proto::ProtocolError("filled the wrong call");
     return f.at("seq").get<uint32_t>();
-  }
-
-  void deny_if_violated(const std::string& when) {
-    std::string v = rank::take_violation();
-    if (!v.empty())
-      throw rank::RankError(rank::ErrorKind::sandbox, "rank " + std::to_string(r_.rank) + ": " + when + ", the candidate tried " + v +
-                                           ", which pkb's sandbox denies (candidates may not use the network, start "
-                                           "processes or run programs)");
   }
 
   std::optional<Failure> sandbox_failure(const std::string& ph, int64_t trial) {
@@ -362,27 +339,131 @@ class CandidateJob {
   std::string dt_name_;
   at::ScalarType dt_;
   spec::Vars vars_;
-  Pair pair_;
+  Shared& sh_;
+  Pair& pair_;
+  void* stream_;
+  CandidateGate* gate_;
+  eval::Candidate* cand_ = nullptr;
   eval::CandidateReport report_;
   eval::HarnessLayout layout_;
-  std::unique_ptr<heap::Mapping> host_;
   std::unique_ptr<Harness> harness_;
-  std::unique_ptr<CandidateGate> gate_;
   std::vector<pkb_tensor> din_, dout_;
-  std::unique_ptr<Comm> own_comm_;  // @reference's where the rank has no communicator
-  std::unique_ptr<eval::Candidate> cand_;
   std::unique_ptr<CandidateCtx> cctx_;
-  rank::SandboxStatus sandbox_;
-  void* stream_ = nullptr;
+};
+
+// A candidate rank: the harness regions for its largest problem, exported before any
+// candidate code exists; the gate calibrated; its communicator connected; the sandbox; the
+// candidate loaded; then each problem in turn.
+class CandidateRank {
+ public:
+  explicit CandidateRank(rank::Rank& r) : r_(r), job_(r.job) {}
+
+  json run() {
+    sh_.stream = device::make_stream(r_.device);
+    sh_.pair = std::make_unique<Pair>(r_.client, Pair::Side::candidate, r_.rank);
+    make_regions();
+    const size_t n = job_.specs.size();
+    const bool several = n > 1, reference = rank::is_reference_solution(job_.library);
+    if (several) r_.client.set_problem(slug(0));
+    auto first = std::make_unique<CandidateProblem>(r_, 0, sh_);
+    first->calibrate();  // before anything of the candidate is loaded
+    r_.client.phase(phase::kInit);
+    connect();
+    // The reference as the candidate (@reference) is pkb's own code: set up before the
+    // sandbox (a sub-communicator opens sockets), over the candidate's NCCL where ranks have
+    // a GPU each, else over shared memory of its own (no sockets after the sandbox either).
+    if (reference) {
+      if (!r_.comm) sh_.own_comm = comm::make_shm(r_.client, r_.rank, r_.world, r_.device);
+      Comm& comm = r_.comm ? *r_.comm : *sh_.own_comm;
+      for (size_t k = 0; k < n; ++k) {
+        spec::ProblemSpec s = spec::load_spec(job_.specs[k]);
+        at::ScalarType dt = tensor::resolve(job_.dtype.empty() ? s.dtype : job_.dtype, at::kFloat);
+        sh_.references.push_back(eval::make_reference_candidate(s, job_.size, r_.world, r_.rank, r_.device, dt, comm));
+      }
+    }
+    // A .py candidate's interpreter (torch, Triton) starts before the sandbox, as pkb's own
+    // work, under a deadline of its own.
+    bool python = std::filesystem::path(job_.library).extension() == ".py";
+    if (python) r_.client.phase(phase::kInterpreter);
+    eval::LoadNeeds needs = reference ? eval::LoadNeeds{} : eval::prepare_candidate(job_.library, r_.device.is_cuda());
+    if (python) r_.client.phase(phase::kInit);
+    if (job_.sandbox) {
+      if (!reference) needs.read.push_back(std::filesystem::path(job_.library).parent_path().string());
+      needs.read.push_back(std::filesystem::path(job_.spec()).parent_path().string());
+      rank::SandboxPaths paths = rank::rank_paths(needs.read, needs.write);
+      if (needs.processes) rank::allow_programs(paths, needs.exec);
+      sh_.sandbox = rank::enter_sandbox(paths);
+    }
+    if (!reference) sh_.candidate = eval::load_candidate(job_.library);  // its constructors (a module's import) run here, confined
+    deny_if_violated(r_.rank, "while being loaded");
+
+    json reports = json::array();
+    for (size_t k = 0; k < n; ++k) {
+      std::unique_ptr<CandidateProblem> problem = std::move(first);
+      if (k > 0) {
+        r_.client.set_problem(slug(k));
+        problem = std::make_unique<CandidateProblem>(r_, k, sh_);
+        problem->calibrate();
+      }
+      reports.push_back(problem->run(reference ? *sh_.references[k] : *sh_.candidate));
+      // Kept: the candidate's threads may still point into a problem's buffers, and the
+      // rank exits right after the result, with no teardown.
+      problem.release();
+    }
+    return several ? json{{"problems", reports}} : reports[0];
+  }
+
+ private:
+  std::string slug(size_t k) const { return std::filesystem::path(job_.specs.at(k)).stem().string(); }
+
+  // The harness first in the symmetric heap (inputs and outputs symmetric, as candidates
+  // expect), then the candidate's own heap; host tensors in a shared host region. Both
+  // sized for the largest problem, exported before any candidate code exists; the judge
+  // maps them.
+  void make_regions() {
+    size_t device = 0, host = 0, own = 0;
+    for (size_t k = 0; k < job_.specs.size(); ++k) {
+      spec::ProblemSpec s = spec::load_spec(job_.specs[k]);
+      eval::HarnessLayout l = eval::plan_harness(s, job_.size, r_.world, job_.dtype.empty() ? s.dtype : job_.dtype);
+      device = std::max(device, l.device_bytes());
+      host = std::max(host, l.host_bytes());
+      // The candidate's own heap: as planned, else room for two copies of what it reads and
+      // writes (a double-buffered exchange of every input), never under 256 MiB.
+      size_t planned = job_.eval_problem(k).candidate_heap_bytes;
+      own = std::max(own, planned ? planned : std::max(size_t{256} << 20, 2 * (l.set_device - eval::kGateBytes + l.set_host)));
+    }
+    r_.make_heap(device + own);
+    sh_.base = static_cast<char*>(r_.heap->base(r_.rank)) + r_.heap->allocate(device);
+    sh_.host = heap::export_host(r_.client, proto::kHostRegion + std::string("/") + std::to_string(r_.rank), host);
+    sh_.gate = std::make_unique<CandidateGate>(r_.device, sh_.stream, sh_.base);
+    sh_.gate->reset();
+    sh_.pair->send(proto::kReady, {{"heap_span", r_.heap->bytes() + r_.heap->pad_bytes()}, {"host_bytes", host}});
+  }
+
+  // NCCL connects lazily and over new sockets, which the sandbox denies: a round of the
+  // candidate's communicator makes every connection now.
+  void connect() {
+    if (!r_.comm) return;
+    at::Tensor x = at::ones({r_.world * 64}, at::TensorOptions().device(r_.device).dtype(at::kFloat));
+    at::Tensor y = at::empty_like(x);
+    r_.comm->all_reduce(x);
+    r_.comm->all_to_all(y, x);
+    r_.comm->all_gather(y, x.narrow(0, 0, 64));
+    device::synchronize(r_.device);
+  }
+
+  rank::Rank& r_;
+  const rank::Job& job_;
+  Shared sh_;
 };
 
 }  // namespace
 
 json run_candidate(rank::Rank& r) {
-  // Never destroyed: the job owns what the candidate's threads may still point into, and
+  // Never destroyed: the rank owns what the candidate's threads may still point into, and
   // the rank exits right after the result, with no teardown.
-  auto* job = new CandidateJob(r);
-  return job->run();
+  auto* rank = new CandidateRank(r);
+  return rank->run();
 }
 
 }  // namespace pkb::jobs

@@ -75,30 +75,44 @@ struct Decision {
   bool stop = false;
 };
 
-class JudgeJob {
+// What a judge rank makes once and its problems share: its stream, the pair's messages,
+// its mappings of the candidate rank's memory (made for the largest problem), the gate
+// and its sequence numbers.
+struct Shared {
+  void* stream = nullptr;
+  std::unique_ptr<Pair> pair;
+  std::unique_ptr<heap::Mapping> device, host;
+  std::unique_ptr<JudgeGate> gate;
+  uint32_t seq = 0;
+};
+
+// The judges' timing of one problem's reference (before any candidate rank exists).
+struct ReferenceTimed {
+  timing::ReferenceTiming timing;
+  double peak_bytes = 0;
+  double ms = 0;
+};
+
+// One problem judged: its reference and answers, the candidate rank's set viewed through
+// the shared mappings, the calibration, the trials and the timed calls.
+class JudgeProblem {
  public:
-  explicit JudgeJob(rank::Rank& r) : r_(r), job_(r.job), pc_(r, r.job.spec()), pair_(r.client, Pair::Side::judge, r.rank) {}
+  JudgeProblem(rank::Rank& r, size_t k, Shared& sh, const std::optional<ReferenceTimed>& timed)
+      : r_(r), job_(r.job), plan_(r.job.eval_problem(k)), pc_(r, r.job.specs.at(k)), sh_(sh), pair_(*sh.pair),
+        stream_(sh.stream) {
+    if (timed) {
+      report_.reference = timed->timing.attempts;
+      report_.reference_kept = timed->timing.kept;
+      report_.reference_stable = timed->timing.stable;
+      report_.reference_unstable = timed->timing.why;
+      report_.reference_peak_bytes = timed->peak_bytes;
+      report_.phase_ms["reference_timing"] = timed->ms;
+    }
+  }
 
   json run() {
     auto t0 = Clock::now();
-    stream_ = device::make_stream(r_.device);
-    r_.make_heap(0);  // its signal pads align the judges' timed calls
-    if (job_.timing && job_.time_reference) {
-      device::reset_peak(r_.device);
-      timing::ReferenceTiming rt = timing::time_reference_until_stable(pc_, stream_);
-      report_.reference = rt.attempts;
-      report_.reference_kept = rt.kept;
-      report_.reference_stable = rt.stable;
-      report_.reference_unstable = rt.why;
-      report_.reference_peak_bytes = static_cast<double>(device::peak_allocated(r_.device));
-      report_.phase_ms["reference_timing"] = ms_since(t0);
-    }
-    // The candidate ranks start only now, on a device with the reference's memory back.
-    device::release_cached_memory(r_.device);
-    r_.client.barrier(r_.world);
-    if (r_.rank == 0) r_.client.set(proto::kReferenceDone, "1");
-    t0 = Clock::now();
-    map_candidate();
+    view_candidate();
     calibrate();
     report_.phase_ms["candidate_setup"] = ms_since(t0);
     t0 = Clock::now();
@@ -115,28 +129,20 @@ class JudgeJob {
   }
 
  private:
-  // ---- the candidate rank's harness, mapped here ------------------------------------------
+  // ---- the candidate rank's harness, viewed here ------------------------------------------
 
-  void map_candidate() {
-    r_.client.phase(phase::kAwaitCandidate);
-    json ready = pair_.receive(proto::kReady);
+  void view_candidate() {
     layout_ = eval::plan_harness(pc_.spec, job_.size, r_.world, job_.dtype.empty() ? pc_.spec.dtype : job_.dtype);
-    size_t span = ready.at("heap_span").get<size_t>();
-    if (span < layout_.device_bytes()) throw eval::protocol::ProtocolError("the candidate rank's heap is too small");
-    bool cuda = r_.device.is_cuda();
-    std::string key = heap::heap_key(cuda, r_.rank);
-    device_ = cuda ? heap::import_cuda(r_.client, proto::kCandidates, key, r_.device.index(), span)
-                   : heap::import_host(r_.client, proto::kCandidates, key, span);
-    host_ = heap::import_host(r_.client, proto::kCandidates, proto::kHostRegion + std::string("/") + std::to_string(r_.rank),
-                              layout_.host_bytes());
-    harness_ = std::make_unique<Harness>(pc_.spec, pc_.ctx.vars(), pc_.dt, layout_, static_cast<char*>(device_->data()),
-                                         static_cast<char*>(host_->data()), r_.device);
-    gate_ = std::make_unique<JudgeGate>(r_.device, stream_, static_cast<char*>(device_->data()));
+    if (sh_.device->bytes() < layout_.device_bytes() || (layout_.host_bytes() && sh_.host->bytes() < layout_.host_bytes()))
+      throw eval::protocol::ProtocolError("the candidate rank's memory is too small for " + pc_.spec.slug);
+    harness_ = std::make_unique<Harness>(pc_.spec, pc_.ctx.vars(), pc_.dt, layout_, static_cast<char*>(sh_.device->data()),
+                                         static_cast<char*>(sh_.host->data()), r_.device);
+    gate_ = sh_.gate.get();
     trial_capture_ = std::make_unique<Captures>(harness_->out, 1, r_.device);
   }
 
   // The next call's number on the gate.
-  uint32_t next_seq() { return ++seq_; }
+  uint32_t next_seq() { return ++sh_.seq; }
 
   // What the gate costs a call that does nothing: the candidate rank makes pkb's own empty
   // calls through it before any candidate code is loaded there, and this judge times them
@@ -277,7 +283,7 @@ class JudgeJob {
   // change), the candidate's captured outputs, the reference's.
   void save(int64_t trial, const std::vector<at::Tensor>& captured, const ReportedSizes& sizes,
             const std::vector<at::Tensor>& ref) {
-    const std::string& dir = job_.save_dir;
+    const std::string dir = pc_.save_dir();
     if (dir.empty()) return;
     Inputs in = pc_.inputs_for(trial);
     std::vector<at::Tensor> got;
@@ -422,10 +428,10 @@ class JudgeJob {
   std::vector<int> choose_captured(int n) {
     std::vector<int> calls(n);
     std::iota(calls.begin(), calls.end(), 0);
-    if (job_.captures < n) {
+    if (plan_.captures < n) {
       std::mt19937_64 pick(tensor::derive_seed(job_.seed, timing::kTimedKey, 7));
       std::shuffle(calls.begin(), calls.end(), pick);
-      calls.resize(std::max(job_.captures, 1));
+      calls.resize(std::max(plan_.captures, 1));
       std::sort(calls.begin(), calls.end());
     }
     return calls;
@@ -460,21 +466,82 @@ class JudgeJob {
 
   rank::Rank& r_;
   const rank::Job& job_;
+  const rank::Job::EvalProblem& plan_;
   ProblemContext pc_;
-  Pair pair_;
+  Shared& sh_;
+  Pair& pair_;
+  void* stream_;
+  JudgeGate* gate_ = nullptr;
   eval::JudgeReport report_;
   eval::HarnessLayout layout_;
-  std::unique_ptr<heap::Mapping> device_, host_;
   std::unique_ptr<Harness> harness_;
-  std::unique_ptr<JudgeGate> gate_;
   std::unique_ptr<Captures> trial_capture_, captures_;
-  uint32_t seq_ = 0;
   Inputs last_inputs_;
-  void* stream_ = nullptr;
+};
+
+// A judge rank: the references timed first (those the parent has no timing of), before any
+// candidate rank touches its GPU; then the candidate rank's memory mapped once, and each
+// problem judged in turn.
+class JudgeRank {
+ public:
+  explicit JudgeRank(rank::Rank& r) : r_(r), job_(r.job) {}
+
+  json run() {
+    sh_.stream = device::make_stream(r_.device);
+    r_.make_heap(0);  // its signal pads align the judges' timed calls
+    const size_t n = job_.specs.size();
+    const bool several = n > 1;
+    std::vector<std::optional<ReferenceTimed>> timed(n);
+    for (size_t k = 0; k < n; ++k) {
+      if (!job_.timing || !job_.eval_problem(k).time_reference) continue;
+      if (several) r_.client.set_problem(std::filesystem::path(job_.specs[k]).stem().string());
+      auto t0 = Clock::now();
+      device::reset_peak(r_.device);
+      ProblemContext pc(r_, job_.specs[k]);
+      ReferenceTimed t;
+      t.timing = timing::time_reference_until_stable(pc, sh_.stream);
+      t.peak_bytes = static_cast<double>(device::peak_allocated(r_.device));
+      t.ms = ms_since(t0);
+      timed[k] = t;
+      device::release_cached_memory(r_.device);
+    }
+    // The candidate ranks start only now, on a device with the references' memory back.
+    device::release_cached_memory(r_.device);
+    r_.client.barrier(r_.world);
+    if (r_.rank == 0) r_.client.set(proto::kReferenceDone, "1");
+    map_candidate();
+    json reports = json::array();
+    for (size_t k = 0; k < n; ++k) {
+      if (several) r_.client.set_problem(std::filesystem::path(job_.specs[k]).stem().string());
+      reports.push_back(JudgeProblem(r_, k, sh_, timed[k]).run());
+      device::release_cached_memory(r_.device);  // the next problem starts from an empty cache
+    }
+    return several ? json{{"problems", reports}} : reports[0];
+  }
+
+ private:
+  // The candidate rank's harness regions (sized for its largest problem), mapped here.
+  void map_candidate() {
+    sh_.pair = std::make_unique<Pair>(r_.client, Pair::Side::judge, r_.rank);
+    r_.client.phase(phase::kAwaitCandidate);
+    json ready = sh_.pair->receive(proto::kReady);
+    size_t span = ready.at("heap_span").get<size_t>(), host = ready.at("host_bytes").get<size_t>();
+    bool cuda = r_.device.is_cuda();
+    std::string key = heap::heap_key(cuda, r_.rank);
+    sh_.device = cuda ? heap::import_cuda(r_.client, proto::kCandidates, key, r_.device.index(), span)
+                      : heap::import_host(r_.client, proto::kCandidates, key, span);
+    sh_.host = heap::import_host(r_.client, proto::kCandidates, proto::kHostRegion + std::string("/") + std::to_string(r_.rank),
+                                 host);
+    sh_.gate = std::make_unique<JudgeGate>(r_.device, sh_.stream, static_cast<char*>(sh_.device->data()), *r_.heap);
+  }
+
+  rank::Rank& r_;
+  const rank::Job& job_;
+  Shared sh_;
 };
 
 }  // namespace
 
-json run_judge(rank::Rank& r) { return JudgeJob(r).run(); }
+json run_judge(rank::Rank& r) { return JudgeRank(r).run(); }
 
 }  // namespace pkb::jobs

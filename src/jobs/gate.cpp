@@ -18,9 +18,14 @@ void copy_device_outputs(const std::vector<at::Tensor>& out, const std::vector<a
 
 }  // namespace
 
-JudgeGate::JudgeGate(at::Device device, void* stream, char* harness)
+JudgeGate::JudgeGate(at::Device device, void* stream, char* harness, const heap::Heap& judges)
     : device_(device), stream_(stream), go_(flag(harness, eval::kGateGo)), ready_(flag(harness, eval::kGateReady)),
-      done_(flag(harness, eval::kGateDone)) {}
+      done_(flag(harness, eval::kGateDone)) {
+  if (!device_.is_cuda()) return;
+  device::flush_l2(device_, stream_);
+  device::heap_barrier(judges, timing::pkb_channel(judges), stream_);
+  sync();
+}
 
 void JudgeGate::trial(uint32_t seq, const std::vector<at::Tensor>& out, const std::vector<at::Tensor>* into) {
   if (!device_.is_cuda()) return;

@@ -38,7 +38,11 @@ namespace pkb::jobs {
 // device region starts in the judge's address space).
 class JudgeGate {
  public:
-  JudgeGate(at::Device device, void* stream, char* harness);
+  // Allocates the L2 eviction's buffer and loads the judges' barrier kernel now (a barrier
+  // of the judges: every judge makes its gate at the same point): either could otherwise
+  // synchronise the device in the middle of a call, while the judge's stream waits on a
+  // flag the candidate rank writes only once the judge has told it to go ahead.
+  JudgeGate(at::Device device, void* stream, char* harness, const heap::Heap& judges);
 
   // A trial: `go` now (the inputs are in place), the outputs copied into `into` once the
   // call is done. Enqueued on the judge's stream; sync() waits for it.

@@ -15,7 +15,9 @@ void before_setup(const rank::Job& job, launch::Client& client) {
   if (job.role == rank::Role::judge) client.set_namespace(proto::kJudges);
   if (job.role == rank::Role::candidate) {
     client.set_namespace(proto::kCandidates);
-    if (job.timing && job.time_reference) {
+    bool timed_by_judges = false;
+    for (auto& e : job.eval_problems) timed_by_judges = timed_by_judges || e.time_reference;
+    if (job.timing && timed_by_judges) {
       client.phase(launch::phase::kAwaitReference);
       client.get_from(proto::kJudges, proto::kReferenceDone);
     }

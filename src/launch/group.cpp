@@ -371,8 +371,9 @@ class Hub {
         r.phase_start = Clock::now();
         double at = std::chrono::duration<double>(r.phase_start - spawned_).count();
         r.report.entered_s.emplace(r.report.phase, at);
-        if (r.report.history.size() < kMaxHistory) r.report.history.push_back({r.report.phase, r.report.trial, at});
-        if (o_.on_phase) o_.on_phase(r.report.rank, r.report.phase, r.report.trial);
+        if (r.report.history.size() < kMaxHistory)
+          r.report.history.push_back({r.report.phase, r.report.trial, at, r.report.problem});
+        if (o_.on_phase) o_.on_phase(r.report.rank, r.report.phase, r.report.trial, r.report.problem);
         break;
       }
       case Op::Result: {
@@ -450,6 +451,26 @@ const char* outcome_name(Outcome o) {
     case Outcome::Interrupted: return "interrupted";
   }
   return "?";
+}
+
+GroupReport for_problem(const GroupReport& rep, const std::string& problem, const std::vector<std::string>& results) {
+  GroupReport out = rep;
+  for (size_t q = 0; q < out.ranks.size(); ++q) {
+    RankReport& rk = out.ranks[q];
+    rk.result = q < results.size() ? results[q] : "";
+    rk.results = rk.result.empty() ? 0 : 1;
+    std::vector<RankReport::Step> mine;
+    rk.entered_s.clear();
+    for (auto& st : rep.ranks[q].history) {
+      // Events before a rank names its first problem (bootstrap, waiting for the reference)
+      // belong to every problem; the exit to the last.
+      if (!st.problem.empty() && st.problem != problem) continue;
+      mine.push_back(st);
+      rk.entered_s.emplace(st.phase, st.s);
+    }
+    rk.history = mine;
+  }
+  return out;
 }
 
 std::string phase_label(const std::string& phase, int trial, const std::string& problem) {

@@ -29,7 +29,7 @@ struct GroupOptions {
   std::map<std::string, double> budgets;
   bool echo = false;  // copy ranks' output to stderr as it comes, prefixed [rank r]
   size_t keep_lines = 20;
-  std::function<void(int rank, const std::string& phase, int trial)> on_phase;
+  std::function<void(int rank, const std::string& phase, int trial, const std::string& problem)> on_phase;
   // What a process is called in messages ("candidate rank 1"); "rank r" when unset.
   std::function<std::string(int rank)> name_of;
   // Whether a process may write (set, add, delete, hand over a descriptor) a store key;
@@ -63,6 +63,7 @@ struct RankReport {
     std::string phase;
     int trial = -1;
     double s = 0;
+    std::string problem;  // of a rank that runs several problems: the one at hand ("" else)
   };
   std::vector<Step> history;
   std::string refused_key;  // the first store write the options' may_write refused
@@ -84,6 +85,12 @@ struct GroupReport {
 };
 
 GroupReport run_group(const GroupOptions& options);
+
+// The part of a group's report about one of the problems its ranks ran in turn: each
+// rank's phase events of that problem (their times, and the phases entered), and `results`
+// (one per rank: what it said of that problem) in place of its result. The outcome is the
+// group's: a group that failed failed in some problem, which its summary names.
+GroupReport for_problem(const GroupReport& rep, const std::string& problem, const std::vector<std::string>& results);
 
 // "trial 3" or the phase name, with " of <problem>" when there is one.
 std::string phase_label(const std::string& phase, int trial, const std::string& problem = "");

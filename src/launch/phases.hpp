@@ -15,6 +15,9 @@ inline constexpr char kSync[] = "sync";            // done with a trial, waiting
 inline constexpr char kAwaitReference[] = "await_reference";
 inline constexpr char kAwaitJudge[] = "await_judge";
 inline constexpr char kAwaitCandidate[] = "await_candidate";
+// pkb eval: a judge rank through its candidate rank's timed call n (with n as the trial):
+// it waits on the candidate rank, and the progress line counts the calls.
+inline constexpr char kTimedCall[] = "timed_call";
 inline constexpr char kSave[] = "save";            // writing outputs
 // pkb eval: a judge measures what its gate costs on pkb's own empty calls (jobs/gate.hpp).
 inline constexpr char kCalibration[] = "calibration";
@@ -30,7 +33,7 @@ inline constexpr char kExit[] = "exit";  // the result is in; the rank is exitin
 
 // Phases in which a rank only waits for others: never the cause of a timeout while some
 // rank overruns a phase of real work.
-inline constexpr const char* kWaitingPhases[] = {kSync, kAwaitReference, kAwaitJudge, kAwaitCandidate};
+inline constexpr const char* kWaitingPhases[] = {kSync, kAwaitReference, kAwaitJudge, kAwaitCandidate, kTimedCall};
 
 // The phases of timing, which run hundreds of calls.
 inline constexpr const char* kTimingPhases[] = {kTimingSetup,     kCandidateWarmup, kCandidateTiming, kEscapeCheck,

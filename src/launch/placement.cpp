@@ -94,6 +94,9 @@ Placement place(const PlaceRequest& req, const spec::ProblemSpec* spec, const st
   // NCCL connects everything while communicators are made, before a candidate is loaded
   // (the sandbox denies new network sockets after that).
   p.env.push_back({"NCCL_RUNTIME_CONNECT", "0"});
+  // NCCL's RAS thread keeps connecting to peers after set-up, which the sandbox (on every
+  // thread of a candidate rank) denies: pkb's runs are one node, watched by pkb itself.
+  p.env.push_back({"NCCL_RAS_ENABLE", "0"});
   // One OpenMP thread per rank: W ranks already share the cores.
   if (!getenv("OMP_NUM_THREADS")) p.env.push_back({"OMP_NUM_THREADS", "1"});
   return p;
@@ -112,12 +115,16 @@ std::map<std::string, double> phase_budgets(const spec::ProblemSpec* spec, const
   for (const char* t : phase::kTimingPhases) b[t] = 10 * trial;
   // Waiting covers whatever the partner may spend in its own phases, each with its own
   // deadline; this one only ends a wait that nothing else would.
-  for (const char* w : {phase::kAwaitReference, phase::kAwaitJudge, phase::kAwaitCandidate}) b[w] = 40 * trial + 600;
+  for (const char* w : phase::kWaitingPhases)
+    if (std::string(w) != phase::kSync) b[w] = 40 * trial + 600;
+  auto waiting = [](const std::string& k) {
+    for (const char* w : phase::kWaitingPhases)
+      if (k == w && k != phase::kSync) return true;
+    return false;
+  };
   if (timeout > 0)
     for (auto& [k, v] : b)
-      if (k != phase::kBootstrap && k != phase::kInterpreter && k != phase::kAwaitReference &&
-          k != phase::kAwaitJudge && k != phase::kAwaitCandidate)
-        v = timeout;
+      if (k != phase::kBootstrap && k != phase::kInterpreter && !waiting(k)) v = timeout;
   return b;
 }
 

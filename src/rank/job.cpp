@@ -5,6 +5,8 @@
 
 namespace pkb::rank {
 
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Job::EvalProblem, time_reference, captures, candidate_heap_bytes)
+
 namespace {
 
 const std::pair<Role, const char*> kRoles[] = {
@@ -44,10 +46,8 @@ void fields(J&& visit, Job& j) {
   visit("min_trials", j.min_trials);
   visit("timing", j.timing);
   visit("cache", j.cache);
-  visit("time_reference", j.time_reference);
-  visit("captures", j.captures);
-  visit("candidate_heap_bytes", j.candidate_heap_bytes);
   visit("sandbox", j.sandbox);
+  visit("eval_problems", j.eval_problems);
 }
 
 }  // namespace

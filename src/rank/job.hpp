@@ -73,10 +73,16 @@ struct Job {
   int min_iters = 10, min_trials = 5;
   bool timing = true;
   std::string cache = "cold";  // cold: evict the L2 before each timed call
-  bool time_reference = true;  // false: the parent has the reference's timing cached
-  int captures = 20;           // timed calls whose outputs are captured as each ends (all when it is >= iters)
-  size_t candidate_heap_bytes = 0;  // the candidate's own heap; 0: twice its inputs and outputs, >= 256 MiB
   bool sandbox = true;         // confine the candidate (rank/sandbox.hpp)
+  // pkb eval, one per problem of `specs` (several only for the reference as the candidate):
+  // what the parent planned for it.
+  struct EvalProblem {
+    bool time_reference = true;  // false: the parent has the reference's timing cached
+    int captures = 20;           // timed calls whose outputs the judge captures (all when it is >= iters)
+    size_t candidate_heap_bytes = 0;  // the candidate's own heap; 0: twice its inputs and outputs, >= 256 MiB
+  };
+  std::vector<EvalProblem> eval_problems;
+  const EvalProblem& eval_problem(size_t k) const { return eval_problems.at(k); }
 };
 
 nlohmann::json to_json(const Job& j);

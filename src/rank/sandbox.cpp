@@ -182,7 +182,45 @@ bool add_rule(int ruleset, const std::string& path, uint64_t rights, int abi) {
 #endif
 }
 
-bool restrict_filesystem(const SandboxPaths& paths, int abi, bool& scoped, std::string& why) {
+// Landlock confines the thread that restricts itself and the threads it starts later, not
+// those running already (gloo's, NCCL's proxy and RAS threads, CUDA's, OpenMP's). Each of
+// those restricts itself to the same ruleset in a handler of a signal sent to it alone, as
+// glibc changes every thread's ids. A thread that blocks the signal stays outside, and is
+// counted.
+std::atomic<int> g_ruleset{-1}, g_threads_confined{0}, g_threads_refused{0};
+
+extern "C" void on_confine(int) {
+  int saved = errno;
+  prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+#if defined(SYS_landlock_restrict_self)
+  if (syscall(SYS_landlock_restrict_self, g_ruleset.load(), 0) == 0) ++g_threads_confined;
+  else ++g_threads_refused;
+#endif
+  errno = saved;
+}
+
+// Every other thread of the rank restricted to `ruleset`; returns how many were sent the
+// signal (the others have exited meanwhile). Waits up to a second for their answers.
+int confine_running_threads(int ruleset) {
+  const int sig = SIGRTMIN + 7;  // glibc keeps the first few for itself
+  struct sigaction sa{};
+  sa.sa_handler = on_confine;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(sig, &sa, nullptr);
+  g_ruleset = ruleset;
+  pid_t self = static_cast<pid_t>(syscall(SYS_gettid)), pid = getpid();
+  int sent = 0;
+  std::error_code ec;
+  for (auto& e : fs::directory_iterator("/proc/self/task", ec)) {
+    pid_t tid = static_cast<pid_t>(std::atol(e.path().filename().c_str()));
+    if (tid != self && syscall(SYS_tgkill, pid, tid, sig) == 0) ++sent;
+  }
+  for (int waited = 0; g_threads_confined + g_threads_refused < sent && waited < 1000; ++waited) usleep(1000);
+  return sent;
+}
+
+bool restrict_filesystem(const SandboxPaths& paths, int abi, bool& scoped, std::string& why, int& threads_left) {
 #if defined(SYS_landlock_create_ruleset) && defined(SYS_landlock_restrict_self)
   RulesetAttr attr;
   uint64_t handled = attr.handled_access_fs = handled_rights(abi);
@@ -200,9 +238,16 @@ bool restrict_filesystem(const SandboxPaths& paths, int abi, bool& scoped, std::
   for (auto& p : paths.read_write) add_rule(rs, p, kReadWriteRights & handled, abi);
   if (paths.processes)
     for (auto& p : paths.exec) add_rule(rs, p, kReadRights & handled, abi);
+  // The threads already running first, then this one (whose scopes would then keep it
+  // from signalling them).
+  if (paths.every_thread) {
+    int sent = confine_running_threads(rs);
+    threads_left = sent - g_threads_confined.load();
+  }
   bool ok = syscall(SYS_landlock_restrict_self, rs, 0) == 0;
   if (!ok) why = std::string("landlock_restrict_self: ") + std::strerror(errno);
   scoped = ok && attr.scoped != 0;
+  g_ruleset = -1;  // a thread that unblocks the signal later restricts itself to nothing
   close(rs);
   return ok;
 #else
@@ -551,7 +596,7 @@ bool filter_syscalls(bool processes, bool every_thread, int abi, std::string& wh
 
 nlohmann::json SandboxStatus::to_json() const {
   return {{"landlock_abi", landlock_abi}, {"filesystem", filesystem}, {"scoped", scoped}, {"seccomp", seccomp},
-          {"note", note}};
+          {"threads_confined", threads_confined}, {"threads_unconfined", threads_unconfined}, {"note", note}};
 }
 
 SandboxStatus sandbox_support() {
@@ -632,10 +677,16 @@ SandboxStatus enter_sandbox(const SandboxPaths& paths) {
   // Both layers need it when the rank lacks CAP_SYS_ADMIN, and it keeps setuid programs
   // from gaining anything.
   prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-  if (s.landlock_abi > 0) s.filesystem = restrict_filesystem(paths, s.landlock_abi, s.scoped, why_fs);
+  int left = 0;
+  if (s.landlock_abi > 0) s.filesystem = restrict_filesystem(paths, s.landlock_abi, s.scoped, why_fs, left);
   else why_fs = "no Landlock in this kernel";
+  s.threads_confined = g_threads_confined.load();
+  s.threads_unconfined = left;
   s.seccomp = filter_syscalls(paths.processes, paths.every_thread, s.landlock_abi, why_sc);
   if (!s.filesystem) s.note = why_fs + ": the candidate can read and write what the user can";
+  if (left > 0)
+    s.note += (s.note.empty() ? "" : "; ") + std::to_string(left) +
+              " thread(s) started before the sandbox block signals and kept the rank's file rights (Landlock)";
   if (!why_sc.empty())
     s.note += (s.note.empty() ? "" : "; ") + why_sc +
               (s.seccomp ? "" : ": the candidate can open sockets, signal other processes and start processes");

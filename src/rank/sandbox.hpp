@@ -39,10 +39,9 @@ struct SandboxPaths {
   // the dynamic loader; read and write paths then lose the right to execute.
   bool processes = false;
   std::vector<std::string> exec;
-  // The system-call filter on every thread of the rank (those started before too), or
-  // only on the calling thread and those it starts. NCCL's own threads keep the sockets and
-  // signals they need after set-up (its proxy and RAS threads), so a rank with an NCCL
-  // communicator filters the candidate's threads only.
+  // Both layers on every thread of the rank, those started before too (seccomp's TSYNC;
+  // Landlock by each thread restricting itself), or only on the calling thread and those it
+  // starts (pkb's own tests of the layers).
   bool every_thread = true;
 };
 
@@ -51,6 +50,9 @@ struct SandboxStatus {
   bool filesystem = false;  // Landlock rules in force
   bool scoped = false;      // Landlock's signal and abstract-socket scopes in force (ABI >= 6)
   bool seccomp = false;     // the system-call filter in force
+  // Threads that ran before the sandbox (pkb's libraries': gloo, NCCL, CUDA, OpenMP), each
+  // restricted to the same Landlock rules, and those that could not be (signals blocked).
+  int threads_confined = 0, threads_unconfined = 0;
   std::string note;         // what is missing, for the user
   nlohmann::json to_json() const;
 };

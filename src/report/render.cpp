@@ -24,10 +24,13 @@ namespace {
 
 using namespace doc;
 
-// The quartile range of a speedup: "[2.38-3.67]".
+// A speedup's uncertainty: its confidence interval as pkb eval recorded it, "[2.38-2.51]",
+// else (results from before there was one) its quartile spread, "~[2.10-3.67]".
 std::string spread(const Evaluation& e) {
+  if (e.interval_low && e.interval_high)
+    return "[" + format("%.2f", *e.interval_low) + "-" + format("%.2f", *e.interval_high) + "]";
   if (!e.speedup_low || !e.speedup_high) return kNone;
-  return "[" + format("%.2f", *e.speedup_low) + "-" + format("%.2f", *e.speedup_high) + "]";
+  return "~[" + format("%.2f", *e.speedup_low) + "-" + format("%.2f", *e.speedup_high) + "]";
 }
 
 // A speedup as the report shows it: with its spread when the timing counts, in parentheses
@@ -157,7 +160,9 @@ std::vector<std::string> rate_head() {
 }
 
 const char* const kRatesNote =
-    "fast_p: correct and more than p times faster than the reference. Geo-mean speedup and roofline (speed-of-light "
+    "fast_p: correct and more than p times faster than the reference, by the speedup itself (the ratio of the "
+    "medians): a speedup above p counts even where its 95% interval reaches below p (and one below p does not, "
+    "though its interval reaches above); the tables give each interval. Geo-mean speedup and roofline (speed-of-light "
     "time / candidate time, mean): over correct candidates whose timing counts. timed: how many those are; only "
     "CUDA timings with a GPU per rank and nothing in doubt count (not the CPU device, not ranks sharing a GPU).";
 
@@ -276,9 +281,10 @@ Section matrix_section(const Summary& s) {
   sec.table = t;
   sec.note =
       "Each cell: correct of evaluated, then the fastest correct candidate's speedup whose timing counts, with its "
-      "spread [reference Q1 / candidate Q3 - reference Q3 / candidate Q1]: the speedup if both sides sat at opposite "
-      "quartiles of their timed calls. A note in parentheses says why correct candidates have no timing that counts. "
-      "Runs are in leaderboard order.";
+      "95% confidence interval [lo-hi] (a bootstrap over both sides' timed calls); results from before pkb recorded "
+      "one show ~[reference Q1 / candidate Q3 - reference Q3 / candidate Q1], the speedup if both sides sat at "
+      "opposite quartiles of their timed calls. A note in parentheses says why correct candidates have no timing that "
+      "counts. Runs are in leaderboard order.";
   return sec;
 }
 

@@ -36,12 +36,14 @@ std::vector<HardwareProfile> read_profiles(const std::string& path) {
       else if (key == "hbm_gbps") p.hbm_gbps = r.real(v, where + " hbm_gbps");
       else if (key == "hbm_gb") p.hbm_gb = r.real(v, where + " hbm_gb");
       else if (key == "l2_mb") p.l2_mb = r.real(v, where + " l2_mb");
+      else if (key == "typical_fraction") p.typical_fraction = r.real(v, where + " typical_fraction");
       else if (key.size() > 7 && key.compare(key.size() - 7, 7, "_tflops") == 0)
         p.tflops[key.substr(0, key.size() - 7)] = r.real(v, where + " " + key);
       else r.fail(v, where + ": unknown key '" + key + "'");
     }
     if (p.match.empty() || p.hbm_gbps <= 0 || p.nvlink_gbps <= 0 || p.tflops.empty())
       r.fail(node, where + " needs match, nvlink_gbps, hbm_gbps and *_tflops");
+    if (p.typical_fraction <= 0 || p.typical_fraction > 1) r.fail(node, where + " typical_fraction is a fraction: (0, 1]");
     out.push_back(p);
   }
   return out;

@@ -13,6 +13,9 @@ struct HardwareProfile {
   int gpus = 0;
   double nvlink_gbps = 0, hbm_gbps = 0, hbm_gb = 0, l2_mb = 0;
   std::map<std::string, double> tflops;  // by dtype: bf16, fp16, fp8, fp32, fp64
+  // The fraction of the roofline bound a reference typically reaches here: what pkb's
+  // estimate of a run's length divides the bound by (never a limit on anything).
+  double typical_fraction = 0.2;
 
   // The dense rate for arithmetic in `dtype` (spec names; fp8_* -> fp8, complex -> fp32/64).
   double tflops_for(const std::string& dtype) const;

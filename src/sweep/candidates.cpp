@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "build/sha256.hpp"
+#include "rank/job.hpp"
 #include "io/files.hpp"
 
 namespace pkb::sweep {
@@ -78,6 +79,23 @@ Discovery discover(const std::vector<std::string>& roots, const spec::Registry& 
   Discovery found;
   std::vector<std::string> files;
   for (auto& root : roots) {
+    // The reference as the candidate: one for every problem, on whichever device the sweep
+    // runs (a sanity run of pkb: docs/sweep.md).
+    if (rank::is_reference_solution(root)) {
+      for (auto& s : registry.all()) {
+        if (s.category == "test") continue;
+        Candidate c;
+        c.path = root;
+        c.problem = s.slug;
+        c.problem_id = s.id;
+        c.category = s.category;
+        c.run = "reference";
+        c.backend = "reference";
+        c.sha256 = build::sha256_hex(io::read_file(registry.reference_source(s)) + io::read_file(s.path));
+        found.candidates.push_back(std::move(c));
+      }
+      continue;
+    }
     std::error_code ec;
     if (fs::is_regular_file(root, ec)) {
       files.push_back(root);

@@ -20,7 +20,8 @@ struct Candidate {
   std::string run;      // the model or run it came from: <run> above, or the folder of a hand-written one
   int sample = 0;       // <k> of sample_<k>; 0 for a hand-written one
   std::string backend;  // cuda, cpu, triton or tk
-  std::string device;   // where it runs: "cpu" for cpu candidates and .py ones under a cpu/ folder, else "cuda"
+  std::string device;   // where it runs: "cpu" for cpu candidates and .py ones under a cpu/ folder, "cuda" for
+                        // the others; "" for the reference as the candidate (rank::kReferenceSolution), either
   std::string sha256;   // of the source bytes
 };
 
@@ -38,7 +39,8 @@ bool parse_candidate_path(const std::string& path, std::string& problem_key, std
 // under a folder named cpu (torch ops on the CPU device); cuda for the rest.
 std::string device_of_candidate(const std::string& path, const std::string& backend);
 
-// Walks `roots` (folders, searched recursively, or single files). Throws std::runtime_error
+// Walks `roots` (folders, searched recursively, or single files; rank::kReferenceSolution
+// stands for the reference of every problem as its candidate). Throws std::runtime_error
 // when a root does not exist.
 Discovery discover(const std::vector<std::string>& roots, const spec::Registry& registry);
 

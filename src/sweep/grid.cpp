@@ -24,7 +24,7 @@ Grid plan_grid(const spec::Registry& reg, const GridRequest& req) {
   size_t other_device = 0;
   for (auto& c : found.candidates) {
     if (!selected.count(c.problem)) continue;
-    if (c.device != device) {
+    if (!c.device.empty() && c.device != device) {
       ++other_device;
       continue;
     }
@@ -50,7 +50,11 @@ Grid plan_grid(const spec::Registry& reg, const GridRequest& req) {
         grid.warnings.push_back("left out " + slug + " at W=" + std::to_string(w) + ": " + err);
         continue;
       }
-      for (auto* c : by_problem[slug]) grid.tasks.push_back({*c, w, 0, task_key(*c, w, req.settings)});
+      for (auto* c : by_problem[slug]) {
+        Candidate on = *c;
+        if (on.device.empty()) on.device = device;  // the reference as the candidate runs where the sweep does
+        grid.tasks.push_back({on, w, 0, task_key(on, w, req.settings)});
+      }
     }
   }
   if (grid.tasks.empty())

@@ -72,9 +72,10 @@ class Builder {
       argv.insert(argv.end(), o_.global_args.begin(), o_.global_args.end());
       argv.insert(argv.end(), {"build", "--solution", c.path, "--device", c.device});
       // A build that fails for any reason is not fatal: pkb eval builds (and judges) it again.
-      bool compiled = false;
+      // The reference as the candidate has nothing to build.
+      bool compiled = c.backend == "reference";
       try {
-        compiled = launch::run_process(argv, o_.deadline_s).ok();
+        if (!compiled) compiled = launch::run_process(argv, o_.deadline_s).ok();
       } catch (const std::exception&) {  // no process could be started: the evaluation will say so
       }
       if (cb_.on_built) {
@@ -241,12 +242,65 @@ std::string reference_group(const Task& t, const Settings& s) {
   return t.candidate.problem + " W=" + std::to_string(t.world) + " " + s.size;
 }
 
+namespace {
+
+// The reference as the candidate: every pending task of one W in one `pkb eval` child, the
+// problems in turn on one start of the ranks (starting 2 W processes that load libtorch and
+// make CUDA contexts costs more than most problems' trials). Each problem's line is recorded
+// as its own task's, as one child's would be; a problem the child left no line for (it died
+// on the way) gets the line its exit implies. Run alone, before the rest.
+size_t run_reference_batches(std::vector<const Task*>& todo, ResultsFile& out, const RunnerOptions& o,
+                             const Callbacks& cb) {
+  std::map<int, std::vector<const Task*>> by_world;
+  std::vector<const Task*> rest;
+  for (const Task* t : todo) {
+    if (t->candidate.backend == "reference") by_world[t->world].push_back(t);
+    else rest.push_back(t);
+  }
+  todo = rest;
+  size_t ran = 0;
+  for (auto& [world, batch] : by_world) {
+    for (const Task* t : batch)
+      if (cb.on_start) cb.on_start(*t);
+    // The first task's command line, with every problem of the batch after its own.
+    std::string json_out = o.scratch_dir + "/reference.jsonl";
+    std::vector<std::string> argv = eval_argv(*batch.front(), o, json_out), more;
+    for (size_t i = 1; i < batch.size(); ++i) more.push_back(batch[i]->candidate.problem);
+    argv.insert(std::find(argv.begin(), argv.end(), "--problem") + 2, more.begin(), more.end());
+    fs::remove(json_out);
+    auto t0 = std::chrono::steady_clock::now();
+    launch::ProcessResult child = launch::run_process(argv, o.deadline_s * static_cast<double>(batch.size()));
+    double wall = seconds_since(t0);
+    std::map<std::string, std::string> line_of;  // problem -> its record
+    if (fs::exists(json_out)) {
+      std::istringstream lines(io::read_file(json_out));
+      for (std::string l; std::getline(lines, l);) {
+        json j = json::parse(l, nullptr, false);
+        if (j.is_object() && j.value("problem", json()).is_string()) line_of[j["problem"].get<std::string>()] = l;
+      }
+      fs::remove(json_out);
+    }
+    for (const Task* t : batch) {
+      json line = record_for(*t, o.settings, child, line_of[t->candidate.problem], wall / batch.size(), o.deadline_s);
+      line["sweep"]["batch"] = batch.size();  // evaluated in turn with these others on one start of the ranks
+      out.append(line);
+      ++ran;
+      if (cb.on_result) cb.on_result(*t, line);
+    }
+  }
+  return ran;
+}
+
+}  // namespace
+
 size_t run_sweep(const std::vector<Task>& tasks, ResultsFile& out, const RunnerOptions& o, const Callbacks& cb) {
   std::vector<const Task*> todo;
   for (auto& t : tasks)
     if (!out.has(t.key)) todo.push_back(&t);
   if (todo.empty()) return 0;
   fs::create_directories(o.scratch_dir);
+  size_t batched = run_reference_batches(todo, out, o, cb);
+  if (todo.empty()) return batched;
 
   // The order evaluations start in: the grid's, or largest W first when packed.
   std::vector<Waiting> waiting;
@@ -327,7 +381,7 @@ size_t run_sweep(const std::vector<Task>& tasks, ResultsFile& out, const RunnerO
     }
   }
   if (rejected) std::rethrow_exception(rejected);
-  return ran;
+  return batched + ran;
 }
 
 }  // namespace pkb::sweep

@@ -175,17 +175,41 @@ TEST(Report, HeaderSaysWhatTheResultsWereRunWith) {
   EXPECT_EQ(r.j["header"]["seeds"], json::array({"12345"}));
 }
 
-// Every speedup shows its spread: [reference Q1 / candidate Q3, reference Q3 / candidate Q1].
+// Every speedup shows its spread: its recorded 95% interval, else (these fixtures predate it)
+// ~[reference Q1 / candidate Q3, reference Q3 / candidate Q1].
 TEST(Report, SpreadBesideEverySpeedup) {
   std::string dir = temp_dir("report-spread");
   Report r = run_report(dir);
   const json& best = r.j["best"][0]["best"];  // beta's coll_allreduce s0: 3.0x
   EXPECT_NEAR(best["speedup_low"].get<double>(), 95.0 / 40, 1e-9);
   EXPECT_NEAR(best["speedup_high"].get<double>(), 110.0 / 30, 1e-9);
-  EXPECT_TRUE(contains(r.md, "| 3.00x | [2.38-3.67] |")) << r.md;
-  EXPECT_TRUE(contains(r.md, "| 0.80x | [0.64-0.88] |")) << r.md;
-  EXPECT_TRUE(contains(r.md, "| 1.60x | [1.25-2.00] |")) << r.md;
-  EXPECT_TRUE(contains(r.html, "3.00x [2.38-3.67]  beta s0</text>")) << "the chart's label names the run";
+  EXPECT_TRUE(contains(r.md, "| 3.00x | ~[2.38-3.67] |")) << r.md;
+  EXPECT_TRUE(contains(r.md, "| 0.80x | ~[0.64-0.88] |")) << r.md;
+  EXPECT_TRUE(contains(r.md, "| 1.60x | ~[1.25-2.00] |")) << r.md;
+  EXPECT_TRUE(contains(r.html, "3.00x ~[2.38-3.67]  beta s0</text>")) << "the chart's label names the run";
+}
+
+// A result with its recorded interval (pkb eval's speedup_interval) shows that interval, not
+// the quartile spread; the note says how fast_p treats an interval that straddles p.
+TEST(Report, TheRecordedIntervalBesideTheSpeedup) {
+  std::string dir = temp_dir("report-interval");
+  std::ofstream out(dir + "/with_intervals.jsonl");
+  for (auto task : {"/task_0.jsonl", "/task_1.jsonl"}) {
+    std::ifstream in(kFixtures + task);
+    for (std::string line; std::getline(in, line);) {
+      json j = json::parse(line, nullptr, false);
+      if (j.is_discarded()) continue;  // the fixtures' torn line
+      if (j.value("speedup", json()).is_number())
+        j["speedup_interval"] = {{"lo", j["speedup"].get<double>() * 0.97}, {"hi", j["speedup"].get<double>() * 1.04},
+                                 {"level", 0.95}, {"method", "bootstrap"}};
+      out << j.dump() << "\n";
+    }
+  }
+  out.close();
+  Report r = run_report(dir, {dir + "/with_intervals.jsonl"});
+  EXPECT_TRUE(contains(r.md, "3.00x [2.91-3.12]")) << r.md;
+  EXPECT_FALSE(contains(r.md, "3.00x ~[")) << r.md;
+  EXPECT_TRUE(contains(r.md, "a speedup above p counts even where its 95% interval reaches below p")) << r.md;
 }
 
 // Problems down, runs across; then every failure with its verdict, message and sample.
@@ -193,10 +217,10 @@ TEST(Report, ProblemByRunTableAndFailures) {
   std::string dir = temp_dir("report-matrix");
   Report r = run_report(dir);
   EXPECT_TRUE(contains(r.md, "| problem | W | size | beta | alpha |\n")) << "runs in rank order: " << r.md;
-  EXPECT_TRUE(contains(r.md, "| coll_allreduce | 4 | default | 1/2 3.00x [2.38-3.67] | 2/3 2.50x [2.50-2.50] |"))
+  EXPECT_TRUE(contains(r.md, "| coll_allreduce | 4 | default | 1/2 3.00x ~[2.38-3.67] | 2/3 2.50x ~[2.50-2.50] |"))
       << r.md;
-  EXPECT_TRUE(contains(r.md, "| coll_allgather | 4 | default | 0/2 | 1/3 0.80x [0.64-0.88] |")) << r.md;
-  EXPECT_TRUE(contains(r.md, "| dp_layernorm_bwd_allreduce | 4 | default | - | 2/3 1.60x [1.25-2.00] |")) << r.md;
+  EXPECT_TRUE(contains(r.md, "| coll_allgather | 4 | default | 0/2 | 1/3 0.80x ~[0.64-0.88] |")) << r.md;
+  EXPECT_TRUE(contains(r.md, "| dp_layernorm_bwd_allreduce | 4 | default | - | 2/3 1.60x ~[1.25-2.00] |")) << r.md;
   ASSERT_EQ(r.j["failures"].size(), 7u);
   EXPECT_EQ(r.j["failures"][0]["verdict"], "wrong");  // alpha's coll_allreduce s2 comes first
   EXPECT_EQ(r.j["failures"][0]["path"], "solutions_cuda/alpha/coll_allreduce/sample_2.cu");
@@ -244,7 +268,7 @@ TEST(Report, CpuDeviceAndSharedGpuTimingsNeverCount) {
   EXPECT_NEAR(run_named(r.j, "alpha")["fast"]["1"].get<double>(), 3.0 / 9, 1e-12);
   EXPECT_EQ(r.j["best"][0]["best"]["run"], "beta");
   EXPECT_DOUBLE_EQ(r.j["best"][0]["best"]["speedup"].get<double>(), 3.0);
-  EXPECT_TRUE(contains(r.md, "| coll_allreduce | 4 | default | 1/2 3.00x [2.38-3.67] | 2/3 2.50x [2.50-2.50] | 2/2 "
+  EXPECT_TRUE(contains(r.md, "| coll_allreduce | 4 | default | 1/2 3.00x ~[2.38-3.67] | 2/3 2.50x ~[2.50-2.50] | 2/2 "
                              "(CPU device, shared GPU) |"))
       << r.md;
   std::string warnings = r.j["warnings"].dump();

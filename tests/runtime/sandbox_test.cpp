@@ -374,6 +374,55 @@ TEST(SandboxLayers, ARankReadsWhatItNeedsAndWritesOnlyItsScratch) {
   for (const char* place : {"/dev/shm", "/tmp", "/var/tmp"}) EXPECT_FALSE(fs::exists(std::string(place) + "/pkb-layers-probe"));
 }
 
+// A thread that ran before the sandbox (as NCCL's, gloo's and CUDA's do in a rank) is held
+// by Landlock too, not only by seccomp: code that gets it to open a file there meets the
+// same rules as the candidate's own thread. One that blocks the signal is counted.
+TEST(SandboxLayers, ThreadsRunningBeforeAreConfinedToo) {
+  if (!have_landlock()) GTEST_SKIP() << "no Landlock in this kernel";
+  std::string scratch = temp_dir("layers-threads"), outside = temp_dir("layers-threads-outside");
+  std::ofstream(outside + "/secret") << "secret\n";
+  std::string found = in_child([&] {
+    std::atomic<int> step{0};
+    long read_rc = 0, create_rc = 0;
+    int read_errno = 0, create_errno = 0;
+    std::thread earlier([&] {
+      while (step == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      read_rc = open_read(outside + "/secret");
+      read_errno = errno;
+      create_rc = create(outside + "/left-behind");
+      create_errno = errno;
+      step = 2;
+    });
+    // A second one that blocks every signal: the sandbox cannot reach it, and says so.
+    std::atomic<bool> done{false};
+    std::thread deaf([&] {
+      sigset_t all;
+      sigfillset(&all);
+      pthread_sigmask(SIG_BLOCK, &all, nullptr);
+      while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // both run before the sandbox
+    auto st = pkb::rank::enter_sandbox(pkb::rank::rank_paths({}, {scratch}));
+    step = 1;
+    while (step != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    done = true;
+    earlier.join();
+    deaf.join();
+    std::string r = st.filesystem ? "" : "sandbox not entered: " + st.note + "\n";
+    errno = read_errno;
+    r += expect("read a file outside, from a thread that ran before", read_rc, EACCES);
+    errno = create_errno;
+    r += expect("create a file outside, from a thread that ran before", create_rc, EACCES);
+    if (st.threads_confined < 1) r += "threads_confined " + std::to_string(st.threads_confined) + ", want >= 1\n";
+    if (st.threads_unconfined != 1) r += "threads_unconfined " + std::to_string(st.threads_unconfined) + ", want 1\n";
+    if (st.note.find("1 thread(s) started before the sandbox block signals") == std::string::npos)
+      r += "the note does not say so: " + st.note + "\n";
+    return r;
+  });
+  EXPECT_EQ(found, "");
+  EXPECT_FALSE(fs::exists(outside + "/left-behind"));
+}
+
 // Mode, owner, extended attributes, times and size of a file outside: Landlock's write rules
 // do not cover the first four, seccomp refuses them; truncate(2) is Landlock's (ABI 3).
 TEST(SandboxLayers, FilesOutsideKeepTheirMetadata) {

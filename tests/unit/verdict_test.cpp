@@ -366,3 +366,20 @@ TEST(Verdict, SpeedupInterval) {
   EXPECT_DOUBLE_EQ(j.res["speedup_interval"]["lo"].get<double>(), 3.0);  // every call the same
   EXPECT_DOUBLE_EQ(j.res["speedup_interval"]["hi"].get<double>(), 3.0);
 }
+
+// How long a reference's call typically takes, for the warning before a long run: the
+// roofline bound over the profile's typical fraction. The MAGI attention's default is over
+// a minute a call on the CPU device; an all-reduce of 2 MiB is not.
+TEST(Verdict, TypicalCallTimeFromTheRoofline) {
+  std::vector<spec::HardwareProfile> profiles = spec::load_profiles(std::string(PKB_SOURCE_DIR) + "/hardware/profiles.toml");
+  const spec::HardwareProfile* cpu = spec::find_profile(profiles, "cpu");
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_DOUBLE_EQ(cpu->typical_fraction, 0.005);
+  spec::ProblemSpec magi = spec::load_spec(std::string(PKB_SOURCE_DIR) + "/problems/cp_magi_cso_attention.toml");
+  EXPECT_GT(eval::typical_call_s(magi, "default", 1, magi.dtype, *cpu), 30);
+  EXPECT_LT(eval::typical_call_s(magi, "C4=150,C8=200", 1, magi.dtype, *cpu), 1);
+  spec::ProblemSpec ar = allreduce();
+  EXPECT_LT(eval::typical_call_s(ar, "default", 2, ar.dtype, *cpu), 0.01);
+  spec::HardwareProfile gpu = h200();
+  EXPECT_DOUBLE_EQ(gpu.typical_fraction, 0.2);  // the default
+}

@@ -1,0 +1,423 @@
+#include "run/evaluation.hpp"
+
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "build/builder.hpp"
+#include "build/sha256.hpp"
+#include "eval/memory_plan.hpp"
+#include "eval/record.hpp"
+#include "eval/stats.hpp"
+#include "eval/verdict.hpp"
+#include "io/files.hpp"
+#include "io/input_error.hpp"
+#include "io/text.hpp"
+#include "launch/phases.hpp"
+#include "pkb_commit.h"
+#include "run/placing.hpp"
+
+namespace pkb::run {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+namespace phase = launch::phase;
+
+namespace {
+
+constexpr int kMinCaptures = 20;  // timed calls checked at least, where memory is short
+
+// printf into a string: the lines the evaluation says.
+__attribute__((format(printf, 1, 2))) std::string line(const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  return buf;
+}
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+// ---- the run placed ---------------------------------------------------------------------------
+
+// The judge and the candidate rank beside it share each GPU; the judge's clock sees the
+// candidate's calls only where their work runs side by side in one GPU context (MPS):
+// between separate contexts the GPU time-slices, and a call's span holds the other
+// context's slices (some 280 us on the H200 for a 9 us call). pkb starts a private daemon.
+launch::Placement place_run(const EvalRequest& q, const Say& warn) {
+  launch::PlaceRequest req = q.place;
+  req.mps = req.mps || (q.timing && !req.no_mps);
+  launch::Placement p = launch::place(req, q.problems.size() == 1 ? q.problems.front() : nullptr, q.job.size);
+  for (auto& w : p.warnings) warn(w);
+  if (p.device == launch::Device::cuda && q.timing && !p.mps)
+    warn("no MPS: the judges cannot time the candidate's calls, so its own events are used and its timing counts "
+         "for nothing");
+  return p;
+}
+
+// ---- the candidate built --------------------------------------------------------------------
+
+build::Result build_candidate(const EvalRequest& q, const launch::Placement& p) {
+  if (!rank::is_reference_solution(q.solution)) return build_for(q.root, q.solution, q.tk_dir, p);
+  {
+    // Nothing to build; its identity is every problem's reference source and spec.
+    build::Result b;
+    b.ok = b.cached = true;
+    b.library = rank::kReferenceSolution;
+    std::string all;
+    for (auto* s : q.problems) all += io::read_file(q.registry->reference_source(*s)) + io::read_file(s->path);
+    b.source_sha256 = build::sha256_hex(all);
+    return b;
+  }
+}
+
+// ---- each problem's reference timing and memory ---------------------------------------------
+
+// Reference timings depend on the problem, its reference, sizes, W, the machine and the
+// timing settings, not on the candidate or the seed: the judges time the reference over
+// up to `iters` calls, each on fresh inputs drawn from the run's seed, so the statistics
+// describe the reference's speed over the problem's input distribution, whatever the
+// seed (docs/results.md). A sweep times each reference once.
+std::string reference_timing_file(const EvalRequest& q, const spec::ProblemSpec& s, const launch::Placement& p,
+                                  const std::string& dtype) {
+  const rank::Job& j = q.job;
+  std::ostringstream k;
+  k << "v3|" << PKB_VERSION << "|" << io::read_file(s.path) << "|" << io::read_file(q.registry->reference_source(s))
+    << "|" << j.size << "|" << dtype << "|" << p.world << "|" << p.ranks_per_gpu << "|" << launch::name(p.device) << "|"
+    << p.gpu_name << "|" << j.warmup << "|" << j.iters << "|" << j.min_iters << "|" << j.warmup_budget_s << "|"
+    << j.timing_budget_s << "|" << j.cache << "|" << (p.mps ? "mps" : "");
+  return build::default_cache_dir() + "/reference-timing/" + build::sha256_hex(k.str()).substr(0, 32) + ".json";
+}
+
+// The reference's timing from an earlier evaluation of this problem (same sizes, ranks,
+// machine and timing settings), or null.
+json cached_reference(const std::string& file) {
+  if (!fs::exists(file)) return nullptr;
+  json j = json::parse(io::read_file(file), nullptr, false);
+  return j.is_object() && j.contains("stats") && j.contains("counts") ? j : json();
+}
+
+// MemAvailable of /proc/meminfo, in bytes (0 when unknown).
+uint64_t host_memory_available() {
+  std::ifstream f("/proc/meminfo");
+  std::string key, unit;
+  uint64_t kib = 0;
+  while (f >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib << 10;
+  return 0;
+}
+
+// The problem's memory plan on the placed devices (eval/memory_plan.hpp): against the
+// smallest placed GPU's memory (the host's available memory on the CPU device), with the
+// reference's measured peak where an earlier timing of it has one.
+eval::MemoryPlan plan_memory(const EvalRequest& q, const spec::ProblemSpec& s, const launch::Placement& p,
+                             const std::string& dtype, const json& cached) {
+  eval::MemoryRequest r;
+  r.spec = &s;
+  r.size = q.job.size;
+  r.dtype = dtype;
+  r.world = p.world;
+  r.ranks_per_gpu = p.device == launch::Device::cuda ? p.ranks_per_gpu : p.world;  // the CPU device: every rank on the host
+  r.cuda = p.device == launch::Device::cuda;
+  r.timing = q.timing;
+  r.nccl = p.comm == launch::Comm::nccl && p.world > 1;
+  if (q.memory_limit_gib > 0) {
+    r.memory = static_cast<uint64_t>(q.memory_limit_gib * double(uint64_t{1} << 30));
+  } else if (r.cuda) {
+    for (int g = 0; g < p.gpus; ++g) {
+      uint64_t m = static_cast<uint64_t>(p.probe["devices"][g].value("memory_bytes", 0.0));
+      if (m && (!r.memory || m < r.memory)) r.memory = m;
+    }
+  } else {
+    r.memory = host_memory_available();
+  }
+  r.iters = q.job.iters;
+  r.min_captures = kMinCaptures;
+  double mib = q.capture_mib > 0 ? q.capture_mib : r.cuda ? 8192.0 / p.ranks_per_gpu : 256.0;
+  r.capture_budget = static_cast<uint64_t>(mib * (1 << 20));
+  r.candidate_heap = static_cast<uint64_t>(q.heap_mib * (1 << 20));
+  if (cached.is_object()) r.reference_peak = static_cast<uint64_t>(cached.value("peak_bytes", 0.0));
+  if (r.reference_peak) r.reference_peak_source = "measured";
+  return eval::plan_memory(r);
+}
+
+// What the parent knows of one problem before the ranks start.
+struct ProblemRun {
+  const spec::ProblemSpec* spec = nullptr;
+  std::string dtype, cache_file;
+  eval::Context ctx;
+  eval::MemoryPlan plan;
+  json record;
+};
+
+// The evaluation's record before anything ran: the problem, the run as placed, versions.
+json new_eval_record(const EvalRequest& q, const spec::ProblemSpec& s, const launch::Placement& p,
+                     const spec::HardwareProfile* hw, const std::string& dtype, bool mps) {
+  const rank::Job& job = q.job;
+  eval::RecordHead head;
+  head.problem = s.slug;
+  head.problem_id = s.id;
+  head.category = s.category;
+  head.run = {{"world", p.world}, {"device", launch::name(p.device)}, {"gpu", p.gpu_name}, {"gpus", p.gpus},
+              {"ranks_per_gpu", p.ranks_per_gpu}, {"comm", launch::name(p.comm)}, {"hardware_profile", hw ? hw->name : ""},
+              {"size", job.size}, {"dtype", dtype}, {"seed", std::to_string(job.seed)}, {"trials", job.trials},
+              {"warmup", job.warmup}, {"iters", job.iters}, {"cache", job.cache}, {"sandbox", q.ranks.sandbox},
+              {"mps", mps},
+              {"budgets_s", {{"warmup", job.warmup_budget_s}, {"timing", job.timing_budget_s},
+                             {"trials", job.trials_budget_s}}}};
+  json res = eval::new_record(head);
+  res["time"] = utc_now();
+  res["versions"] = {{"pkb", PKB_VERSION}, {"commit", PKB_COMMIT}, {"torch", PKB_TORCH_VERSION},
+                     {"cuda_runtime", p.probe.value("runtime_version", 0)},
+                     {"cuda_driver", p.probe.value("driver_version", 0)}, {"nccl", p.probe.value("nccl_version", 0)}};
+  return res;
+}
+
+// Trials that will take minutes on this device, said before they start: the spec's roofline
+// bound over what references typically reach of it here (the hardware profile's
+// typical_fraction), for the judge's reference and the candidate in every trial.
+void say_if_long(const EvalRequest& q, const spec::ProblemSpec& s, const launch::Placement& p,
+                 const spec::HardwareProfile* hw, const std::string& dtype, const Say& warn) {
+  if (!hw) return;
+  double call_s = eval::typical_call_s(s, q.job.size, p.world, dtype, *hw), trials_s = 2 * q.job.trials * call_s;
+  if (trials_s < 60) return;
+  warn(line("%s at --size %s: its %d trials will take about %.0f minutes on the %s device (%.2g s a call: the spec's "
+            "roofline bound at hardware profile %s, of which references here reach about %.1f%%); fewer --trials or a "
+            "smaller --size shorten it",
+            s.slug.c_str(), q.job.size.c_str(), q.job.trials, trials_s / 60, launch::name(p.device), call_s,
+            hw->name.c_str(), 100 * hw->typical_fraction));
+}
+
+// ---- the verdicts ---------------------------------------------------------------------------------
+
+// Where the wall time went (bench/eval_cost.sh): the slowest candidate rank at each step.
+json costs(const launch::GroupReport& rep, int world, double startup_s, double compile_s, bool timing) {
+  auto entered = [&](const char* ph) {
+    double t = 0;
+    for (int q = world; q < 2 * world && q < static_cast<int>(rep.ranks.size()); ++q)
+      t = std::max(t, rep.ranks[q].entered_s.count(ph) ? rep.ranks[q].entered_s.at(ph) : 0.0);
+    return t;
+  };
+  // From one phase's start to the next's; a phase never reached costs nothing, and one the
+  // evaluation ended in (a verdict in trial 0, say) runs to the group's end.
+  auto span = [&](double from, double to) { return from > 0 ? std::max(0.0, (to > 0 ? to : rep.wall_s) - from) : 0.0; };
+  double init = entered(phase::kInit), trial = entered(phase::kTrial), timing_setup = entered(phase::kTimingSetup);
+  return {{"startup", startup_s},
+          {"compile", compile_s},
+          {"reference_timing", span(entered(phase::kAwaitReference), init)},
+          {"bootstrap", init},
+          {"init", span(init, trial)},
+          {"trials", span(trial, timing && timing_setup > 0 ? timing_setup : entered(phase::kFinish))},
+          {"timing", timing ? span(timing_setup, entered(phase::kFinish)) : 0.0},
+          {"ranks_total", rep.wall_s}};
+}
+
+// Each rank's report of problem `k` of `n`: its result whole, or its entry in "problems".
+std::vector<std::string> results_of(const launch::GroupReport& rep, size_t k, size_t n) {
+  std::vector<std::string> out;
+  for (auto& rk : rep.ranks) {
+    if (n == 1) {
+      out.push_back(rk.result);
+      continue;
+    }
+    json all = json::parse(rk.result, nullptr, false);
+    const json& problems = all.is_object() ? all.value("problems", json()) : json();
+    out.push_back(problems.is_array() && k < problems.size() ? problems[k].dump() : rk.result);
+  }
+  return out;
+}
+
+}  // namespace
+
+// A candidate runs on one device only: a .cu file on the CUDA device, a .cpp file on the
+// CPU device. A mismatch is the command line's mistake, told before anything is built.
+void check_candidate_device(const std::string& solution, launch::Device device, bool device_given) {
+  build::Backend kind = build::backend_of(solution);
+  if ((kind == build::Backend::cuda || kind == build::Backend::tk) && device == launch::Device::cpu)
+    throw io::InputError(solution + " is a CUDA candidate (.cu), but this run uses the CPU device" +
+                         (device_given ? " (--device cpu)" : " (no GPU is visible)") +
+                         "; CPU-device candidates are .cpp files (see solutions_cpu/)");
+  if (kind == build::Backend::cpu && device == launch::Device::cuda)
+    throw io::InputError(solution + " is a CPU-device candidate (.cpp), but this run uses the CUDA device; add --device "
+                                    "cpu, or give a .cu candidate");
+}
+
+build::Result build_for(const std::string& root, const std::string& solution, const std::string& tk_dir,
+                        const launch::Placement& p) {
+  build::Request req;
+  req.source = solution;
+  req.tk_dir = tk_dir;
+  req.device = p.device;
+  if (p.gpus > 0) {
+    auto cc = p.probe["devices"][0]["cc"];
+    req.arch = build::arch_for(cc[0], cc[1]);
+  }
+  return build::build(req, build::Toolchain::from_build(root));
+}
+
+EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
+  EvalRun out;
+  const bool reference = rank::is_reference_solution(q.solution);
+  if (q.problems.empty()) throw io::InputError("no problem to evaluate");
+  if (q.problems.size() > 1 && !reference)
+    throw io::InputError("a candidate file answers one problem; only --solution @reference evaluates several in turn");
+
+  // The run placed, its seed and hardware profile.
+  rank::Job job = q.job;
+  job.mode = "eval";
+  job.timing = q.timing;
+  launch::Placement p = place_run(q, warn);
+  if (!reference) check_candidate_device(q.solution, p.device, q.place.device != "auto");
+  std::vector<const spec::ProblemSpec*> problems = q.problems;
+  if (problems.size() > 1) {
+    // Several problems on one start of the ranks: a category or 'all' leaves out what the
+    // world size does not fit, with a line; problems named alone must all fit.
+    WorldFit f = fit_world(problems, p.world, q.job.size);
+    if (!f.unfit.empty() && !q.skip_unfit)
+      throw io::InputError("W=" + std::to_string(p.world) + " does not fit " + f.unfit.front().first->slug + " (" +
+                           f.unfit.front().second + "); leave it out or pick another --world-size");
+    for (auto& [s, why] : f.unfit) say(line("%-44s skipped: %s", s->slug.c_str(), why.c_str()));
+    if (f.fit.empty()) throw io::InputError("W=" + std::to_string(p.world) + " fits none of them; pick another --world-size");
+    problems = f.fit;
+  }
+  job.seed = make_seed(q.seed);
+  std::vector<spec::HardwareProfile> profiles;
+  const spec::HardwareProfile* hw = hardware_for(q.root + "/hardware/profiles.toml", q.hardware, p, profiles);
+  EvalRequest with_job = q;
+  with_job.job = job;
+  const bool several = problems.size() > 1;
+  std::string what = several ? std::to_string(problems.size()) + " problems" : problems.front()->slug;
+  say(line("pkb eval %s  W=%d  device=%s%s  comm=%s  size=%s  seed=%llu  trials=%d", what.c_str(), p.world,
+                 launch::name(p.device), p.gpu_name.empty() ? "" : (" (" + p.gpu_name + ")").c_str(),
+                 launch::name(p.comm), job.size.c_str(), static_cast<unsigned long long>(job.seed), job.trials));
+
+  // Each problem: its reference's timing (cached from an earlier evaluation, or timed by
+  // the judges first) and its memory, planned before any rank starts.
+  std::vector<ProblemRun> runs;
+  for (auto* s : problems) {
+    ProblemRun r;
+    r.spec = s;
+    r.dtype = job.dtype.empty() ? s->dtype : job.dtype;
+    r.cache_file = reference_timing_file(with_job, *s, p, r.dtype);
+    json cached = cached_reference(r.cache_file);
+    r.ctx = eval::Context{s, job.size, r.dtype, p.device, p.world, p.ranks_per_gpu, q.timing, hw, nullptr};
+    r.ctx.mps = p.mps != nullptr;
+    if (q.timing && q.reference_cache) r.ctx.cached_reference = cached;
+    r.plan = plan_memory(with_job, *s, p, r.dtype, cached);
+    r.record = new_eval_record(with_job, *s, p, hw, r.dtype, p.mps != nullptr);
+    if (!q.dry_plan) say_if_long(with_job, *s, p, hw, r.dtype, warn);
+    runs.push_back(std::move(r));
+  }
+  if (q.dry_plan) {
+    for (auto& r : runs) out.plan += (several ? r.spec->slug + "\n" : "") + r.plan.table();
+    bool fits = true;
+    for (auto& r : runs) fits = fits && r.plan.fits;
+    out.exit_code = fits ? eval::kOk : eval::kUsage;
+    return out;
+  }
+  job.specs.clear();
+  job.eval_problems.clear();
+  for (auto& r : runs) {
+    if (!r.plan.fits) throw io::InputError(r.plan.refusal);
+    for (auto& n : r.plan.notes) warn((several ? r.spec->slug + ": " : "") + n);
+    job.specs.push_back(r.spec->path);
+    rank::Job::EvalProblem e;
+    e.time_reference = r.ctx.cached_reference.is_null();
+    e.captures = r.plan.captures;
+    e.candidate_heap_bytes = r.plan.candidate_heap;
+    job.eval_problems.push_back(e);
+    r.record["run"]["memory_plan"] = {{"per_device_bytes", r.plan.per_gpu}, {"device_bytes", r.plan.memory},
+                                      {"candidate_rank_bytes", r.plan.candidate_rank},
+                                      {"judge_rank_bytes", r.plan.judge_rank}, {"reference_peak", r.plan.reference_source}};
+  }
+  job.save_by_problem = several;
+
+  // The candidate, compiled (or from the cache); the reference as the candidate is pkb's own.
+  auto t0 = Clock::now();
+  with_job.problems = problems;
+  build::Result b = build_candidate(with_job, p);
+  for (auto& r : runs) {
+    r.record["candidate"] = {{"path", q.solution},
+                             {"abs_path", reference ? q.solution : fs::absolute(q.solution).lexically_normal().string()},
+                             {"sha256", b.source_sha256},
+                             {"backend", reference ? "reference" : build::name(b.backend)}};
+    r.record["versions"]["compiler"] = b.compiler;
+    r.record["build_s"] = b.seconds;
+  }
+  auto finished = [&](int code) {
+    for (auto& r : runs) {
+      r.record["wall_s"] = seconds_since(t0);
+      out.records.push_back(r.record);
+    }
+    out.exit_code = code;
+    return out;
+  };
+  if (!b.ok) {
+    for (auto& r : runs) {
+      r.record["verdict"] = "compile_error";
+      r.record["message"] = b.error;
+      r.record["failure"] = {{"reason", "compile"}, {"detail", b.log}};
+    }
+    say("verdict: compile_error — " + b.error);
+    if (!b.log.empty()) warn(b.log);
+    return finished(eval::kCompileError);
+  }
+  if (reference)
+    say(line("candidate %s (the reference as a candidate: a sanity run of pkb, not a result; sha256 %.12s)",
+                   q.solution.c_str(), b.source_sha256.c_str()));
+  else
+    say(line("candidate %s (%s, sha256 %.12s, %s)", q.solution.c_str(), build::name(b.backend),
+                   b.source_sha256.c_str(), b.cached ? "cached build" : line("built in %.1f s", b.seconds).c_str()));
+  job.library = b.library;
+  // Triton's kernel cache: one folder per candidate source, which no other candidate sees;
+  // with --seed (inputs that repeat) the scratch folder's, gone with the run (docs/architecture.md).
+  if (b.backend == build::Backend::triton && q.seed.empty() && !reference)
+    p.env.push_back({"TRITON_CACHE_DIR", build::default_cache_dir() + "/triton/" + b.source_sha256});
+  if (!q.save.empty()) {
+    job.save_dir = fs::absolute(q.save).string();
+    std::error_code ec;
+    fs::create_directories(job.save_dir, ec);
+    if (ec) throw io::InputError("cannot make --save-outputs " + q.save + ": " + ec.message());
+  }
+
+  // The ranks: judges, then candidate ranks beside them, every problem in turn.
+  auto t_launch = Clock::now();
+  launch::GroupReport rep = run_ranks(p, q.ranks, job, slowest_of(problems), "eval " + what + " W=" + std::to_string(p.world),
+                                      /*judged=*/true);
+  if (rep.outcome == launch::Outcome::Interrupted) {
+    out.interrupted = true;
+    out.exit_code = eval::kInterrupted;
+    return out;
+  }
+  if (rep.outcome != launch::Outcome::Ok) warn(rep.details());
+
+  // The verdicts, and the records; a reference timing worth keeping, cached.
+  int first_bad = eval::kOk;
+  for (size_t k = 0; k < runs.size(); ++k) {
+    ProblemRun& r = runs[k];
+    launch::GroupReport mine = several ? launch::for_problem(rep, r.spec->slug, results_of(rep, k, runs.size())) : rep;
+    json to_cache = eval::judge(r.record, mine, r.ctx);
+    r.record["costs_s"] = costs(mine, p.world, std::chrono::duration<double>(t_launch - q.started).count() - b.seconds,
+                                b.seconds, job.timing);
+    r.record["run"]["leftovers_ended"] = rep.leftovers_ended;
+    if (!to_cache.is_null()) io::write_file_atomically(r.cache_file, to_cache.dump() + "\n");
+    int code = eval::verdict_exit_code(r.record["verdict"].get<std::string>());
+    if (first_bad == eval::kOk) first_bad = code;
+  }
+  return finished(first_bad);
+}
+
+}  // namespace pkb::run

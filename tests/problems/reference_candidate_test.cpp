@@ -1,0 +1,179 @@
+// Every problem judged end to end: the problem's own reference as the candidate (`pkb eval
+// --solution @reference`) through the judged path (the harness's buffers, poisoned
+// outputs, the judges' captures and comparisons, the sandbox), on the CPU device, at W = 1
+// and at the smallest W >= 2 each problem takes, every verdict `correct`. A verdict that is
+// not is a defect of pkb (a spec, a comparison, the harness), never of the candidate.
+//
+// The problems of one W and size run in one pkb call (one start of the ranks), as the
+// family tests' dryruns do. Three trials each, timing off (CPU timings say nothing; the
+// timed path is covered below on a few problems). Sizes are the defaults but for the
+// problems whose default trials take seconds each on two cores, which run at the smaller
+// sizes of kCpuSizes (the H200 runs use the defaults).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "spec/spec.hpp"
+#include "support.hpp"
+
+using namespace pkbtest;
+using json = nlohmann::json;
+
+namespace {
+
+const std::string kSrc = PKB_SOURCE_DIR;
+
+// Smaller sizes where a default is too heavy for the CPU device on 2 cores, with the default's cost.
+const std::map<std::string, std::string> kCpuSizes = {
+    {"cp_magi_cso_attention", "C4=150,C8=200"},        // 12150-token ranges, ~2 TFLOP a rank: over 5 min a trial
+    {"cp_magi_tile_vae_decode", "T=6,H=40,Wd=30"},     // a 720 x 720 x 24 video on every rank
+    {"cp_conv2d_halo_exchange", "C=64,Hlat=64,Wd=32"},  // 1280 channels, ~0.25 TFLOP a rank
+    {"gnn_feature_fetch_projection", "V0=65536"},      // a 2 GiB table
+    {"sci_distributed_irfft2", "H=180,X=360"},         // 20 720 x 1440 planes: 40 s a trial at W = 2
+    {"sci_distributed_rfft2", "M=256,N=512"},
+    {"sci_spherical_disco_conv", "B=8"},
+    {"tp_conv3d_rowparallel_allreduce", "C=128"},      // 10 s a trial
+    {"dp_importance_sampling_loss", "M=128,V=4096"},   // the LM-head GEMM
+    {"dp_dinov2_knn", "N=256"},
+    {"dp_dinov2_sinkhorn_knopp", "Bl=128,K=4096"},
+};
+
+struct Group {
+  int world = 1;
+  std::string size;  // "": default
+  std::vector<std::string> problems;
+  std::string name;
+};
+
+void PrintTo(const Group& g, std::ostream* os) { *os << g.name << " (" << g.problems.size() << " problems)"; }
+
+// Every benchmark problem at W = 1 (where it runs) and at the smallest W >= 2 it takes,
+// grouped by W and size.
+std::vector<Group> groups() {
+  std::map<std::pair<int, std::string>, Group> by;
+  std::vector<std::string> files;
+  for (auto& f : std::filesystem::directory_iterator(kSrc + "/problems")) files.push_back(f.path().string());
+  std::sort(files.begin(), files.end());
+  for (auto& file : files) {
+    pkb::spec::ProblemSpec s = pkb::spec::load_spec(file);
+    auto it = kCpuSizes.find(s.slug);
+    std::string size = it == kCpuSizes.end() ? "" : it->second;
+    std::string sized = size.empty() ? "default" : size;
+    std::vector<int> worlds;
+    if (s.world_size_error(1, sized).empty()) worlds.push_back(1);
+    for (int w = 2; w <= 64; ++w)
+      if (s.world_size_error(w, sized).empty()) {
+        worlds.push_back(w);
+        break;
+      }
+    for (int w : worlds) {
+      Group& g = by[{w, size}];
+      g.world = w;
+      g.size = size;
+      g.problems.push_back(s.slug);
+    }
+  }
+  std::vector<Group> out;
+  for (auto& [key, g] : by) {
+    g.name = "W" + std::to_string(g.world) + (g.size.empty() ? "" : "_" + g.problems.front());
+    out.push_back(g);
+  }
+  return out;
+}
+
+std::vector<json> read_lines(const std::string& path) {
+  std::vector<json> out;
+  std::ifstream f(path);
+  for (std::string line; std::getline(f, line);)
+    if (!line.empty()) out.push_back(json::parse(line));
+  return out;
+}
+
+PkbRun eval_reference(const std::vector<std::string>& problems, int world, const std::string& size,
+                      const std::string& out, std::vector<std::string> extra) {
+  std::vector<std::string> args = {"eval", "-p"};
+  args.insert(args.end(), problems.begin(), problems.end());
+  args.insert(args.end(), {"-s", "@reference", "--device", "cpu", "-w", std::to_string(world), "--json", out});
+  if (!size.empty()) args.insert(args.end(), {"--size", size});
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run_pkb(args, 1500);
+}
+
+}  // namespace
+
+class ReferenceAsCandidate : public ::testing::TestWithParam<Group> {};
+
+TEST_P(ReferenceAsCandidate, IsCorrectOnEveryProblem) {
+  const Group& g = GetParam();
+  std::string out = temp_dir("reference-" + g.name) + "/r.jsonl";
+  PkbRun r = eval_reference(g.problems, g.world, g.size, out, {"-n", "3", "--no-timing"});
+  std::vector<json> records = g.problems.size() > 1 ? read_lines(out) : std::vector<json>{};
+  if (g.problems.size() == 1) {
+    std::ifstream f(out);
+    records.push_back(json::parse(f));
+  }
+  ASSERT_EQ(records.size(), g.problems.size()) << r.out << r.err;
+  for (size_t k = 0; k < records.size(); ++k) {
+    const json& rec = records[k];
+    EXPECT_EQ(rec["problem"], g.problems[k]);
+    EXPECT_EQ(rec["verdict"], "correct") << g.problems[k] << " at W=" << g.world << ": " << rec["message"];
+    EXPECT_EQ(rec["candidate"]["backend"], "reference");
+    EXPECT_EQ(rec["run"]["trials_run"], 3) << g.problems[k];
+  }
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(survivors(r.tag).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(AllProblems, ReferenceAsCandidate, ::testing::ValuesIn(groups()),
+                         [](const auto& info) { return info.param.name; });
+
+// The timed path too, on a few problems of one start: the reference timed by the judges,
+// the candidate's calls through the gate, every timed call's outputs captured and checked.
+TEST(ReferenceAsCandidateTimed, CorrectAndTimed) {
+  std::string out = temp_dir("reference-timed") + "/r.jsonl";
+  PkbRun r = eval_reference({"coll_allreduce", "coll_alltoall", "tp_gemm_allgather", "ep_moe_dispatch_permute"}, 2, "",
+                            out, {"-n", "3", "--warmup", "2", "--iters", "5", "--min-iters", "5"});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  std::vector<json> records = read_lines(out);
+  ASSERT_EQ(records.size(), 4u);
+  for (auto& rec : records) {
+    EXPECT_EQ(rec["verdict"], "correct") << rec["problem"] << ": " << rec["message"];
+    EXPECT_EQ(rec["timing"]["candidate"]["samples"], 5) << rec["problem"];
+    EXPECT_EQ(rec["run"]["counts"]["candidate"]["captured"], 5) << rec["problem"];
+    EXPECT_GT(rec["speedup"].get<double>(), 0);
+    EXPECT_TRUE(rec["speedup_interval"].is_object());
+    EXPECT_EQ(rec["timing"]["clock"], "candidate_rank");  // the CPU device has no judge's clock
+  }
+  // One line a problem on the terminal, then the count.
+  EXPECT_TRUE(contains(r.out, "4 problems: 4 correct, 0 not")) << r.out;
+}
+
+// Several problems are for the reference alone: a candidate file answers one.
+TEST(ReferenceAsCandidateTimed, SeveralProblemsOnlyForTheReference) {
+  PkbRun r = run_pkb({"eval", "-p", "coll_allreduce", "coll_allgather", "-s",
+                      kSrc + "/solutions_cpu/coll_allreduce.cpp", "--device", "cpu", "-w", "2"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "only --solution @reference evaluates several")) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+// pkb sweep takes it as a folder of candidates, one for every problem, on its device.
+TEST(ReferenceAsCandidateTimed, ASweepOfTheReference) {
+  std::string dir = temp_dir("reference-sweep");
+  PkbRun r = run_pkb({"sweep", "--solutions", "@reference", "--problems", "coll_allreduce,coll_broadcast", "--device",
+                      "cpu", "-w", "2", "--trials", "2", "--warmup", "2", "--iters", "5", "--out", dir + "/r.jsonl"},
+                     600);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  std::vector<json> records = read_lines(dir + "/r.jsonl");
+  ASSERT_EQ(records.size(), 2u);
+  for (auto& rec : records) {
+    EXPECT_EQ(rec["verdict"], "correct");
+    EXPECT_EQ(rec["candidate"]["path"], "@reference");
+    EXPECT_EQ(rec["sweep"]["run"], "reference");
+  }
+}
