@@ -193,6 +193,7 @@ int evaluate(Globals& g, EvalOptions& o) {
     fprintf(stderr, "pkb: interrupted; no result\n");
     return r.exit_code;
   }
+  if (!r.details.empty()) fprintf(stderr, "%s", r.details.c_str());
   if (!o.json_out.empty()) write_records(o.json_out, r.records);
   if (r.records.size() == 1) {
     print_table(r.records[0]);

@@ -107,7 +107,11 @@ eval::CallTimes time_reference(ProblemContext& pc, void* stream) {
   r.client.phase(launch::phase::kReferenceTiming);
   Inputs in;
   eval::CallTimes t = timed_loop(
-      r, stream, n, [&](int i) { in = pc.inputs_for(kTimedKey + i); },
+      r, stream, n,
+      [&](int i) {
+        r.client.phase(launch::phase::kReferenceTiming, i);  // the progress line counts the calls
+        in = pc.inputs_for(kTimedKey + i);
+      },
       [&](int) {
         pc.reference->run(pc.ctx, in);
         return true;

@@ -371,8 +371,7 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
       r.record["message"] = b.error;
       r.record["failure"] = {{"reason", "compile"}, {"detail", b.log}};
     }
-    say("verdict: compile_error — " + b.error);
-    if (!b.log.empty()) warn(b.log);
+    out.details = b.log;  // the compiler's output
     return finished(eval::kCompileError);
   }
   if (reference)
@@ -402,7 +401,7 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
     out.exit_code = eval::kInterrupted;
     return out;
   }
-  if (rep.outcome != launch::Outcome::Ok) warn(rep.details());
+  if (rep.outcome != launch::Outcome::Ok) out.details = rep.details();
 
   // The verdicts, and the records; a reference timing worth keeping, cached.
   int first_bad = eval::kOk;

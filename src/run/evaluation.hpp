@@ -44,6 +44,9 @@ struct EvalRun {
   std::vector<nlohmann::json> records;  // one pkb.eval/1 record per problem evaluated, in order
   int exit_code = 0;                    // the first problem's that is not correct; 0 when all are
   std::string plan;                     // dry_plan: the memory plans, nothing started
+  // For stderr: a group that failed, every rank's phase and fate and its last lines; a
+  // candidate that did not compile, the compiler's output.
+  std::string details;
   bool interrupted = false;             // Ctrl-C: no records
 };
 

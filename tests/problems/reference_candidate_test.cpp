@@ -149,8 +149,9 @@ TEST(ReferenceAsCandidateTimed, CorrectAndTimed) {
     EXPECT_TRUE(rec["speedup_interval"].is_object());
     EXPECT_EQ(rec["timing"]["clock"], "candidate_rank");  // the CPU device has no judge's clock
   }
-  // One line a problem on the terminal, then the count.
+  // One line a problem, then the count; no progress line where stderr is no terminal.
   EXPECT_TRUE(contains(r.out, "4 problems: 4 correct, 0 not")) << r.out;
+  EXPECT_FALSE(contains(r.err, "\r")) << r.err;
 }
 
 // Several problems are for the reference alone: a candidate file answers one.
