@@ -262,6 +262,7 @@ class CandidateProblem {
     r_.client.phase(phase::kCandidateWarmup);
     std::optional<Failure> fail;
     timing::Warmup w = timing::warm_up(r_, [&] {
+      reset_sizes();
       fail = call(phase::kCandidateWarmup, timing::kWarmKey);
       return !fail;
     });
@@ -311,7 +312,10 @@ class CandidateProblem {
       auto timer = device::make_timer(r_.device, stream_, 1);
       auto t0 = Clock::now();
       timer->start(0);
-      for (int i = 0; i < batch && calls; ++i) call(phase::kEscapeCheck, timing::kWarmKey);
+      for (int i = 0; i < batch && calls; ++i) {
+        reset_sizes();
+        call(phase::kEscapeCheck, timing::kWarmKey);
+      }
       timer->stop(0);
       device::synchronize(r_.device);
       host.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
@@ -327,7 +331,10 @@ class CandidateProblem {
     // One call captured into a graph: work forked off the stream and never joined fails it.
     device::synchronize(r_.device);
     device::Joined joined =
-        device::capture_joined(r_.device, stream_, [&] { call(phase::kEscapeCheck, timing::kWarmKey); });
+        device::capture_joined(r_.device, stream_, [&] {
+          reset_sizes();
+          call(phase::kEscapeCheck, timing::kWarmKey);
+        });
     device::synchronize(r_.device);
     e.capture = joined == device::Joined::yes ? "joined" : joined == device::Joined::no ? "unjoined" : "unknown";
     report_.escape = e;
