@@ -55,11 +55,17 @@ class Tensors(list):
     def __getitem__(self, key):
         return list.__getitem__(self, self._index(key))
 
+    def __getattribute__(self, name):
+        # A tensor's name wins over a list method of the same name (inputs.count is the
+        # tensor named count, not list.count).
+        if not name.startswith("_"):
+            names = object.__getattribute__(self, "_names")
+            if name in names:
+                return list.__getitem__(self, names[name])
+        return object.__getattribute__(self, name)
+
     def __getattr__(self, name):
-        try:
-            return list.__getitem__(self, self._names[name])
-        except KeyError:
-            raise AttributeError(f"no tensor named {name!r}; these are {list(self._names)}") from None
+        raise AttributeError(f"no tensor named {name!r}; these are {list(self._names)}")
 
     def names(self):
         return list(self._names)

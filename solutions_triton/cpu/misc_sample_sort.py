@@ -39,7 +39,7 @@ def pkb_run(ctx, inputs, outputs):
     keys, bucket, sizes = ctx.user["keys"], ctx.user["bucket"], ctx.user["sizes"]
 
     # 1. Sort locally and publish.
-    count = int(inputs["count"])  # not inputs.count: that is list.count (Tensors is a list)
+    count = int(inputs.count)
     keys[:count].copy_(inputs.values[:count].sort().values)
     sizes[0] = count
     ctx.barrier()  # every rank's sorted keys and count are published

@@ -207,7 +207,10 @@ class CandidateProblem {
       for (int d = 0; d < dout_[i].ndim; ++d) dout_[i].sizes[d] = harness_->out[i].size(d);
   }
 
+  // Every call starts with its data-dependent dims at their capacity (solution.h), whatever
+  // the last one reported.
   std::optional<Failure> call(const std::string& ph, int64_t trial) {
+    reset_sizes();
     int rc = cand_->run(cctx_->get(), din_, dout_);
     if (rc != 0) return failure(Verdict::wrong, ph, trial, "error", cand_->returned("pkb_run", rc) + explain());
     return std::nullopt;
@@ -238,7 +241,6 @@ class CandidateProblem {
       json in = pair_.receive(proto::kInputs);
       if (in.value("trial", -1) != t) throw proto::ProtocolError("inputs for " + in.dump() + " in trial " + std::to_string(t));
       r_.client.phase(phase::kTrial, t);
-      reset_sizes();
       std::optional<Failure> fail = gate_->call(in.at("seq").get<uint32_t>(), [&] { return call(phase::kTrial, t); });
       // Device errors (and work the candidate left on other streams) surface here.
       device::synchronize(r_.device);
@@ -262,7 +264,6 @@ class CandidateProblem {
     r_.client.phase(phase::kCandidateWarmup);
     std::optional<Failure> fail;
     timing::Warmup w = timing::warm_up(r_, [&] {
-      reset_sizes();
       fail = call(phase::kCandidateWarmup, timing::kWarmKey);
       return !fail;
     });
@@ -276,7 +277,6 @@ class CandidateProblem {
     auto t0 = Clock::now();
     for (int i = 0; i < n && !fail; ++i) {
       uint32_t seq = request_call(i);
-      reset_sizes();
       gate_->call(seq, [&] {
         own->start(i);
         fail = call(phase::kCandidateTiming, timing::kTimedKey + i);
@@ -312,10 +312,7 @@ class CandidateProblem {
       auto timer = device::make_timer(r_.device, stream_, 1);
       auto t0 = Clock::now();
       timer->start(0);
-      for (int i = 0; i < batch && calls; ++i) {
-        reset_sizes();
-        call(phase::kEscapeCheck, timing::kWarmKey);
-      }
+      for (int i = 0; i < batch && calls; ++i) call(phase::kEscapeCheck, timing::kWarmKey);
       timer->stop(0);
       device::synchronize(r_.device);
       host.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
@@ -331,10 +328,7 @@ class CandidateProblem {
     // One call captured into a graph: work forked off the stream and never joined fails it.
     device::synchronize(r_.device);
     device::Joined joined =
-        device::capture_joined(r_.device, stream_, [&] {
-          reset_sizes();
-          call(phase::kEscapeCheck, timing::kWarmKey);
-        });
+        device::capture_joined(r_.device, stream_, [&] { call(phase::kEscapeCheck, timing::kWarmKey); });
     device::synchronize(r_.device);
     e.capture = joined == device::Joined::yes ? "joined" : joined == device::Joined::no ? "unjoined" : "unknown";
     report_.escape = e;
