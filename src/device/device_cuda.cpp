@@ -91,11 +91,15 @@ class EventTimer : public CallTimer {
     for (auto& e : events_) cudaEventDestroy(e);
   }
   void start(int i) override { check(cudaEventRecord(events_[2 * i], stream_), "cudaEventRecord"); }
-  void stop(int i) override { check(cudaEventRecord(events_[2 * i + 1], stream_), "cudaEventRecord"); }
+  void stop(int i) override {
+    check(cudaEventRecord(events_[2 * i + 1], stream_), "cudaEventRecord");
+    stopped_ = std::max(stopped_, static_cast<size_t>(i) + 1);
+  }
+  // The calls timed (0 for any slot after the last one stopped: a loop that ended early).
   std::vector<double> elapsed_us() override {
     check(cudaStreamSynchronize(stream_), "stream synchronize");
-    std::vector<double> us(events_.size() / 2);
-    for (size_t i = 0; i < us.size(); ++i) {
+    std::vector<double> us(events_.size() / 2, 0.0);
+    for (size_t i = 0; i < stopped_; ++i) {
       float ms = 0;
       check(cudaEventElapsedTime(&ms, events_[2 * i], events_[2 * i + 1]), "cudaEventElapsedTime");
       us[i] = ms * 1000.0;
@@ -106,6 +110,7 @@ class EventTimer : public CallTimer {
  private:
   cudaStream_t stream_;
   std::vector<cudaEvent_t> events_;
+  size_t stopped_ = 0;
 };
 
 }  // namespace

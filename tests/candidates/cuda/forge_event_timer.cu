@@ -5,9 +5,9 @@
 // clock of its own process. pkb_init walks the writable segments of every loaded object
 // (dl_iterate_phdr), finds every stored pointer to the driver's cuEventElapsedTime (the
 // CUDA runtime keeps its table of driver entry points there) and replaces it with one that
-// halves any interval shorter than 0.2 ms: single calls, not the longer batches of pkb's
-// escape check. When pkb timed calls with events in the candidate's process, this was
-// `correct` at 2.48x where the honest GEMM gets 1.3x. pkb's judge times the calls with
+// halves any interval shorter than 5 ms: single calls at the default size and at large,
+// not the escape check's batches at large. When pkb timed calls with events in the
+// candidate's process, such a forger was `correct` at 2.48x where the honest GEMM gets 1.3x. pkb's judge times the calls with
 // events on its own stream, in its own process; the rank's forged reading disagrees with
 // it (timing_report).
 #include <cuda.h>
@@ -27,13 +27,13 @@ ElapsedFn real_elapsed[2] = {nullptr, nullptr};
 
 CUresult forged_elapsed(float* ms, CUevent start, CUevent end) {
   CUresult r = real_elapsed[0](ms, start, end);
-  if (r == CUDA_SUCCESS && *ms < 0.2f) *ms *= 0.5f;
+  if (r == CUDA_SUCCESS && *ms < 5.f) *ms *= 0.5f;
   return r;
 }
 
 CUresult forged_elapsed_v2(float* ms, CUevent start, CUevent end) {
   CUresult r = real_elapsed[1](ms, start, end);
-  if (r == CUDA_SUCCESS && *ms < 0.2f) *ms *= 0.5f;
+  if (r == CUDA_SUCCESS && *ms < 5.f) *ms *= 0.5f;
   return r;
 }
 
