@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all,
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -451,6 +451,24 @@ stage_reference_all() {
   step "report of it" 0 "$PKB" report "$OUT/reference_w1.jsonl" --md "$OUT/reference_w1.md" --html "$OUT/reference_w1.html"
   step "eval @reference all W=2 shared, no timing" 0 "$PKB" eval -p all -s @reference -w 2 --no-timing \
     --json "$OUT/reference_w2.jsonl"
+}
+
+stage_final35() {
+  # The reference as its candidate on CUDA with and without the sandbox (call 2 crashed in
+  # its first collective), the timer forger again, then every problem's reference swept at
+  # W=1 with the default settings, category by category (each category's batch is written
+  # as it ends, so a call that runs out of time keeps what finished), and its report.
+  local C="$SRC/tests/candidates/cuda" c
+  eval_json "@reference tp_gemm_allgather W=1" 0 -p tp_gemm_allgather -s @reference -w 1
+  eval_json "@reference tp_gemm_allgather W=1 --no-sandbox" 0 -p tp_gemm_allgather -s @reference -w 1 --no-sandbox
+  eval_json "forger forge_event_timer default W=1" 6 -p tp_gemm_allgather -s "$C/forge_event_timer.cu" -w 1
+  for c in coll tp sp cp pp dp fsdp ep gnn rec sci misc; do
+    [ $((END - $(date +%s))) -lt 40 ] && break
+    step "sweep @reference $c W=1" 0 "$PKB" sweep --solutions @reference --problems $c -w 1 --out "$OUT/reference_w1.jsonl"
+  done
+  END=$((END + 30))  # the report, whatever the sweeps left
+  step "report of the sweep" 0 "$PKB" report "$OUT/reference_w1.jsonl" --md "$OUT/reference_w1.md" \
+    --html "$OUT/reference_w1.html"
 }
 
 stage_eval() {

@@ -15,6 +15,8 @@
 #include <link.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define pkb_init honest_pkb_init
 #include "../../../solutions_cuda/tp_gemm_allgather.cu"
@@ -39,6 +41,15 @@ CUresult forged_elapsed_v2(float* ms, CUevent start, CUevent end) {
 
 int patched = 0;
 
+// Writes `value` into `word`, making its page writable first (it may lie in RELRO).
+void overwrite(void** word, void* value) {
+  long page = sysconf(_SC_PAGESIZE);
+  uintptr_t start = reinterpret_cast<uintptr_t>(word) & ~static_cast<uintptr_t>(page - 1);
+  mprotect(reinterpret_cast<void*>(start), page, PROT_READ | PROT_WRITE);
+  *word = value;
+  ++patched;
+}
+
 int patch_object(struct dl_phdr_info* info, size_t, void*) {
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
@@ -46,13 +57,10 @@ int patch_object(struct dl_phdr_info* info, size_t, void*) {
     void** word = reinterpret_cast<void**>(info->dlpi_addr + ph.p_vaddr);
     size_t n = ph.p_memsz / sizeof(void*);
     for (size_t k = 0; k < n; ++k) {
-      if (real_elapsed[0] && word[k] == reinterpret_cast<void*>(real_elapsed[0])) {
-        word[k] = reinterpret_cast<void*>(&forged_elapsed);
-        ++patched;
-      } else if (real_elapsed[1] && word[k] == reinterpret_cast<void*>(real_elapsed[1])) {
-        word[k] = reinterpret_cast<void*>(&forged_elapsed_v2);
-        ++patched;
-      }
+      if (real_elapsed[0] && word[k] == reinterpret_cast<void*>(real_elapsed[0]))
+        overwrite(&word[k], reinterpret_cast<void*>(&forged_elapsed));
+      else if (real_elapsed[1] && word[k] == reinterpret_cast<void*>(real_elapsed[1]))
+        overwrite(&word[k], reinterpret_cast<void*>(&forged_elapsed_v2));
     }
   }
   return 0;
