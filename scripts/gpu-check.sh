@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35,
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -469,6 +469,18 @@ stage_final35() {
   END=$((END + 30))  # the report, whatever the sweeps left
   step "report of the sweep" 0 "$PKB" report "$OUT/reference_w1.jsonl" --md "$OUT/reference_w1.md" \
     --html "$OUT/reference_w1.html"
+}
+
+stage_debug35() {
+  # Where @reference dies on CUDA (each rank now prints its frames on a fault), and the
+  # timer forger once more.
+  local C="$SRC/tests/candidates/cuda"
+  eval_json "@reference tp_gemm_allgather W=1" 0 -p tp_gemm_allgather -s @reference -w 1 --trials 3
+  eval_json "@reference cp_rope_allgather W=1" 0 -p cp_rope_allgather -s @reference -w 1 --trials 3
+  CUDA_LAUNCH_BLOCKING=1 eval_json "@reference tp_gemm_allgather W=1 blocking" 0 -p tp_gemm_allgather -s @reference -w 1 --trials 3
+  eval_json "forger forge_event_timer default W=1" 6 -p tp_gemm_allgather -s "$C/forge_event_timer.cu" -w 1
+  eval_json "forger forge_event_timer large W=1" 6 -p tp_gemm_allgather -s "$C/forge_event_timer.cu" -w 1 --size large
+  grep -A16 "pkb rank: " "$LOG" | head -80 >"$OUT/frames.txt"
 }
 
 stage_eval() {

@@ -28,7 +28,7 @@ void set_verdict(json& res, Verdict verdict, const std::string& message) {
 void violation(json& res, int rank, const std::string& reason, const std::string& message) {
   set_verdict(res, Verdict::integrity_violation, message);
   res["failure"] = {{"rank", rank}, {"phase", "timing"}, {"reason", reason}, {"detail", message}};
-  for (auto key : {"timing", "speedup", "roofline", "busbw_gbps"}) res[key] = nullptr;
+  for (auto key : {"timing", "speedup", "speedup_interval", "roofline", "busbw_gbps"}) res[key] = nullptr;
 }
 
 // A group that did not finish: timeout, or a rank that died. Returns false when it did.

@@ -393,10 +393,6 @@ class CandidateRank {
       needs.read.push_back(std::filesystem::path(job_.spec()).parent_path().string());
       rank::SandboxPaths paths = rank::rank_paths(needs.read, needs.write);
       if (needs.processes) rank::allow_programs(paths, needs.exec);
-      // Not NCCL's threads (a rank with its own communicator): with them under both layers
-      // the reference as the candidate crashed in its first collective on the H200
-      // (bench/results/h200-2026-12-03, call 2); they stay as NCCL made them.
-      paths.every_thread = !r_.comm;
       sh_.sandbox = rank::enter_sandbox(paths);
     }
     if (!reference) sh_.candidate = eval::load_candidate(job_.library);  // its constructors (a module's import) run here, confined
@@ -411,6 +407,7 @@ class CandidateRank {
         problem->calibrate();
       }
       reports.push_back(problem->run(reference ? *sh_.references[k] : *sh_.candidate));
+      if (several) r_.client.part(reports.back().dump());  // kept, whatever a later problem does
       // Kept: the candidate's threads may still point into a problem's buffers, and the
       // rank exits right after the result, with no teardown.
       problem.release();

@@ -515,6 +515,7 @@ class JudgeRank {
     for (size_t k = 0; k < n; ++k) {
       if (several) r_.client.set_problem(std::filesystem::path(job_.specs[k]).stem().string());
       reports.push_back(JudgeProblem(r_, k, sh_, timed[k]).run());
+      if (several) r_.client.part(reports.back().dump());  // kept, whatever a later problem does
       device::release_cached_memory(r_.device);  // the next problem starts from an empty cache
     }
     return several ? json{{"problems", reports}} : reports[0];

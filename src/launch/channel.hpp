@@ -28,6 +28,7 @@ enum class Op : uint32_t {
   Phase = 100,  // JSON {"phase": ..., "trial": n}
   Result,       // JSON, the rank's result
   Error,        // JSON {"kind": ..., "message": ...}: the rank is about to exit non-zero
+  Part,         // JSON: a rank that runs several problems in turn, one's report as it ends
   // parent -> rank
   Job = 200,
   Ok,

@@ -118,6 +118,8 @@ void Client::phase(const std::string& name, int trial) {
 
 void Client::result(const std::string& json) { event(Op::Result, json); }
 
+void Client::part(const std::string& json) { event(Op::Part, json); }
+
 void Client::error(const std::string& kind, const std::string& message) {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);  // the parent orders ranks' errors by it

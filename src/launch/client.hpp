@@ -51,6 +51,9 @@ class Client {
   void set_problem(const std::string& slug) { problem_ = slug; }
   void phase(const std::string& name, int trial = -1);
   void result(const std::string& json);
+  // A rank that runs several problems in turn: one problem's report, sent as it ends, so a
+  // crash in a later one loses none of it.
+  void part(const std::string& json);
   void error(const std::string& kind, const std::string& message);
 
  private:

@@ -28,7 +28,9 @@ namespace pkb::launch {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr size_t kMaxHistory = 100000;  // phase events kept per rank (a rank spamming them cannot exhaust the parent)
+// Kept per rank, so that a rank spamming events cannot exhaust the parent.
+constexpr size_t kMaxHistory = 100000;  // phase events
+constexpr size_t kMaxParts = 4096;      // problems' reports
 
 [[noreturn]] void throw_errno(const std::string& what) {
   throw std::system_error(errno, std::generic_category(), what);
@@ -386,6 +388,9 @@ class Hub {
         if (r.report.history.size() < kMaxHistory) r.report.history.push_back({phase::kExit, -1, at});
         break;
       }
+      case Op::Part:
+        if (r.report.parts.size() < kMaxParts) r.report.parts.push_back(f.payload);
+        break;
       case Op::Error: {
         auto j = nlohmann::json::parse(f.payload, nullptr, false);
         r.report.error_kind = j.value("kind", "error");
@@ -455,6 +460,13 @@ const char* outcome_name(Outcome o) {
 
 GroupReport for_problem(const GroupReport& rep, const std::string& problem, const std::vector<std::string>& results) {
   GroupReport out = rep;
+  bool everyone = !out.ranks.empty();
+  for (size_t q = 0; q < out.ranks.size(); ++q) everyone = everyone && q < results.size() && !results[q].empty();
+  if (everyone) {
+    out.outcome = Outcome::Ok;
+    out.culprits.clear();
+    out.summary.clear();
+  }
   for (size_t q = 0; q < out.ranks.size(); ++q) {
     RankReport& rk = out.ranks[q];
     rk.result = q < results.size() ? results[q] : "";

@@ -55,6 +55,7 @@ struct RankReport {
   std::string error_kind, error_message;  // from the rank's Error event
   std::string result;                     // the rank's first Result (JSON), "" if none
   int results = 0;                        // Result events received (pkb's rank sends one)
+  std::vector<std::string> parts;         // Part events: problems' reports, in the order they ended
   std::vector<std::string> last_lines;
   // Seconds from the spawn to the first time the rank entered each phase.
   std::map<std::string, double> entered_s;
@@ -88,8 +89,10 @@ GroupReport run_group(const GroupOptions& options);
 
 // The part of a group's report about one of the problems its ranks ran in turn: each
 // rank's phase events of that problem (their times, and the phases entered), and `results`
-// (one per rank: what it said of that problem) in place of its result. The outcome is the
-// group's: a group that failed failed in some problem, which its summary names.
+// (one per rank: what it said of that problem, "" for nothing) in place of its result. A
+// problem every rank reported on finished, whatever happened to the group after it; else
+// the outcome is the group's (a group that failed failed in some problem, which its
+// summary names).
 GroupReport for_problem(const GroupReport& rep, const std::string& problem, const std::vector<std::string>& results);
 
 // "trial 3" or the phase name, with " of <problem>" when there is one.

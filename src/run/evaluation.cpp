@@ -225,7 +225,8 @@ json costs(const launch::GroupReport& rep, int world, double startup_s, double c
           {"ranks_total", rep.wall_s}};
 }
 
-// Each rank's report of problem `k` of `n`: its result whole, or its entry in "problems".
+// Each rank's report of problem `k` of `n`: its result whole, or its entry in "problems",
+// or (a rank that died in a later problem) the part it sent as this one ended; "" for none.
 std::vector<std::string> results_of(const launch::GroupReport& rep, size_t k, size_t n) {
   std::vector<std::string> out;
   for (auto& rk : rep.ranks) {
@@ -235,7 +236,9 @@ std::vector<std::string> results_of(const launch::GroupReport& rep, size_t k, si
     }
     json all = json::parse(rk.result, nullptr, false);
     const json& problems = all.is_object() ? all.value("problems", json()) : json();
-    out.push_back(problems.is_array() && k < problems.size() ? problems[k].dump() : rk.result);
+    out.push_back(problems.is_array() && k < problems.size() ? problems[k].dump()
+                  : k < rk.parts.size()                     ? rk.parts[k]
+                                                            : "");
   }
   return out;
 }

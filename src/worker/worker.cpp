@@ -15,6 +15,7 @@
 #include "launch/client.hpp"
 #include "launch/phases.hpp"
 #include "rank/rank.hpp"
+#include "worker/crash_report.hpp"
 
 namespace pkb::worker {
 
@@ -23,6 +24,7 @@ int worker_main() {
   // Declared outside the try: the error must reach the parent while the communicator is
   // still up, or peers would report the closed connection first and take the blame.
   std::unique_ptr<rank::Rank> r;
+  report_fatal_signals();
   try {
     client = &launch::Client::from_env();
     int rank = std::atoi(std::getenv("PKB_RANK") ? std::getenv("PKB_RANK") : "0");

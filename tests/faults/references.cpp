@@ -46,6 +46,10 @@ struct Throw {
   static bool skip_collective() { return false; }
   static void fail() { throw std::runtime_error("fault: simulated device error"); }
 };
+struct None {  // the healthy neighbour of a faulty problem in one start of the ranks
+  static bool skip_collective() { return false; }
+  static void fail() {}
+};
 struct Skip {
   static bool skip_collective() { return true; }
   static void fail() {}
@@ -71,6 +75,7 @@ struct HangInit : pkb::Reference {
 
 }  // namespace
 
+PKB_REFERENCE("test_fault_none", Faulty<None>);
 PKB_REFERENCE("test_fault_segv", Faulty<Segv>);
 PKB_REFERENCE("test_fault_abort", Faulty<Abort>);
 PKB_REFERENCE("test_fault_exit", Faulty<Exit>);

@@ -2,6 +2,10 @@
 // rank, the phase and what happened, and leaves no process behind.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
 #include "support.hpp"
 
 using namespace pkbtest;
@@ -77,6 +81,28 @@ TEST(Faults, RankOfSeveralProblemsNamesTheOneThatFailed) {
                      120);
   EXPECT_EQ(r.code, 4) << r.err;
   EXPECT_TRUE(contains(r.err, "rank 3 exited with code 1 in trial 1 of test_fault_mutate_input: the reference changed")) << r.err;
+  expect_clean(r);
+}
+
+// A crash in one problem of a grouped eval ends the start of the ranks, but the problems that
+// finished before it keep their verdicts (each rank sends a problem's report as it ends).
+TEST(Faults, GroupedEvalKeepsTheProblemsFinishedBeforeACrash) {
+  std::string out = temp_dir("fault-group") + "/r.jsonl";
+  PkbRun r = run_pkb({"--problem-dir", std::string(PKB_SOURCE_DIR) + "/tests/faults", "--reference-lib", PKB_TEST_REFS,
+                      "eval", "-p", "test_fault_none", "test_fault_segv", "-s", "@reference", "--device", "cpu", "-w",
+                      "2", "--trials", "3", "--timeout", "30", "--json", out},
+                     120);
+  EXPECT_EQ(r.code, 4) << r.err;
+  std::ifstream in(out);
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(lines.size(), 2u) << r.out << r.err;
+  EXPECT_EQ(lines[0]["problem"], "test_fault_none");
+  EXPECT_EQ(lines[0]["verdict"], "correct") << lines[0].dump();
+  EXPECT_TRUE(lines[0]["speedup"].is_number());
+  EXPECT_EQ(lines[1]["problem"], "test_fault_segv");
+  EXPECT_EQ(lines[1]["verdict"], "crash");
+  EXPECT_TRUE(contains(r.err, "killed by signal 11 (Segmentation fault) in trial 1 of test_fault_segv")) << r.err;
   expect_clean(r);
 }
 

@@ -306,6 +306,7 @@ TEST(Verdict, TheRanksOwnTimesMustAgreeWithItsJudgesClock) {
   EXPECT_EQ(f.res["failure"]["reason"], "timing_report");
   EXPECT_EQ(f.res["failure"]["rank"], 1);
   EXPECT_TRUE(f.res["speedup"].is_null());
+  EXPECT_TRUE(f.res["speedup_interval"].is_null());
 
   // A few us apart on a tiny call is noise, not forgery.
   Ranks tiny = timed(3, 30);

@@ -57,6 +57,9 @@ int patch_object(struct dl_phdr_info* info, size_t, void*) {
     void** word = reinterpret_cast<void**>(info->dlpi_addr + ph.p_vaddr);
     size_t n = ph.p_memsz / sizeof(void*);
     for (size_t k = 0; k < n; ++k) {
+      // Not its own copies of the real entry points, which the forged ones call.
+      if (&word[k] == reinterpret_cast<void**>(&real_elapsed[0]) || &word[k] == reinterpret_cast<void**>(&real_elapsed[1]))
+        continue;
       if (real_elapsed[0] && word[k] == reinterpret_cast<void*>(real_elapsed[0]))
         overwrite(&word[k], reinterpret_cast<void*>(&forged_elapsed));
       else if (real_elapsed[1] && word[k] == reinterpret_cast<void*>(real_elapsed[1]))
