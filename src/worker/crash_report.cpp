@@ -2,41 +2,53 @@
 
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 
 namespace pkb::worker {
 
 namespace {
 
-constexpr int kFrames = 14;  // the parent keeps a rank's last 20 lines
+constexpr int kFrames = 12;  // the parent keeps a rank's last 20 lines
 
-void on_fault(int sig, siginfo_t* info, void*) {
+// One line: `lib+0xoffset symbol+0xoffset` for a code address; false where none holds it.
+bool describe(const char* label, int k, void* pc) {
+  Dl_info where{};
+  if (!dladdr(pc, &where) || !where.dli_fname) return false;
+  const char* lib = strrchr(where.dli_fname, '/') ? strrchr(where.dli_fname, '/') + 1 : where.dli_fname;
+  size_t offset = reinterpret_cast<uintptr_t>(pc) - reinterpret_cast<uintptr_t>(where.dli_fbase);
   char line[512];
+  int n = where.dli_sname ? snprintf(line, sizeof line, "  %s%d %s+0x%zx %.300s+0x%zx\n", label, k, lib, offset,
+                                     where.dli_sname,
+                                     size_t(reinterpret_cast<uintptr_t>(pc) - reinterpret_cast<uintptr_t>(where.dli_saddr)))
+                          : snprintf(line, sizeof line, "  %s%d %s+0x%zx\n", label, k, lib, offset);
+  (void)!write(2, line, n);
+  return true;
+}
+
+void on_fault(int sig, siginfo_t* info, void* uc) {
+  char line[256];
   int n = snprintf(line, sizeof line, "pkb rank: %s at address %p; frames:\n", strsignal(sig), info->si_addr);
   (void)!write(2, line, n);
   void* frames[kFrames + 2];
-  int got = backtrace(frames, kFrames + 2);
-  for (int k = 2; k < got; ++k) {  // 0 and 1: this handler and the signal trampoline
-    Dl_info where{};
-    const char* lib = "?";
-    const char* sym = nullptr;
-    uintptr_t offset = 0, sym_offset = 0;
-    if (dladdr(frames[k], &where)) {
-      if (where.dli_fname) lib = strrchr(where.dli_fname, '/') ? strrchr(where.dli_fname, '/') + 1 : where.dli_fname;
-      offset = reinterpret_cast<uintptr_t>(frames[k]) - reinterpret_cast<uintptr_t>(where.dli_fbase);
-      if (where.dli_sname) {
-        sym = where.dli_sname;
-        sym_offset = reinterpret_cast<uintptr_t>(frames[k]) - reinterpret_cast<uintptr_t>(where.dli_saddr);
-      }
-    }
-    n = sym ? snprintf(line, sizeof line, "  #%d %s+0x%zx %.300s+0x%zx\n", k - 2, lib, size_t(offset), sym, size_t(sym_offset))
-            : snprintf(line, sizeof line, "  #%d %s+0x%zx\n", k - 2, lib, size_t(offset));
-    (void)!write(2, line, n);
+  int got = backtrace(frames, kFrames + 2), shown = 0;
+  for (int k = 2; k < got; ++k) shown += describe("#", k - 2, frames[k]);  // 0, 1: this handler, the trampoline
+#if defined(__x86_64__)
+  // A jump to an address outside any object (a bad function pointer) stops the unwinder at
+  // once: then the code addresses on the stack, the caller's among them.
+  if (shown < 2) {
+    auto** sp = reinterpret_cast<void**>(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RSP]);
+    for (int k = 0, found = 0; k < 256 && found < kFrames; ++k) found += describe("stack word ", k, sp[k]);
   }
+#else
+  (void)uc;
+#endif
   signal(sig, SIG_DFL);
   raise(sig);  // a fault raised by hand would otherwise carry on; a real one dies re-running the instruction
 }
