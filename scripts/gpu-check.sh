@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35,
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS],
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -481,6 +481,22 @@ stage_debug35() {
   eval_json "forger forge_event_timer default W=1" 6 -p tp_gemm_allgather -s "$C/forge_event_timer.cu" -w 1
   eval_json "forger forge_event_timer large W=1" 6 -p tp_gemm_allgather -s "$C/forge_event_timer.cu" -w 1 --size large
   grep -A16 "pkb rank: " "$LOG" | head -80 >"$OUT/frames.txt"
+}
+
+stage_final35b() {
+  # Every problem's reference as its candidate: swept at W=1 with the sweep's defaults,
+  # category by category (each batch's lines are written as it ends), with its report; then
+  # the verdicts (no timing) of all 87 at W=2 sharing the GPU, in one grouped eval.
+  local c budget=${1:-400}
+  local w1_end=$(($(date +%s) + budget))
+  for c in coll tp sp cp pp dp fsdp ep gnn rec sci misc; do
+    [ $((w1_end - $(date +%s))) -lt 20 ] && break
+    step "sweep @reference $c W=1" 0 "$PKB" sweep --solutions @reference --problems $c -w 1 --out "$OUT/reference_w1.jsonl"
+  done
+  step "report of the sweep" 0 "$PKB" report "$OUT/reference_w1.jsonl" --md "$OUT/reference_w1.md" \
+    --html "$OUT/reference_w1.html"
+  step "@reference all W=2 shared, no timing" 0 "$PKB" eval -p all -s @reference -w 2 --no-timing --trials 10 \
+    --json "$OUT/reference_w2.jsonl"
 }
 
 stage_eval() {

@@ -11,11 +11,14 @@ namespace pkb::eval {
 namespace {
 
 // A view of pkb's buffer `t` at `sizes` (its capacity strides), on the rank's device or the host.
+// The device goes in the options too: for_blob takes the tensor's dispatch key from them, so
+// a CUDA view made with target_device alone ran CPU kernels (oneDNN's matmul) on device
+// memory, which crashed on the H200 and could not on the CPU device.
 at::Tensor view_of(const pkb_tensor& t, c10::IntArrayRef sizes, at::Device device) {
   std::vector<int64_t> strides(t.strides, t.strides + t.ndim);
   at::Device where = t.on_host ? at::Device(at::kCPU) : device;
   auto type = tensor::to_aten(static_cast<spec::DType>(t.dtype));
-  return at::for_blob(t.data, sizes).strides(strides).options(at::TensorOptions().dtype(type)).target_device(where).make_tensor();
+  return at::for_blob(t.data, sizes).strides(strides).options(at::TensorOptions().dtype(type).device(where)).target_device(where).make_tensor();
 }
 
 class ReferenceCandidate : public Candidate {
