@@ -111,6 +111,11 @@ eval::CallTimes time_reference(ProblemContext& pc, void* stream) {
       [&](int i) {
         r.client.phase(launch::phase::kReferenceTiming, i);  // the progress line counts the calls
         in = pc.inputs_for(kTimedKey + i);
+        // The device idle before the call, as a candidate's is when its judge opens the gate:
+        // else the inputs' making, queued ahead, would give the host a head start to enqueue
+        // the reference's launches that a candidate never gets (on the H200 a launch-bound
+        // reference run as the candidate took up to 5x its judges' time).
+        device::synchronize(r.device);
       },
       [&](int) {
         pc.reference->run(pc.ctx, in);

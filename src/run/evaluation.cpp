@@ -1,6 +1,7 @@
 #include "run/evaluation.hpp"
 
 #include <chrono>
+#include <cstdlib>
 #include <cstdarg>
 #include <cstdio>
 #include <ctime>
@@ -62,6 +63,13 @@ launch::Placement place_run(const EvalRequest& q, const Say& warn) {
   req.mps = req.mps || (q.timing && !req.no_mps);
   launch::Placement p = launch::place(req, q.problems.size() == 1 ? q.problems.front() : nullptr, q.job.size);
   for (auto& w : p.warnings) warn(w);
+  // The gate holds a candidate's stream until its judge says go, while the call is being
+  // enqueued: with every launch blocking, the first one would wait for ever.
+  const char* blocking = std::getenv("CUDA_LAUNCH_BLOCKING");
+  if (p.device == launch::Device::cuda && blocking && std::string(blocking) != "0" && std::string(blocking) != "")
+    throw io::InputError("pkb eval cannot run with CUDA_LAUNCH_BLOCKING=" + std::string(blocking) +
+                         ": its judges hold the candidate's stream while a call is enqueued, so a blocking launch "
+                         "waits for ever; unset it");
   if (p.device == launch::Device::cuda && q.timing && !p.mps)
     warn("no MPS: the judges cannot time the candidate's calls, so its own events are used and its timing counts "
          "for nothing");

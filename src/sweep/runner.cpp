@@ -273,7 +273,10 @@ size_t run_reference_batches(std::vector<const Task*>& todo, ResultsFile& out, c
     double wall = seconds_since(t0);
     std::map<std::string, std::string> line_of;  // problem -> its record
     if (fs::exists(json_out)) {
-      std::istringstream lines(io::read_file(json_out));
+      // One record per line; a batch of one problem is pkb eval's single record, indented.
+      std::string text = io::read_file(json_out);
+      json whole = json::parse(text, nullptr, false);
+      std::istringstream lines(whole.is_object() ? whole.dump() : text);
       for (std::string l; std::getline(lines, l);) {
         json j = json::parse(l, nullptr, false);
         if (j.is_object() && j.value("problem", json()).is_string()) line_of[j["problem"].get<std::string>()] = l;

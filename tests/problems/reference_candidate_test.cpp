@@ -177,4 +177,12 @@ TEST(ReferenceAsCandidateTimed, ASweepOfTheReference) {
     EXPECT_EQ(rec["candidate"]["path"], "@reference");
     EXPECT_EQ(rec["sweep"]["run"], "reference");
   }
+  // A batch of one problem (pkb eval then writes its one record indented, not as a line).
+  r = run_pkb({"sweep", "--solutions", "@reference", "--problems", "coll_reduce", "--device", "cpu", "-w", "2",
+               "--trials", "2", "--warmup", "2", "--iters", "5", "--out", dir + "/one.jsonl"},
+              600);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  records = read_lines(dir + "/one.jsonl");
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0]["verdict"], "correct") << records[0]["message"];
 }

@@ -195,6 +195,8 @@ TEST(Verdict, FasterThanTheRooflineIsAViolationNotASpeedup) {
   EXPECT_EQ(fast.res["verdict"], "integrity_violation");
   EXPECT_TRUE(fast.res["speedup"].is_null());
   EXPECT_TRUE(fast.res["timing"].is_null());
+  // The judge's times stay in the failure, for whoever looks into a wrong formula.
+  EXPECT_NEAR(fast.res["failure"]["timing"]["candidate"]["median_us"].get<double>(), 4.66 * 0.9, 1e-9);
   EXPECT_NE(fast.res["message"].get<std::string>().find("roofline"), std::string::npos);
   // Ranks sharing a GPU measure nothing: no violation, flagged instead.
   eval::Context shared = cuda(2, &hw);
