@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS],
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2),
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -489,13 +489,13 @@ stage_final35b() {
   # the verdicts (no timing) of all 87 at W=2 sharing the GPU, in one grouped eval.
   local c budget=${1:-400}
   local w1_end=$(($(date +%s) + budget))
-  for c in coll tp sp cp pp dp fsdp ep gnn rec sci misc; do
+  for c in ${CATEGORIES:-coll tp sp cp pp dp fsdp ep gnn rec sci misc}; do
     [ $((w1_end - $(date +%s))) -lt 20 ] && break
     step "sweep @reference $c W=1" 0 "$PKB" sweep --solutions @reference --problems $c -w 1 --out "$OUT/reference_w1.jsonl"
   done
   step "report of the sweep" 0 "$PKB" report "$OUT/reference_w1.jsonl" --md "$OUT/reference_w1.md" \
     --html "$OUT/reference_w1.html"
-  step "@reference all W=2 shared, no timing" 0 "$PKB" eval -p all -s @reference -w 2 --no-timing --trials 10 \
+  [ -n "${REF_W2:-1}" ] && step "@reference all W=2 shared, no timing" 0 "$PKB" eval -p all -s @reference -w 2 --no-timing --trials 10 \
     --json "$OUT/reference_w2.jsonl"
 }
 
