@@ -495,7 +495,7 @@ stage_final35b() {
   done
   step "report of the sweep" 0 "$PKB" report "$OUT/reference_w1.jsonl" --md "$OUT/reference_w1.md" \
     --html "$OUT/reference_w1.html"
-  [ -n "${REF_W2:-1}" ] && step "@reference all W=2 shared, no timing" 0 "$PKB" eval -p all -s @reference -w 2 --no-timing --trials 10 \
+  [ -n "${REF_W2-1}" ] && step "@reference all W=2 shared, no timing" 0 "$PKB" eval -p all -s @reference -w 2 --no-timing --trials 10 \
     --json "$OUT/reference_w2.jsonl"
 }
 
