@@ -7,6 +7,10 @@ namespace pkb::eval {
 
 using json = nlohmann::json;
 
+json to_json(const GateOverhead& g) {
+  return {{"median_us", g.median_us}, {"iqr_us", g.iqr_us}, {"calls", g.calls}, {"taken_us", g.taken_us}};
+}
+
 namespace {
 
 const std::pair<Verdict, const char*> kVerdictNames[] = {
@@ -20,8 +24,6 @@ json to_json(const EscapeCheck& e) {
   return {{"calls", e.calls}, {"host_us", e.host_us}, {"event_us", e.event_us},
           {"baseline_host_us", e.baseline_host_us}, {"capture", e.capture}};
 }
-
-json to_json(const GateOverhead& g) { return {{"median_us", g.median_us}, {"iqr_us", g.iqr_us}, {"calls", g.calls}}; }
 
 template <class T>
 json optional_json(const std::optional<T>& x) {
@@ -135,7 +137,7 @@ JudgeReport judge_report_from_json(const json& j) {
   if (!j.at("candidate").is_null()) r.candidate = call_times_from_json(j["candidate"]);
   if (!j.at("gate").is_null()) {
     const json& g = j["gate"];
-    r.gate = GateOverhead{g.at("median_us"), g.at("iqr_us"), g.at("calls")};
+    r.gate = GateOverhead{g.at("median_us"), g.at("iqr_us"), g.at("calls"), g.at("taken_us")};
   }
   if (!j.at("clocks").is_null()) r.clocks = clocks_from_json(j["clocks"]);
   r.device_copy = j.at("device_copy");

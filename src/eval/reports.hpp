@@ -6,6 +6,8 @@
 // reads them back with from_json and judges (eval/verdict.hpp). Torch-free.
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -56,11 +58,17 @@ struct ReferenceAttempt {
 };
 
 // What the gate costs a call that does nothing (jobs/gate.hpp): measured by the judge on
-// pkb's own empty calls in the candidate rank before the candidate is loaded, and taken
-// off every timed call's span.
+// pkb's own empty calls in the candidate rank before the candidate is loaded. Its lower
+// quartile is taken off every timed call's span: a disturbance only ever lengthens an empty
+// call (one calibration of an H200 sweep had a median of 20 us and an IQR of 8 us against
+// the usual 9.6 and 0.03, and its median would have taken a whole call's time off).
 struct GateOverhead {
   double median_us = 0, iqr_us = 0;
   int calls = 0;
+  double taken_us = 0;  // the lower quartile
+
+  // Spread enough that what is taken off is in doubt (the flag `noisy_gate`).
+  bool noisy() const { return iqr_us > std::max(1.0, 0.1 * median_us); }
 };
 
 struct JudgeReport {
@@ -102,6 +110,7 @@ struct CandidateReport {
 
 nlohmann::json to_json(const CallTimes& t);
 nlohmann::json to_json(const Clocks& c);
+nlohmann::json to_json(const GateOverhead& g);
 nlohmann::json to_json(const JudgeReport& r);
 nlohmann::json to_json(const CandidateReport& r);
 // Throw nlohmann::json::exception on a malformed report (a pkb bug, or a rank whose channel

@@ -276,9 +276,10 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
   if (!attempts.empty()) res["timing"]["reference_attempts"] = attempts;
   if (judge_clock) {
     res["timing"]["candidate_self"] = stats_of(slowest_per_call(self)).to_json();
-    if (judges[0].gate)
-      res["timing"]["gate_overhead"] = {{"median_us", judges[0].gate->median_us}, {"iqr_us", judges[0].gate->iqr_us},
-                                        {"calls", judges[0].gate->calls}};
+    if (judges[0].gate) {
+      res["timing"]["gate_overhead"] = to_json(*judges[0].gate);
+      if (judges[0].gate->noisy()) flags.push_back("noisy_gate");
+    }
   }
   if (!ref_stable) {
     flags.push_back("noisy_reference");
@@ -347,7 +348,7 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
 bool timing_in_doubt(const json& flags) {
   for (auto& f : flags)
     if (f == "throttled" || f == "shared_gpu" || f == "left_processes" || f == "faster_than_roofline" ||
-        f == "timing_escape" || f == "timing_unverified" || f == "noisy_reference")
+        f == "timing_escape" || f == "timing_unverified" || f == "noisy_reference" || f == "noisy_gate")
       return true;
   return false;
 }

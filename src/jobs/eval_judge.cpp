@@ -161,7 +161,7 @@ class JudgeProblem {
       pair_.send(proto::kFilled, {{"call", i}, {"seq", seq}});
     }
     eval::Stats o = eval::stats_of(timer->elapsed_us());
-    report_.gate = eval::GateOverhead{o.median, o.iqr, n};
+    report_.gate = eval::GateOverhead{o.median, o.iqr, n, o.p25};
   }
 
   // Fresh inputs of `key` into the candidate's set, its outputs poisoned (both in place
@@ -412,7 +412,7 @@ class JudgeProblem {
         // The judge's clock, less what the gate costs a call that does nothing.
         std::vector<double> us = timer->elapsed_us();
         us.resize(i);
-        for (double& x : us) x = std::max(0.0, x - report_.gate->median_us);
+        for (double& x : us) x = std::max(0.0, x - report_.gate->taken_us);
         report_.candidate = eval::CallTimes{us, 0, 0};
       }
       fail = reported_failure(timed);

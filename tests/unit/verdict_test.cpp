@@ -43,7 +43,7 @@ Ranks timed(double cand_us, double ref_us, int calls = 10, int world = 2) {
     j.reference = {{eval::CallTimes{std::vector<double>(calls, ref_us), 5, calls * ref_us}, eval::Clocks{}}};
     j.reference_kept = 0;
     j.candidate = eval::CallTimes{std::vector<double>(calls, cand_us), 0, 0};
-    j.gate = eval::GateOverhead{6, 0.5, 40};
+    j.gate = eval::GateOverhead{6, 0.5, 40, 5.8};
     r.judges.push_back(j);
     eval::CandidateReport c;
     c.timing = eval::CallTimes{std::vector<double>(calls, cand_us), 5, calls * cand_us};
@@ -344,6 +344,22 @@ TEST(Verdict, ANoisyReferenceIsFlaggedAndNotCached) {
   EXPECT_NE(j.res["flags"].dump().find("noisy_reference"), std::string::npos);
   j.res["run"] = {{"device", "cuda"}, {"ranks_per_gpu", 1}};
   EXPECT_FALSE(eval::timing_counts(j.res));
+}
+
+// A gate calibration spread wide (something disturbed pkb's empty calls) puts the timing in
+// doubt; a quiet one does not. What is taken off is its lower quartile, recorded.
+TEST(Verdict, ANoisyGateCalibrationIsFlagged) {
+  Ranks quiet = timed(100, 300);
+  Judged q = judge(finished(quiet), cuda(2));
+  EXPECT_DOUBLE_EQ(q.res["timing"]["gate_overhead"]["taken_us"].get<double>(), 5.8);
+  EXPECT_EQ(q.res["flags"].dump().find("noisy_gate"), std::string::npos);
+  Ranks noisy = timed(100, 300);
+  for (auto& j : noisy.judges) j.gate = eval::GateOverhead{20.4, 8.1, 40, 14};
+  Judged n = judge(finished(noisy), cuda(2));
+  EXPECT_EQ(n.res["verdict"], "correct");
+  EXPECT_NE(n.res["flags"].dump().find("noisy_gate"), std::string::npos);
+  n.res["run"] = {{"device", "cuda"}, {"ranks_per_gpu", 1}};
+  EXPECT_FALSE(eval::timing_counts(n.res));
 }
 
 // The speedup's interval: resampled medians, seeded, so the same samples give the same
