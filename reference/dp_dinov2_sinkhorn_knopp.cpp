@@ -19,22 +19,29 @@ struct SinkhornKnopp : pkb::Reference {
     in["teacher_output"] = at::randn({b, k}, ctx.rng(), f32).mul_(0.03).add_(popular).add_(own);
   }
 
+  // Q is kept as diag(a) E diag(b) over E = exp(t / temp)^T, written once: each iteration's
+  // row and column sums are two matrix-vector products that read E (the original rewrote
+  // the whole matrix four times an iteration), and Q is formed once at the end. The same
+  // divisions, on the scale vectors: fp32 rounding moves by ~1e-7 relative.
   std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
     auto& comm = ctx.comm();
-    at::Tensor q = (in["teacher_output"].to(at::kFloat) / ctx.arg_float("teacher_temp")).exp().t();  // (K, Bl)
+    at::Tensor e = (in["teacher_output"].to(at::kFloat) / ctx.arg_float("teacher_temp")).exp();  // (Bl, K) = E^T
     at::Tensor total_batch = in["n_masked"].to(at::kFloat);
     comm.all_reduce(total_batch);
-    at::Tensor total_mass = q.sum();
+    at::Tensor total_mass = e.sum();
     comm.all_reduce(total_mass);
-    q = q / total_mass;
-    double k = double(q.size(0));
+    double k = double(e.size(1));
+    at::Tensor a = at::ones({e.size(1)}, e.options()).div_(total_mass);  // Q's row scales (K)
+    at::Tensor b = at::ones({e.size(0)}, e.options());                   // Q's column scales (Bl)
     for (int64_t it = 0; it < ctx.size("n_iterations"); ++it) {
-      at::Tensor row_sum = q.sum(1, true);
+      at::Tensor row_sum = a * at::mv(e.t(), b);
       comm.all_reduce(row_sum);
-      q = q / row_sum / k;
-      q = q / q.sum(0, true) / total_batch;
+      a = a / row_sum / k;
+      at::Tensor col_sum = b * at::mv(e, a);
+      b = b / col_sum / total_batch;
     }
-    return {(q * total_batch).t().contiguous()};
+    at::Tensor out = e * a.unsqueeze(0);
+    return {out.mul_((b * total_batch).unsqueeze(1))};
   }
 };
 

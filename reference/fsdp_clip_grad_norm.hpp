@@ -28,16 +28,20 @@ inline void make_clip_inputs(pkb::Ctx& ctx, pkb::Inputs& in, const std::vector<s
 }
 
 // sum over the tensors of ||g||_p^p, in fp32 (a 0-dim tensor on the rank's device).
+// Each norm accumulated in fp32 straight from g's dtype: one pass, no fp32 copy of g.
 inline at::Tensor local_pth_sum(const std::vector<at::Tensor>& grads, double p) {
   at::Tensor acc = at::zeros({}, grads.at(0).options().dtype(at::kFloat));
-  for (auto& g : grads) acc = acc + at::norm(g.to(at::kFloat), p).pow(p);
+  for (auto& g : grads) acc = acc + at::linalg_vector_norm(g, p, {}, /*keepdim=*/false, at::kFloat).pow(p);
   return acc;
 }
 
-// g * coef in fp32, rounded to g's dtype once. (bf16 g times a 0-dim fp32 tensor on CUDA
-// would round the coefficient to bf16 first: up to 2^-8 more error.)
+// g * coef in fp32, rounded to g's dtype once, in one pass. coef goes in as a 1-element
+// tensor: a 0-dim fp32 tensor would not lift a bf16 g's product to fp32 (it would round the
+// coefficient to bf16 first: up to 2^-8 more error).
 inline at::Tensor clip(const at::Tensor& g, const at::Tensor& coef) {
-  return (g.to(at::kFloat) * coef).to(g.scalar_type());
+  at::Tensor out = at::empty_like(g);
+  at::mul_out(out, g, coef.reshape({1}));
+  return out;
 }
 
 }  // namespace pkb_fsdp

@@ -33,6 +33,10 @@ struct DistributedIrfft2 : pkb::Reference {
     const at::Tensor& x = in["x"];
     int64_t w = ctx.world(), r = ctx.rank(), b = x.size(0), c = x.size(1), hl = x.size(2), xf = x.size(3);
     int64_t h = hl * w, full = ctx.size("X"), xl = full / w;
+    // One rank holds the whole half spectrum, exactly Hermitian where a real field's must be
+    // (make_inputs): one C2R transform, where the form below rebuilds the full spectrum and
+    // makes two full C2C ones.
+    if (w == 1) return {at::fft_irfft2(x, at::IntArrayRef{h, full}, {2, 3}, "ortho")};
     // Conjugate padding along X: columns xf.. are the conjugates of columns full - xf .. 1.
     at::Tensor pad = at::zeros({b, c, hl, full}, x.options());
     pad.narrow(3, 0, xf).copy_(x);
