@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2),
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -497,6 +497,18 @@ stage_final35b() {
     --html "$OUT/reference_w1.html"
   [ -n "${REF_W2-1}" ] && step "@reference all W=2 shared, no timing" 0 "$PKB" eval -p all -s @reference -w 2 --no-timing --trials 10 \
     --json "$OUT/reference_w2.jsonl"
+}
+
+stage_final37() {
+  # The references changed for issue 37 at --size large (the audit's method), then whether
+  # the sandbox is what makes @reference's calls host-bound on the candidate's side.
+  AUDIT_REST=0 AUDIT_MARGIN_S=${AUDIT_MARGIN_S:-70} stage_audit \
+    '^(tp_rmsnorm_allreduce|tp_reducescatter_rmsnorm|fsdp_clip_grad_norm|fsdp_clip_grad_norm_ep|tp_fp8_block_quant_allgather|dp_int8_quant_grad_allreduce|sci_distributed_rfft2|sci_distributed_irfft2|dp_dinov2_sinkhorn_knopp)$'
+  local k
+  for k in 1 2; do
+    eval_json "@reference tp_gemm_allgather W=1 ($k)" 0 -p tp_gemm_allgather -s @reference -w 1 --trials 3
+    eval_json "@reference tp_gemm_allgather W=1 --no-sandbox ($k)" 0 -p tp_gemm_allgather -s @reference -w 1 --trials 3 --no-sandbox
+  done
 }
 
 stage_eval() {
