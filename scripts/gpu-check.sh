@@ -103,6 +103,7 @@ EOF
 
 build() {
   local t0=$(date +%s)
+  export PKB_COMMIT=$(cat .gpu/commit)  # the snapshot has no .git: versions.commit comes from here
   cmake -S "$SRC" -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPKB_PYTHON="$(command -v python3)" \
     -DCMAKE_PREFIX_PATH="$PWD/.deps/root/usr" -DCMAKE_CUDA_ARCHITECTURES=90a >>"$LOG" 2>&1 &&
     ninja -C build-gpu pkb pkb_test_refs pkb_api_refs pkb_gallery_refs >>"$LOG" 2>&1
