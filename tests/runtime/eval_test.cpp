@@ -3,12 +3,9 @@
 // replay, the reference-timing cache, and pkb validate over every problem.
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -20,8 +17,6 @@
 
 using namespace pkbtest;
 using json = nlohmann::json;
-
-extern char** environ;
 
 namespace {
 
@@ -379,40 +374,12 @@ TEST(Eval, ReferenceOverSharedMemory) {
 // their counts. Without a terminal (every other test here), nothing of it.
 TEST(Eval, ProgressOnATerminal) {
   std::string dir = temp_dir("eval-tty");
-  int master = posix_openpt(O_RDWR | O_NOCTTY);
-  ASSERT_GE(master, 0);
-  ASSERT_EQ(grantpt(master), 0);
-  ASSERT_EQ(unlockpt(master), 0);
-  std::string terminal = ptsname(master);
-  std::vector<std::string> argv = {PKB_BIN, "eval", "-p", "coll_allreduce", "-s", kSrc + "/solutions_cpu/coll_allreduce.cpp",
-                                   "--device", "cpu", "-w", "2", "-n", "5", "--warmup", "3", "--iters", "6",
-                                   "--min-iters", "6", "--no-reference-cache"};
-  std::vector<char*> a;
-  for (auto& x : argv) a.push_back(x.data());
-  a.push_back(nullptr);
-  std::string env_cache = "PKB_CACHE_DIR=" + dir + "/cache";
-  std::vector<std::string> envs = {env_cache};
-  for (char** e = environ; *e; ++e)
-    if (std::string(*e).rfind("PKB_CACHE_DIR=", 0) != 0) envs.push_back(*e);
-  std::vector<char*> e;
-  for (auto& x : envs) e.push_back(x.data());
-  e.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, (dir + "/stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, terminal.c_str(), O_RDWR | O_NOCTTY, 0);
-  pid_t pid = -1;
-  ASSERT_EQ(posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, a.data(), e.data()), 0);
-  posix_spawn_file_actions_destroy(&fa);
-  std::string err;
-  char buf[4096];
-  for (ssize_t n; (n = read(master, buf, sizeof buf)) > 0;) err.append(buf, static_cast<size_t>(n));  // EIO at the end
-  close(master);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << err;
+  TerminalRun r = run_pkb_on_terminal({"eval", "-p", "coll_allreduce", "-s", kSrc + "/solutions_cpu/coll_allreduce.cpp",
+                                       "--device", "cpu", "-w", "2", "-n", "5", "--warmup", "3", "--iters", "6",
+                                       "--min-iters", "6", "--no-reference-cache"},
+                                      dir + "/stdout", {{"PKB_CACHE_DIR", dir + "/cache"}});
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.err;
+  const std::string& err = r.err;
   for (const char* seen : {"\r\033[Keval coll_allreduce W=2  reference: timed calls 6/6", "trial 5/5",
                            "timed calls 6/6"})
     EXPECT_TRUE(contains(err, seen)) << seen << " in: " << err;

@@ -9,14 +9,61 @@
 #include <iterator>
 #include <thread>
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <stdexcept>
 
 #include "launch/subprocess.hpp"
 
 namespace pkbtest {
 
 namespace fs = std::filesystem;
+
+TerminalRun run_pkb_on_terminal(const std::vector<std::string>& args, const std::string& stdout_path,
+                                const std::vector<std::pair<std::string, std::string>>& env) {
+  int master = posix_openpt(O_RDWR | O_NOCTTY);
+  if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0) throw std::runtime_error("no pseudo-terminal");
+  std::string terminal = ptsname(master);
+  std::vector<std::string> argv = {PKB_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<std::string> envs;
+  for (auto& [k, v] : env) envs.push_back(k + "=" + v);
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    bool replaced = std::any_of(env.begin(), env.end(), [&](auto& p) { return kv.rfind(p.first + "=", 0) == 0; });
+    if (!replaced) envs.push_back(kv);
+  }
+  std::vector<char*> a, e;
+  for (auto& x : argv) a.push_back(x.data());
+  a.push_back(nullptr);
+  for (auto& x : envs) e.push_back(x.data());
+  e.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, terminal.c_str(), O_RDWR | O_NOCTTY, 0);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, a.data(), e.data());
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    close(master);
+    throw std::runtime_error("cannot start " + argv[0]);
+  }
+  TerminalRun r;
+  char buf[4096];
+  for (ssize_t n; (n = read(master, buf, sizeof buf)) > 0;) r.err.append(buf, static_cast<size_t>(n));  // EIO at the end
+  close(master);
+  while (waitpid(pid, &r.status, 0) < 0 && errno == EINTR) {
+  }
+  return r;
+}
 
 PkbRun run_pkb(const std::vector<std::string>& args, double timeout_s,
                const std::vector<std::pair<std::string, std::string>>& env) {

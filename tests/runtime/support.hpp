@@ -20,6 +20,16 @@ struct PkbRun {
 PkbRun run_pkb(const std::vector<std::string>& args, double timeout_s = 600,
                const std::vector<std::pair<std::string, std::string>>& env = {});
 
+// pkb with `args`, its stderr on a pseudo-terminal (what a user's terminal would show),
+// stdout into `stdout_path`, stdin from /dev/null, and `env` set over this process's
+// environment. Waits for it; `status` is waitpid's.
+struct TerminalRun {
+  int status = -1;
+  std::string err;
+};
+TerminalRun run_pkb_on_terminal(const std::vector<std::string>& args, const std::string& stdout_path,
+                                const std::vector<std::pair<std::string, std::string>>& env = {});
+
 // Processes whose environment holds PKB_TEST_TAG=tag (waits up to `grace_s` for them to go).
 std::vector<pid_t> survivors(const std::string& tag, double grace_s = 2.0);
 
