@@ -113,8 +113,9 @@ eval::CallTimes time_reference(ProblemContext& pc, void* stream) {
         in = pc.inputs_for(kTimedKey + i);
         // The device idle before the call, as a candidate's is when its judge opens the gate:
         // else the inputs' making, queued ahead, would give the host a head start to enqueue
-        // the reference's launches that a candidate never gets (on the H200 a launch-bound
-        // reference run as the candidate took up to 5x its judges' time).
+        // the reference's launches that a candidate never gets. (It did not explain why
+        // launch-bound references run as candidates were slower on the H200 than their
+        // judges timed them: bench/results/h200-2026-12-03, calls 6-8.)
         device::synchronize(r.device);
       },
       [&](int) {
