@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37,
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -96,6 +96,10 @@ if "noisy_reference" in (d.get("flags") or []): line += " NOISY"
 if d.get("escape_check"):
     e = d["escape_check"]
     line += f"; escape check: {e['calls']} calls host {e['host_us']:.0f} us, stream {e['event_us']:.0f} us, baseline {e['baseline_us']:.0f} us"
+for side, h in (t.get("host") or {}).items():
+    line += (f"; {side}'s host: enqueue {h['enqueue_median_us']:.1f} us, thread cpu {100*h['thread_cpu_share']:.0f}%, "
+             f"process {h['process_cpu_cores']:.2f} cores, switches {h['switches_voluntary']}+{h['switches_involuntary']} inv, "
+             f"machine busy {100*h['machine_busy']:.0f}%")
 print(line + " |")
 EOF
   fi
@@ -482,6 +486,38 @@ stage_debug35() {
   eval_json "forger forge_event_timer default W=1" 6 -p tp_gemm_allgather -s "$C/forge_event_timer.cu" -w 1
   eval_json "forger forge_event_timer large W=1" 6 -p tp_gemm_allgather -s "$C/forge_event_timer.cu" -w 1 --size large
   grep -A16 "pkb rank: " "$LOG" | head -80 >"$OUT/frames.txt"
+}
+
+stage_host35() {
+  # Where @reference's launch-bound calls lose time on the candidate's side: each side's
+  # host (enqueue time, CPU shares, context switches, the machine's busy share) in single
+  # evaluations, without the sandbox, with one OpenMP thread, and in a sweep of tp.
+  local p
+  echo "| machine | | | $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(uname -r) |" >>"$SUM"
+  for p in tp_allgather_gemm cp_rope_allgather dp_siglip_contrastive_loss; do
+    eval_json "@reference $p W=1" 0 -p $p -s @reference -w 1 --trials 3 --no-reference-cache
+  done
+  eval_json "@reference cp_rope_allgather W=1 --no-sandbox" 0 -p cp_rope_allgather -s @reference -w 1 --trials 3 \
+    --no-reference-cache --no-sandbox
+  OMP_NUM_THREADS=1 eval_json "@reference cp_rope_allgather W=1 OMP_NUM_THREADS=1" 0 -p cp_rope_allgather -s @reference \
+    -w 1 --trials 3 --no-reference-cache
+  PKB_CACHE_DIR=/tmp/pkb-cache-host35 step "sweep @reference tp W=1" 0 "$PKB" sweep --solutions @reference --problems tp -w 1 \
+    --out "$OUT/host_tp.jsonl"
+  rm -rf /tmp/pkb-cache-host35
+  python3 - "$OUT/host_tp.jsonl" >>"$SUM" <<'EOF'
+import json, sys
+print("\n| problem | cand us | ref us | cand enqueue | ref enqueue | cand thread cpu | cand switches (inv) | ref switches (inv) | busy during cand | busy during ref |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+for l in open(sys.argv[1]):
+    d = json.loads(l); t = d.get("timing") or {}; h = t.get("host") or {}
+    c, r = h.get("candidate") or {}, h.get("reference") or {}
+    f = lambda x, k, m=1, fmt="{:.1f}": fmt.format(m * x[k]) if k in x else "-"
+    print(f"| {d['problem']} | {f(t.get('candidate', {}), 'median_us')} | {f(t.get('reference', {}), 'median_us')} | "
+          f"{f(c, 'enqueue_median_us')} | {f(r, 'enqueue_median_us')} | {f(c, 'thread_cpu_share', 100, '{:.0f}%')} | "
+          f"{c.get('switches_voluntary', '-')} ({c.get('switches_involuntary', '-')}) | "
+          f"{r.get('switches_voluntary', '-')} ({r.get('switches_involuntary', '-')}) | "
+          f"{f(c, 'machine_busy', 100, '{:.0f}%')} | {f(r, 'machine_busy', 100, '{:.0f}%')} |")
+EOF
 }
 
 stage_final35b() {

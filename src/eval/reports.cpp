@@ -45,6 +45,11 @@ CallTimes call_times_from_json(const json& j) {
   t.us = j.at("us").get<std::vector<double>>();
   t.warmup = j.at("warmup");
   t.loop_us = j.at("loop_us");
+  if (j.contains("host") && !j["host"].is_null()) {
+    const json& h = j["host"];
+    t.host = HostUse{h.at("enqueue_us").get<std::vector<double>>(), h.at("thread_cpu_us"), h.at("process_cpu_us"),
+                     h.at("switches_voluntary"), h.at("switches_involuntary"), h.at("machine_busy")};
+  }
   return t;
 }
 
@@ -84,7 +89,18 @@ Failure Failure::from_json(const json& j) {
   return f;
 }
 
-json to_json(const CallTimes& t) { return {{"us", t.us}, {"warmup", t.warmup}, {"loop_us", t.loop_us}}; }
+json to_json(const HostUse& h) {
+  return {{"enqueue_us", h.enqueue_us},
+          {"thread_cpu_us", h.thread_cpu_us},
+          {"process_cpu_us", h.process_cpu_us},
+          {"switches_voluntary", h.switches_voluntary},
+          {"switches_involuntary", h.switches_involuntary},
+          {"machine_busy", h.machine_busy}};
+}
+
+json to_json(const CallTimes& t) {
+  return {{"us", t.us}, {"warmup", t.warmup}, {"loop_us", t.loop_us}, {"host", optional_json(t.host)}};
+}
 
 json to_json(const Clocks& c) {
   return {{"sm_mhz_before", c.sm_mhz_before}, {"sm_mhz_after", c.sm_mhz_after}, {"max_sm_mhz", c.max_sm_mhz},
@@ -108,6 +124,7 @@ json to_json(const JudgeReport& r) {
           {"candidate", optional_json(r.candidate)},
           {"gate", optional_json(r.gate)},
           {"clocks", optional_json(r.clocks)},
+          {"machine_busy", r.machine_busy},
           {"device_copy", r.device_copy},
           {"phase_ms", r.phase_ms}};
 }
@@ -140,6 +157,7 @@ JudgeReport judge_report_from_json(const json& j) {
     r.gate = GateOverhead{g.at("median_us"), g.at("iqr_us"), g.at("calls"), g.at("taken_us")};
   }
   if (!j.at("clocks").is_null()) r.clocks = clocks_from_json(j["clocks"]);
+  r.machine_busy = j.value("machine_busy", -1.0);
   r.device_copy = j.at("device_copy");
   r.phase_ms = j.value("phase_ms", json::object());
   return r;

@@ -38,11 +38,23 @@ struct Failure {
   static Failure from_json(const nlohmann::json& j);
 };
 
+// The host side of one rank's timed loop, to tell where a launch-bound call's time goes:
+// how long each call took to return (its work enqueued), and what the timing thread, its
+// process and the machine did meanwhile. Read in the rank's own process: a diagnostic,
+// never part of a verdict.
+struct HostUse {
+  std::vector<double> enqueue_us;                   // per timed call
+  double thread_cpu_us = 0, process_cpu_us = 0;     // over the loop
+  long switches_voluntary = 0, switches_involuntary = 0;  // the timing thread's
+  double machine_busy = -1;  // the machine's CPUs, busy fraction over the loop (/proc/stat); -1 unknown
+};
+
 // The timed calls of one side on one rank.
 struct CallTimes {
   std::vector<double> us;   // one per timed call
   int warmup = 0;           // warm-up calls made (the settings' count, or fewer within the time budget)
   double loop_us = 0;       // the rank's own wall clock over the timed loop
+  std::optional<HostUse> host;
 };
 
 struct Clocks {
@@ -88,6 +100,7 @@ struct JudgeReport {
   std::optional<CallTimes> candidate;
   std::optional<GateOverhead> gate;
   std::optional<Clocks> clocks;        // around the candidate's timed calls (CUDA)
+  double machine_busy = -1;            // the machine's CPUs over the candidate's timed calls, as HostUse
   nlohmann::json device_copy;          // {"bytes", "median_us"}: rank 0 on CUDA, else null
   nlohmann::json phase_ms = nlohmann::json::object();
 };
@@ -108,6 +121,7 @@ struct CandidateReport {
   nlohmann::json phase_ms = nlohmann::json::object();
 };
 
+nlohmann::json to_json(const HostUse& h);
 nlohmann::json to_json(const CallTimes& t);
 nlohmann::json to_json(const Clocks& c);
 nlohmann::json to_json(const GateOverhead& g);

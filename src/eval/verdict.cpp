@@ -151,6 +151,20 @@ std::string phase_order_error(const std::vector<launch::RankReport::Step>& histo
   return "";
 }
 
+// A side's host during its timed loop (HostUse), summed up: the median time a call took to
+// return, the share of the loop the timing thread and the whole process ran on a CPU
+// (process: in cores), its context switches, and the machine's busy share.
+static json host_summary(const CallTimes& t) {
+  const HostUse& h = *t.host;
+  double wall = std::max(t.loop_us, 1.0);
+  return {{"enqueue_median_us", stats_of(h.enqueue_us).median},
+          {"thread_cpu_share", h.thread_cpu_us / wall},
+          {"process_cpu_cores", h.process_cpu_us / wall},
+          {"switches_voluntary", h.switches_voluntary},
+          {"switches_involuntary", h.switches_involuntary},
+          {"machine_busy", h.machine_busy}};
+}
+
 json judge(json& res, const launch::GroupReport& rep, const Context& c, const Rules& rules) {
   json flags = json::array();
   if (rep.leftovers_ended > 0) flags.push_back("left_processes");
@@ -274,6 +288,15 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
   res["timing"] = {{"reference", rs.to_json()}, {"candidate", cs.to_json()}, {"reference_cached", judges[0].reference.empty()},
                    {"clock", judge_clock ? "judge" : "candidate_rank"}};
   if (!attempts.empty()) res["timing"]["reference_attempts"] = attempts;
+  // Where a launch-bound call's time goes: each side's host, rank 0's (diagnostic only).
+  json host;
+  if (!judges[0].reference.empty() && judges[0].reference.at(judges[0].reference_kept).times.host)
+    host["reference"] = host_summary(judges[0].reference.at(judges[0].reference_kept).times);
+  if (cands[0].timing && cands[0].timing->host) {
+    host["candidate"] = host_summary(*cands[0].timing);
+    if (judges[0].machine_busy >= 0) host["candidate"]["machine_busy"] = judges[0].machine_busy;
+  }
+  if (!host.is_null()) res["timing"]["host"] = host;
   if (judge_clock) {
     res["timing"]["candidate_self"] = stats_of(slowest_per_call(self)).to_json();
     if (judges[0].gate) {

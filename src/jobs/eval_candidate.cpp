@@ -275,11 +275,15 @@ class CandidateProblem {
     auto own = device::make_timer(r_.device, stream_, n);
     std::vector<ReportedSizes> sizes;
     auto t0 = Clock::now();
+    timing::HostMeter host;
+    host.start();
     for (int i = 0; i < n && !fail; ++i) {
       uint32_t seq = request_call(i);
       gate_->call(seq, [&] {
         own->start(i);
+        host.call_started();
         fail = call(phase::kCandidateTiming, timing::kTimedKey + i);
+        host.call_returned();
         own->stop(i);
         return 0;
       });
@@ -289,6 +293,7 @@ class CandidateProblem {
     t.us = own->elapsed_us();
     t.us.resize(sizes.size());
     t.loop_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    t.host = host.stop();
     t.warmup = w.calls;
     device::synchronize(r_.device);
     if (!fail) fail = sandbox_failure(phase::kCandidateTiming, -1);

@@ -384,6 +384,8 @@ class JudgeProblem {
       };
       auto timer = device::make_timer(r_.device, stream_, n);
       device::Clocks before = device::read_clocks(r_.device);
+      timing::HostMeter machine;  // only its machine_busy says something here: this thread waits
+      machine.start();
       r_.client.phase(phase::kAwaitCandidate);
       // Every timed call's inputs, made here just before the call, so no call sees
       // another's and none exist before their call.
@@ -405,6 +407,7 @@ class JudgeProblem {
         pair_.send(proto::kFilled, {{"call", i}, {"seq", seq}});
       }
       device::Clocks after = device::read_clocks(r_.device);
+      report_.machine_busy = machine.stop().machine_busy;
       report_.clocks = eval::Clocks{before.sm_mhz, after.sm_mhz, after.max_sm_mhz, after.throttle_reasons,
                                     before.throttled || after.throttled};
       report_.captured_calls = static_cast<int>(captured.size());

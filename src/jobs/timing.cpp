@@ -4,7 +4,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <string>
+
+#include <sys/resource.h>
 
 #include <nlohmann/json.hpp>
 
@@ -27,7 +30,56 @@ bool clocks_up(const device::Clocks& c, double fraction) {
   return c.sm_mhz >= fraction * c.max_sm_mhz || (c.throttle_reasons & kPowerCap);
 }
 
+double cpu_us(const rusage& u) {
+  auto us = [](const timeval& t) { return t.tv_sec * 1e6 + t.tv_usec; };
+  return us(u.ru_utime) + us(u.ru_stime);
+}
+
 }  // namespace
+
+HostMeter::Sample HostMeter::sample() {
+  Sample s;
+  rusage self{}, thread{};
+  getrusage(RUSAGE_SELF, &self);
+  getrusage(RUSAGE_THREAD, &thread);
+  s.process_cpu_us = cpu_us(self);
+  s.thread_cpu_us = cpu_us(thread);
+  s.voluntary = thread.ru_nvcsw;
+  s.involuntary = thread.ru_nivcsw;
+  // "cpu user nice system idle iowait irq softirq steal ...": idle and iowait are not busy.
+  std::ifstream stat("/proc/stat");
+  std::string cpu;
+  unsigned long long v[8] = {};
+  if (stat >> cpu >> v[0] >> v[1] >> v[2] >> v[3] >> v[4] >> v[5] >> v[6] >> v[7] && cpu == "cpu") {
+    for (auto x : v) s.total += x;
+    s.busy = s.total - v[3] - v[4];
+  }
+  return s;
+}
+
+void HostMeter::start() {
+  enqueue_us_.clear();
+  at_start_ = sample();
+}
+
+void HostMeter::call_started() { call_ = Clock::now(); }
+
+void HostMeter::call_returned() {
+  enqueue_us_.push_back(std::chrono::duration<double, std::micro>(Clock::now() - call_).count());
+}
+
+eval::HostUse HostMeter::stop() {
+  Sample end = sample();
+  eval::HostUse h;
+  h.enqueue_us = enqueue_us_;
+  h.thread_cpu_us = end.thread_cpu_us - at_start_.thread_cpu_us;
+  h.process_cpu_us = end.process_cpu_us - at_start_.process_cpu_us;
+  h.switches_voluntary = end.voluntary - at_start_.voluntary;
+  h.switches_involuntary = end.involuntary - at_start_.involuntary;
+  if (at_start_.total && end.total > at_start_.total)
+    h.machine_busy = static_cast<double>(end.busy - at_start_.busy) / static_cast<double>(end.total - at_start_.total);
+  return h;
+}
 
 Warmup warm_up(const rank::Rank& r, const std::function<bool()>& call) {
   const rank::Job& job = r.job;
@@ -72,6 +124,8 @@ eval::CallTimes timed_loop(rank::Rank& r, void* stream, int n, const std::functi
   device::synchronize(r.device);
   r.client.barrier(r.world);
   auto t0 = Clock::now();
+  HostMeter host;
+  host.start();
   int done = 0;
   while (done < n) {
     int i = done++;
@@ -79,7 +133,9 @@ eval::CallTimes timed_loop(rank::Rank& r, void* stream, int n, const std::functi
     device::heap_barrier(*r.heap, pkb_channel(*r.heap), stream);
     if (cold) device::flush_l2(r.device, stream);
     timer->start(i);
+    host.call_started();
     bool ok = call(i);
+    host.call_returned();
     timer->stop(i);
     after(i);
     if (!ok) break;
@@ -89,6 +145,7 @@ eval::CallTimes timed_loop(rank::Rank& r, void* stream, int n, const std::functi
   t.us.resize(done);
   device::synchronize(r.device);
   t.loop_us = seconds_since(t0) * 1e6;
+  t.host = host.stop();
   return t;
 }
 

@@ -6,6 +6,7 @@
 // the L2 evicted; CUDA events (host clock on the CPU device) around the call alone.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -21,6 +22,27 @@ namespace pkb::jobs::timing {
 inline constexpr int64_t kTimedKey = 1000000;  // + the timed call's number
 inline constexpr int64_t kWarmKey = 2000000;
 inline constexpr int64_t kConnectKey = 3000000;  // the reference run that makes NCCL connect
+
+// Measures the host side of a timed loop (eval::HostUse) on the calling thread: start(),
+// then call_started() / call_returned() around each call, then stop().
+class HostMeter {
+ public:
+  void start();
+  void call_started();
+  void call_returned();
+  eval::HostUse stop();
+
+ private:
+  struct Sample {
+    double thread_cpu_us = 0, process_cpu_us = 0;
+    long voluntary = 0, involuntary = 0;
+    unsigned long long busy = 0, total = 0;  // /proc/stat's jiffies; total 0: unreadable
+  };
+  static Sample sample();
+  Sample at_start_;
+  std::chrono::steady_clock::time_point call_;
+  std::vector<double> enqueue_us_;
+};
 
 struct Warmup {
   int calls = 0;
