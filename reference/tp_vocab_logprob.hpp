@@ -43,10 +43,12 @@ inline std::pair<at::Tensor, at::Tensor> top_k_top_p(const at::Tensor& logits, i
 }
 
 // The same filter in compact form, for 0 < k < V: a top-k of each row instead of a sort of
-// the whole row. Returns the k largest values ascending (as the filter sorts them), their
-// vocab indices and which of them the top-p cut keeps, (n, k) each; every other token of
-// the row is dropped. Empty when some row's k-th and (k+1)-th largest values tie (the
-// filter then keeps more than k, every value >= the k-th): use top_k_top_p there.
+// the whole row. Returns the k largest values ascending (as the filter sorts them) in
+// fp32, their vocab indices and which of them the top-p cut keeps, (n, k) each; every
+// other token of the row is dropped. Empty when some row's k-th and (k+1)-th largest
+// values tie (the filter then keeps more than k, every value >= the k-th): use top_k_top_p
+// there. `logits` may be in the inputs' dtype: bf16 and fp16 widen to fp32 exactly and in
+// order, so the top-k of the narrow rows is the fp32 filter's, at half the bytes read.
 struct Kept {
   at::Tensor vals, idx, keep;
 };
@@ -55,7 +57,7 @@ inline std::optional<Kept> top_k_top_p_kept(const at::Tensor& logits, int64_t k,
   if (k <= 0 || k >= logits.size(-1)) return std::nullopt;
   auto [top, idx] = logits.topk(k + 1, -1);  // descending
   if ((top.select(-1, k - 1) == top.select(-1, k)).any().item<bool>()) return std::nullopt;
-  Kept f{top.narrow(-1, 0, k).flip(-1), idx.narrow(-1, 0, k).flip(-1), {}};
+  Kept f{top.narrow(-1, 0, k).flip(-1).to(at::kFloat), idx.narrow(-1, 0, k).flip(-1), {}};
   if (p < 1.0) {
     f.keep = f.vals.softmax(-1).cumsum(-1) > (1.0 - p);
     f.keep.select(-1, k - 1).fill_(true);
@@ -79,13 +81,19 @@ inline at::Tensor vocab_to_seq(pkb::Comm& comm, const at::Tensor& x) {
   return recv.view({w, nl, vl}).permute({1, 0, 2}).reshape({nl, w * vl});
 }
 
+// The inverse's exchange: rows already in its order, (W*nl, Vl), block p of nl rows for
+// rank p; the result (W*nl, Vl) for this rank's vocab slice, in `into` where given
+// (contiguous, of that shape).
+inline at::Tensor send_to_vocab(pkb::Comm& comm, const at::Tensor& send, at::Tensor into = {}) {
+  if (!into.defined()) into = at::empty_like(send);
+  comm.all_to_all(into, send.contiguous());
+  return into;
+}
+
 // The inverse: (nl, V) for this rank's tokens -> (W*nl, Vl) for this rank's vocab slice.
-inline at::Tensor seq_to_vocab(pkb::Comm& comm, const at::Tensor& x) {
+inline at::Tensor seq_to_vocab(pkb::Comm& comm, const at::Tensor& x, at::Tensor into = {}) {
   int64_t w = comm.size(), nl = x.size(0), vl = x.size(1) / w;
-  at::Tensor send = x.view({nl, w, vl}).permute({1, 0, 2}).reshape({w * nl, vl});
-  at::Tensor recv = at::empty_like(send);
-  comm.all_to_all(recv, send);
-  return recv;
+  return send_to_vocab(comm, x.view({nl, w, vl}).permute({1, 0, 2}).reshape({w * nl, vl}), into);
 }
 
 // Inputs like an RL rollout's: full logits sigma * randn (B*S, V) in dt, equal on every
@@ -148,7 +156,7 @@ inline void make_logprob_inputs(pkb::Ctx& ctx, pkb::Inputs& in, double sigma) {
 // sequence-parallel, filter, log-softmax, gather the own tokens', all-gather.
 inline at::Tensor chunk_logprobs(pkb::Ctx& ctx, const at::Tensor& logits, const at::Tensor& target) {
   int64_t nl = logits.size(0) / ctx.world();
-  at::Tensor seq = vocab_to_seq(ctx.comm(), logits).to(at::kFloat);
+  at::Tensor seq = vocab_to_seq(ctx.comm(), logits);  // in dt: fp32 only where the filter needs it
   at::Tensor own = target.narrow(0, ctx.rank() * nl, nl).unsqueeze(-1);
   at::Tensor lp;
   if (auto f = top_k_top_p_kept(seq, ctx.size("top_k"), ctx.arg_float("top_p"))) {
@@ -156,9 +164,10 @@ inline at::Tensor chunk_logprobs(pkb::Ctx& ctx, const at::Tensor& logits, const 
     // kept ones, -inf when the filter dropped it.
     at::Tensor hit = f->idx.eq(own).logical_and_(f->keep).any(-1);
     at::Tensor lse = kept_logits(*f).logsumexp(-1);
-    lp = (seq.gather(-1, own).squeeze(-1) - lse).masked_fill_(hit.logical_not(), -std::numeric_limits<double>::infinity());
+    lp = (seq.gather(-1, own).squeeze(-1).to(at::kFloat) - lse)
+             .masked_fill_(hit.logical_not(), -std::numeric_limits<double>::infinity());
   } else {
-    at::Tensor filtered = top_k_top_p(seq, ctx.size("top_k"), ctx.arg_float("top_p")).first;
+    at::Tensor filtered = top_k_top_p(seq.to(at::kFloat), ctx.size("top_k"), ctx.arg_float("top_p")).first;
     lp = filtered.log_softmax(-1).gather(-1, own).squeeze(-1).contiguous();
   }
   return ctx.comm().all_gather(lp.contiguous());

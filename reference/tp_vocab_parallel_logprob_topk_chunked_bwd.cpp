@@ -18,28 +18,33 @@ struct VocabParallelLogprobTopkChunkedBwd : pkb::Reference {
     at::Tensor logits = logits3.reshape({-1, logits3.size(-1)});
     at::Tensor target = in["target"].reshape({-1});
     at::Tensor grad = in["grad_output"].reshape({-1}).to(at::kFloat);
-    int64_t n = target.numel(), step = ctx.size("B") * ctx.size("chunk"), w = ctx.world();
-    std::vector<at::Tensor> pieces;
+    int64_t n = target.numel(), step = ctx.size("B") * ctx.size("chunk"), w = ctx.world(), vl = logits.size(1);
+    at::Tensor out = at::empty({n, vl}, logits.options().dtype(at::kFloat));  // each chunk's exchange lands in place
     for (int64_t start = 0; start < n; start += step) {
       int64_t cnt = std::min(step, n - start), nl = cnt / w;
-      at::Tensor seq = pkb_tp::vocab_to_seq(ctx.comm(), logits.narrow(0, start, cnt)).to(at::kFloat);
+      at::Tensor seq = pkb_tp::vocab_to_seq(ctx.comm(), logits.narrow(0, start, cnt));  // in dt, as the forward
       at::Tensor own = target.narrow(0, start + ctx.rank() * nl, nl).unsqueeze(-1);
       at::Tensor gt = grad.narrow(0, start + ctx.rank() * nl, nl).unsqueeze(-1);
-      at::Tensor g;
+      at::Tensor into = out.narrow(0, start, cnt);
       if (auto f = pkb_tp::top_k_top_p_kept(seq, ctx.size("top_k"), ctx.arg_float("top_p"))) {
-        // Nonzero only at the kept tokens: (onehot(target) - softmax(filtered)) * g_t there.
+        // Nonzero only at the kept tokens: (onehot(target) - softmax(filtered)) * g_t there,
+        // scattered straight into the return exchange's row order (W, nl, Vl): vocab index
+        // v of row i goes to block v / Vl, row i, column v % Vl.
         at::Tensor gk = f->idx.eq(own).to(at::kFloat).sub_(pkb_tp::kept_logits(*f).softmax(-1));
         gk.mul_(gt).mul_(f->keep);
-        g = at::zeros_like(seq).scatter_(-1, f->idx, gk);
+        at::Tensor rows = at::arange(nl, f->idx.options()).unsqueeze(-1);
+        at::Tensor slot = f->idx.div(vl, "floor").mul_(nl * vl).add_(rows * vl).add_(f->idx.remainder(vl));
+        at::Tensor send = at::zeros({w * nl * vl}, gk.options()).scatter_(0, slot.reshape({-1}), gk.reshape({-1}));
+        pkb_tp::send_to_vocab(ctx.comm(), send.view({w * nl, vl}), into);
       } else {
-        auto [filtered, keep] = pkb_tp::top_k_top_p(seq, ctx.size("top_k"), ctx.arg_float("top_p"));
-        g = filtered.softmax(-1).neg_();
+        auto [filtered, keep] = pkb_tp::top_k_top_p(seq.to(at::kFloat), ctx.size("top_k"), ctx.arg_float("top_p"));
+        at::Tensor g = filtered.softmax(-1).neg_();
         g.scatter_add_(-1, own, at::ones_like(own, g.options()));
         g.mul_(gt).mul_(keep);
+        pkb_tp::seq_to_vocab(ctx.comm(), g, into);
       }
-      pieces.push_back(pkb_tp::seq_to_vocab(ctx.comm(), g));
     }
-    return {at::cat(pieces).view(logits3.sizes())};
+    return {out.view(logits3.sizes())};
   }
 };
 
