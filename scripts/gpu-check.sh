@@ -97,7 +97,8 @@ if d.get("escape_check"):
     e = d["escape_check"]
     line += f"; escape check: {e['calls']} calls host {e['host_us']:.0f} us, stream {e['event_us']:.0f} us, baseline {e['baseline_us']:.0f} us"
 for side, h in (t.get("host") or {}).items():
-    line += (f"; {side}'s host: enqueue {h['enqueue_median_us']:.1f} us, thread cpu {100*h['thread_cpu_share']:.0f}%, "
+    line += (f"; {side}'s host: enqueue {h['enqueue_median_us']:.1f} us (cpu {h.get('enqueue_cpu_median_us', -1):.1f} us, "
+             f"{h.get('call_switches', '-')} switches in calls), thread cpu {100*h['thread_cpu_share']:.0f}%, "
              f"process {h['process_cpu_cores']:.2f} cores, switches {h['switches_voluntary']}+{h['switches_involuntary']} inv, "
              f"machine busy {100*h['machine_busy']:.0f}%")
 print(line + " |")
@@ -518,6 +519,18 @@ for l in open(sys.argv[1]):
           f"{r.get('switches_voluntary', '-')} ({r.get('switches_involuntary', '-')}) | "
           f"{f(c, 'machine_busy', 100, '{:.0f}%')} | {f(r, 'machine_busy', 100, '{:.0f}%')} |")
 EOF
+}
+
+stage_host35b() {
+  # EXPERIMENT: the candidate rank's enqueue with its thread spun warm before each call
+  # (PKB_DEBUG_WARM_SPIN_US) and pinned to one CPU (PKB_DEBUG_PIN).
+  local p
+  for p in tp_allgather_gemm cp_rope_allgather; do
+    eval_json "@reference $p W=1" 0 -p $p -s @reference -w 1 --trials 3 --no-reference-cache
+    PKB_DEBUG_WARM_SPIN_US=100 eval_json "@reference $p W=1 spin 100 us" 0 -p $p -s @reference -w 1 --trials 3
+    PKB_DEBUG_PIN=1 eval_json "@reference $p W=1 pinned" 0 -p $p -s @reference -w 1 --trials 3
+    PKB_DEBUG_PIN=1 PKB_DEBUG_WARM_SPIN_US=100 eval_json "@reference $p W=1 pinned, spin 100 us" 0 -p $p -s @reference -w 1 --trials 3
+  done
 }
 
 stage_final35b() {

@@ -47,8 +47,10 @@ CallTimes call_times_from_json(const json& j) {
   t.loop_us = j.at("loop_us");
   if (j.contains("host") && !j["host"].is_null()) {
     const json& h = j["host"];
-    t.host = HostUse{h.at("enqueue_us").get<std::vector<double>>(), h.at("thread_cpu_us"), h.at("process_cpu_us"),
-                     h.at("switches_voluntary"), h.at("switches_involuntary"), h.at("machine_busy")};
+    t.host = HostUse{h.at("enqueue_us").get<std::vector<double>>(), h.at("enqueue_cpu_us").get<std::vector<double>>(),
+                     h.at("call_switches"),           h.at("thread_cpu_us"),
+                     h.at("process_cpu_us"),          h.at("switches_voluntary"),
+                     h.at("switches_involuntary"),    h.at("machine_busy")};
   }
   return t;
 }
@@ -91,6 +93,8 @@ Failure Failure::from_json(const json& j) {
 
 json to_json(const HostUse& h) {
   return {{"enqueue_us", h.enqueue_us},
+          {"enqueue_cpu_us", h.enqueue_cpu_us},
+          {"call_switches", h.call_switches},
           {"thread_cpu_us", h.thread_cpu_us},
           {"process_cpu_us", h.process_cpu_us},
           {"switches_voluntary", h.switches_voluntary},

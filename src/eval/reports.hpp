@@ -44,6 +44,8 @@ struct Failure {
 // never part of a verdict.
 struct HostUse {
   std::vector<double> enqueue_us;                   // per timed call
+  std::vector<double> enqueue_cpu_us;               // the thread's CPU time in each (less: it waited)
+  long call_switches = 0;                           // context switches inside the calls
   double thread_cpu_us = 0, process_cpu_us = 0;     // over the loop
   long switches_voluntary = 0, switches_involuntary = 0;  // the timing thread's
   double machine_busy = -1;  // the machine's CPUs, busy fraction over the loop (/proc/stat); -1 unknown

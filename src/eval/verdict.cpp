@@ -158,6 +158,8 @@ static json host_summary(const CallTimes& t) {
   const HostUse& h = *t.host;
   double wall = std::max(t.loop_us, 1.0);
   return {{"enqueue_median_us", stats_of(h.enqueue_us).median},
+          {"enqueue_cpu_median_us", stats_of(h.enqueue_cpu_us).median},
+          {"call_switches", h.call_switches},
           {"thread_cpu_share", h.thread_cpu_us / wall},
           {"process_cpu_cores", h.process_cpu_us / wall},
           {"switches_voluntary", h.switches_voluntary},

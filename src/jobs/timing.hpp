@@ -38,10 +38,12 @@ class HostMeter {
     long voluntary = 0, involuntary = 0;
     unsigned long long busy = 0, total = 0;  // /proc/stat's jiffies; total 0: unreadable
   };
-  static Sample sample();
+  static Sample sample(bool machine = true);
   Sample at_start_;
   std::chrono::steady_clock::time_point call_;
-  std::vector<double> enqueue_us_;
+  Sample call_sample_;
+  std::vector<double> enqueue_us_, enqueue_cpu_us_;
+  long call_switches_ = 0;
 };
 
 struct Warmup {

@@ -407,9 +407,9 @@ TEST(Verdict, EachSidesHostReachesTheRecord) {
   // Where a launch-bound call's time goes: rank 0's host on each side, through the ranks'
   // reports, summed up over the loop's wall clock; the machine's share from the judge.
   Ranks r = timed(100, 50);
-  r.judges[0].reference[0].times.host = eval::HostUse{{8, 9, 10}, 300, 600, 2, 1, 0.25};
+  r.judges[0].reference[0].times.host = eval::HostUse{{8, 9, 10}, {8, 8, 9}, 0, 300, 600, 2, 1, 0.25};
   r.judges[0].machine_busy = 0.75;
-  r.cands[0].timing->host = eval::HostUse{{40, 50, 60}, 500, 1500, 30, 7, 0.1};
+  r.cands[0].timing->host = eval::HostUse{{40, 50, 60}, {20, 25, 30}, 12, 500, 1500, 30, 7, 0.1};
   Judged j = judge(finished(r), cuda(2));
   ASSERT_TRUE(j.res["timing"].contains("host")) << j.res["timing"];
   const json& ref = j.res["timing"]["host"]["reference"];
@@ -420,6 +420,8 @@ TEST(Verdict, EachSidesHostReachesTheRecord) {
   EXPECT_DOUBLE_EQ(cand["enqueue_median_us"].get<double>(), 50);
   EXPECT_DOUBLE_EQ(cand["process_cpu_cores"].get<double>(), 1500 / 1000.0);
   EXPECT_EQ(cand["switches_involuntary"], 7);
+  EXPECT_DOUBLE_EQ(cand["enqueue_cpu_median_us"].get<double>(), 25);
+  EXPECT_EQ(cand["call_switches"], 12);
   EXPECT_DOUBLE_EQ(cand["machine_busy"].get<double>(), 0.75);  // the judge's reading, outside the candidate
   EXPECT_EQ(j.res["verdict"], "correct");  // a diagnostic: the verdict and speedup are as without it
   EXPECT_DOUBLE_EQ(j.res["speedup"].get<double>(), 0.5);
