@@ -533,6 +533,12 @@ stage_host35b() {
   done
 }
 
+stage_topk_probe() {
+  # Issue 37: what a top-k of the vocab filters' rows costs against one pass over them.
+  echo "| top-k probe (bench/topk_probe.py) | | | |" >>"$SUM"
+  python3 "$SRC/bench/topk_probe.py" >>"$SUM" 2>>"$LOG"
+}
+
 stage_final35b() {
   # Every problem's reference as its candidate: swept at W=1 with the sweep's defaults,
   # category by category (each batch's lines are written as it ends), with its report; then
