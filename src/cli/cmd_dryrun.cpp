@@ -22,7 +22,8 @@ struct DryrunOptions {
 };
 
 // The reference's timing over the ranks' reports: statistics of the slowest rank per
-// call, the counts used, the roofline, the peak device memory of a rank.
+// call, the counts used, the roofline, the peak device memory of a rank, and how long rank
+// 0's host took to enqueue a call (near the median: the reference is host-bound).
 nlohmann::json timing_of(const std::vector<nlohmann::json>& ranks, const spec::ProblemSpec& s, const rank::Job& j,
                          int world, const std::string& dtype, const spec::HardwareProfile* hw) {
   std::vector<std::vector<double>> per_rank;
@@ -38,6 +39,9 @@ nlohmann::json timing_of(const std::vector<nlohmann::json>& ranks, const spec::P
                         {"counts", {{"warmup", warmup}, {"iters", st.samples}}},
                         {"memory", {{"peak_bytes", peak}}},
                         {"roofline", nullptr}};
+  const nlohmann::json& host = ranks.at(0)["timing"].value("host", nlohmann::json());
+  if (host.is_object())
+    out["host"] = {{"enqueue_median_us", eval::stats_of(host.at("enqueue_us").get<std::vector<double>>()).median}};
   if (hw) {
     eval::Bound b = eval::roofline_bound(s, j.size, world, dtype, *hw);
     if (b.us > 0 && st.median > 0)
@@ -135,6 +139,7 @@ void add_dryrun_command(CLI::App& app, Globals& g, Action& run) {
         if (!t["roofline"].is_null())
           printf("; %.1f%% of the %s roofline bound %.1f us (%s)", 100 * t["roofline"]["fraction"].get<double>(),
                  hw->name.c_str(), t["roofline"]["bound_us"].get<double>(), t["roofline"]["limiter"].get<std::string>().c_str());
+        if (t.contains("host")) printf("; its host enqueued a call in %.1f us", t["host"]["enqueue_median_us"].get<double>());
         printf("\n");
         timings.push_back(t);
       }
