@@ -530,6 +530,7 @@ stage_host35b() {
     PKB_DEBUG_WARM_SPIN_US=100 eval_json "@reference $p W=1 spin 100 us" 0 -p $p -s @reference -w 1 --trials 3
     PKB_DEBUG_PIN=1 eval_json "@reference $p W=1 pinned" 0 -p $p -s @reference -w 1 --trials 3
     PKB_DEBUG_PIN=1 PKB_DEBUG_WARM_SPIN_US=100 eval_json "@reference $p W=1 pinned, spin 100 us" 0 -p $p -s @reference -w 1 --trials 3
+    PKB_DEBUG_SPIN_WAIT=1 eval_json "@reference $p W=1 spin-waits for its call" 0 -p $p -s @reference -w 1 --trials 3
   done
 }
 

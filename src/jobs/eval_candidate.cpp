@@ -280,6 +280,7 @@ class CandidateProblem {
     // EXPERIMENT (to be removed): what makes @reference's enqueue slower here than on the judge.
     const char* spin_env = std::getenv("PKB_DEBUG_WARM_SPIN_US");
     const double spin_us = spin_env ? std::atof(spin_env) : 0;
+    if (std::getenv("PKB_DEBUG_SPIN_WAIT")) r_.client.spin_while_waiting(0.05);
     if (std::getenv("PKB_DEBUG_PIN")) {
       cpu_set_t one;
       CPU_ZERO(&one);
@@ -307,6 +308,7 @@ class CandidateProblem {
     t.us.resize(sizes.size());
     t.loop_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
     t.host = host.stop();
+    r_.client.spin_while_waiting(0);
     t.warmup = w.calls;
     device::synchronize(r_.device);
     if (!fail) fail = sandbox_failure(phase::kCandidateTiming, -1);
