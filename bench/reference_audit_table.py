@@ -160,11 +160,11 @@ def main():
         else:
             counts["ok"] += 1
             note = ""
-        # Measured where dryrun reports it: a call whose host took most of its time to
-        # enqueue it is host-bound (launches, not the GPU, set its pace).
+        # Measured where dryrun reports it: a call its host held for most of its time is paced
+        # by the host (its launches, or its waits where it synchronises), not by the GPU alone.
         enq = (data.get("host") or {}).get("enqueue_median_us")
         if enq and t.get("median_us") and enq >= 0.8 * t["median_us"]:
-            note += ("; " if note else "") + f"host-bound: a call took {ms(enq)} ms to enqueue"
+            note += ("; " if note else "") + f"its host held each call {ms(enq)} ms (launches, and waits where it synchronises)"
         fr = f"{frac:.3f}" if frac is not None else ""
         its = (data.get("counts") or {}).get("iters")
         calls = f" ({its} calls)" if its else ""

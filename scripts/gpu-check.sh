@@ -521,19 +521,6 @@ for l in open(sys.argv[1]):
 EOF
 }
 
-stage_host35b() {
-  # EXPERIMENT: the candidate rank's enqueue with its thread spun warm before each call
-  # (PKB_DEBUG_WARM_SPIN_US) and pinned to one CPU (PKB_DEBUG_PIN).
-  local p
-  for p in tp_allgather_gemm cp_rope_allgather; do
-    eval_json "@reference $p W=1" 0 -p $p -s @reference -w 1 --trials 3 --no-reference-cache
-    PKB_DEBUG_WARM_SPIN_US=100 eval_json "@reference $p W=1 spin 100 us" 0 -p $p -s @reference -w 1 --trials 3
-    PKB_DEBUG_PIN=1 eval_json "@reference $p W=1 pinned" 0 -p $p -s @reference -w 1 --trials 3
-    PKB_DEBUG_PIN=1 PKB_DEBUG_WARM_SPIN_US=100 eval_json "@reference $p W=1 pinned, spin 100 us" 0 -p $p -s @reference -w 1 --trials 3
-    PKB_DEBUG_SPIN_WAIT=1 eval_json "@reference $p W=1 spin-waits for its call" 0 -p $p -s @reference -w 1 --trials 3
-  done
-}
-
 stage_topk_probe() {
   # Issue 37: what a top-k of the vocab filters' rows costs against one pass over them.
   echo "| top-k probe (bench/topk_probe.py) | | | |" >>"$SUM"

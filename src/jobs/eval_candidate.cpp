@@ -11,7 +11,6 @@
 // process never holds the run's seed, the reference, its answers, the captures or the
 // clock that counts: it cannot copy or rewrite what it never holds.
 #include <ATen/ATen.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -277,22 +276,9 @@ class CandidateProblem {
     std::vector<ReportedSizes> sizes;
     auto t0 = Clock::now();
     timing::HostMeter host;
-    // EXPERIMENT (to be removed): what makes @reference's enqueue slower here than on the judge.
-    const char* spin_env = std::getenv("PKB_DEBUG_WARM_SPIN_US");
-    const double spin_us = spin_env ? std::atof(spin_env) : 0;
-    if (std::getenv("PKB_DEBUG_SPIN_WAIT")) r_.client.spin_while_waiting(0.05);
-    if (std::getenv("PKB_DEBUG_PIN")) {
-      cpu_set_t one;
-      CPU_ZERO(&one);
-      CPU_SET(sched_getcpu(), &one);
-      sched_setaffinity(0, sizeof one, &one);
-    }
     host.start();
     for (int i = 0; i < n && !fail; ++i) {
       uint32_t seq = request_call(i);
-      if (spin_us > 0)
-        for (auto s0 = Clock::now(); std::chrono::duration<double, std::micro>(Clock::now() - s0).count() < spin_us;) {
-        }
       host.call_started();  // before `ready` and after `done`: its getrusage is not timed
       gate_->call(seq, [&] {
         own->start(i);
@@ -308,7 +294,6 @@ class CandidateProblem {
     t.us.resize(sizes.size());
     t.loop_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
     t.host = host.stop();
-    r_.client.spin_while_waiting(0);
     t.warmup = w.calls;
     device::synchronize(r_.device);
     if (!fail) fail = sandbox_failure(phase::kCandidateTiming, -1);
