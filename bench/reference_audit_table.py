@@ -24,8 +24,8 @@ WHY = {
     "cp_magi_cso_attention": "the bound counts each range's own chunk of keys; the random windows average 2.5 chunks (the spec's deviation 1)",
     "cp_magi_tile_vae_decode": "one tile at a time (decode, blend, crop: hundreds of small kernels for 224 tiles at the large preset)",
     "sci_spherical_disco_conv": "the kernel's K x E shifted-row gathers, each a full pass over the feature map; the bound counts reading x and writing y once",
-    "ep_fused_moe_fwd": "one local expert at a time (256 at W = 1: three small GEMMs each)",
-    "ep_fused_moe_fwd_lora": "one local expert at a time (256 at W = 1: three small GEMMs and their LoRA terms each)",
+    "ep_fused_moe_fwd": "one local expert at a time (256 at W = 1: three small GEMMs each, ~2300 launches a call): host-bound, its time follows the host's; a grouped GEMM would close it (not done)",
+    "ep_fused_moe_fwd_lora": "one local expert at a time (256 at W = 1: three small GEMMs and their LoRA terms each): host-bound, its time follows the host's; a grouped GEMM would close it (not done)",
     "tp_muon_newton_schulz": "fp32 GEMMs by the spec (the original's); the bound uses the bf16 rate",
     "dp_dinov2_knn": "fp32 similarity GEMM and a stable full sort of every row (exact ties by index, the spec's rule); the bound counts the GEMM only",
     "gnn_feature_fetch_projection": "the bound leaves out the data-dependent gather and exchange",
@@ -61,9 +61,9 @@ WHY = {
     "tp_reducescatter_rmsnorm": "the divide by W, then RMSNorm as the original's unfused fp32 ops (cast, square, mean, rsqrt, two products, cast): ~9 passes over the 32 MB chunk or its fp32 copy where the bound reads x and writes y once",
     "tp_rmsnorm_allreduce": "after issue 37 (three passes over the rows, no fp32 copy): 0.143 ms, 0.244 before, 10.2x; ATen's fused RMSNorm cannot take a sum of squares all-reduced between its steps, so the weight's product stays a pass of its own (a library limit)",
     "tp_vocab_parallel_cross_entropy": "five passes over an fp32 copy of the logits (cast, max, shift, exp, sum): ~12 GB where the bound reads the 0.82 GB of bf16 logits once",
-    "tp_vocab_parallel_logprob_topk": "the exchange's copy, an fp32 copy of the logits (~2.7 GB vs 0.54) and a top-11 of every 32768-wide fp32 row (radix select: passes per row)",
-    "tp_vocab_parallel_logprob_topk_chunked": "as tp_vocab_parallel_logprob_topk (exchange copy, fp32 copy, a top-11 of every fp32 row) in 4 chunks, each with a host sync and its own exchanges",
-    "tp_vocab_parallel_logprob_topk_chunked_bwd": "the forward's copies and top-11 per row, then the dense fp32 gradient (zeros plus scatter), the return exchange's copy, the chunks' cat: ~8 GB vs 1.6",
+    "tp_vocab_parallel_logprob_topk": "the exchange's copy and a top-11 of every 32768-wide bf16 row: torch's top-k costs ten reads of the rows (bench/topk_probe.py: 2.05 ms against a row max's 0.19 ms at these sizes), and no libtorch call does it in one pass",
+    "tp_vocab_parallel_logprob_topk_chunked": "as tp_vocab_parallel_logprob_topk (the exchange's copy, the top-11 of every bf16 row: ten reads' worth) in 4 chunks, each with a host sync and its own exchanges",
+    "tp_vocab_parallel_logprob_topk_chunked_bwd": "the forward's exchange and top-11 per bf16 row (ten reads' worth), then the dense fp32 gradient (zeros plus scatter, into the return exchange's order) and the return exchange",
 }
 
 
