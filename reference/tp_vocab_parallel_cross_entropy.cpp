@@ -5,7 +5,9 @@
 // Origin: ParallelKernelBench 73_vocab_parallel_cross_entropy_loss
 // (megatron/core/tensor_parallel/cross_entropy.py, _VocabParallelCrossEntropy).
 // Deviations: the logits are not modified in place (the original subtracted the max from
-// its input); the math runs in fp32 as Megatron's does (the original kept dt).
+// its input); the math runs in fp32 as Megatron's does (the original kept dt). The max and
+// the target's logit are read from the dt logits (exact: widening keeps them), and the
+// shift widens them to fp32 on the way: no fp32 copy of the logits is made first.
 #include <ATen/ATen.h>
 
 #include "pkb/reference.hpp"
@@ -15,19 +17,19 @@ namespace {
 struct VocabParallelCrossEntropy : pkb::Reference {
   std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
     const at::Tensor& target = in["target"];
-    at::Tensor z = in["logits"].to(at::kFloat);
-    int64_t vl = z.size(-1), start = ctx.rank() * vl;
+    const at::Tensor& logits = in["logits"];
+    int64_t vl = logits.size(-1), start = ctx.rank() * vl;
 
-    at::Tensor zmax = std::get<0>(z.max(-1));
+    at::Tensor zmax = logits.amax(-1).to(at::kFloat);
     ctx.comm().all_reduce(zmax, pkb::ReduceOp::Max);
-    z = z - zmax.unsqueeze(-1);
 
     at::Tensor outside = (target < start).logical_or(target >= start + vl);
     at::Tensor local = (target - start).masked_fill(outside, 0);
-    at::Tensor picked = z.gather(-1, local.unsqueeze(-1)).squeeze(-1).masked_fill(outside, 0.0);
+    at::Tensor picked =
+        (logits.gather(-1, local.unsqueeze(-1)).squeeze(-1).to(at::kFloat) - zmax).masked_fill(outside, 0.0);
     ctx.comm().all_reduce(picked);
 
-    at::Tensor sum_exp = z.exp().sum(-1);
+    at::Tensor sum_exp = at::sub(logits, zmax.unsqueeze(-1)).exp_().sum(-1);  // dt - fp32 is fp32
     ctx.comm().all_reduce(sum_exp);
     return {(sum_exp.log() - picked).to(in["logits"].scalar_type())};
   }
