@@ -46,7 +46,7 @@ WHY = {
     "cp_conv2d_halo_exchange": "the 3x3 conv runs in fp32 with TF32 off (~28 TFLOP/s; fp32 peak 67) where the bound takes the bf16 tensor-core rate (989)",
     "cp_hyena_conv1d_halo": "~9x the bound's bytes (chunk permute copy, halo cat, fp32 cast, fp32 depthwise conv, permute back, rounding: ~4.8 GB vs 0.54); ATen's depthwise kernel",
     "cp_hyena_fftconv_all2all": "~20 unfused passes: zig-zag reorder copies, fp32 casts and products, cuFFT rfft/irfft of 2Ls in complex64 (~7 GB vs 0.34); the bound counts no FFT work",
-    "cp_rope_allgather": "~7 unfused fp32 passes per tensor (cast, neg, cat, two products, sum, rounding) and the gather's copy: ~30 GB against the bound's 2.2 GB",
+    "cp_rope_allgather": "fp32 math by the spec (half an ulp): by halves, two products, a sum and the rounding copy, each a pass (ATen has no fused rotary), and the gather's copy",
     "dp_dinov2_sinkhorn_knopp": "~23 unfused passes over the 2 GiB fp32 matrix (exp, sums, 4 divisions per iteration, scalings): ~84 GB against the bound's 4.3 GB",
     "dp_int8_quant_grad_allreduce": "after issue 37 (no fp32 copy of the gradient; amax as an inf-norm from bf16): still the fp32 quotient written, rounded and clamped in place, cast to int8, and the int8 x fp32 product, each a pass: ATen has no fused round-clamp-cast (a library limit); 5.3 ms, 7.0 before",
     "ep_moe_combine_unpermute": "the reference regroups the top_k*M expert rows, casts them to fp32, weights them and index_adds them into the tokens: ~7 GB against the bound's 0.5 GB (before 12-02 the bound also left out reading those rows: 323x)",

@@ -9,12 +9,17 @@
 
 namespace {
 
+// x * cos + rotate_half(x) * sin in fp32, rounded once: by halves, lo * c - hi * s and
+// hi * c + lo * s (the same fp32 products and sums as with rotate_half's copy), each dt half
+// widened by its product (dt times fp32 is fp32), no fp32 copy of x or of its rotation.
 at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-  at::Tensor xf = x.to(at::kFloat);
-  int64_t half = xf.size(-1) / 2;
-  at::Tensor rot = at::cat({xf.narrow(-1, half, half).neg(), xf.narrow(-1, 0, half)}, -1);
+  int64_t half = x.size(-1) / 2;
   at::Tensor c = cos.to(at::kFloat).unsqueeze(2), s = sin.to(at::kFloat).unsqueeze(2);
-  return (xf * c + rot * s).to(x.scalar_type());
+  at::Tensor lo = x.narrow(-1, 0, half), hi = x.narrow(-1, half, half);
+  at::Tensor out = at::empty_like(x);
+  out.narrow(-1, 0, half).copy_((lo * c.narrow(-1, 0, half)).sub_(hi * s.narrow(-1, 0, half)));
+  out.narrow(-1, half, half).copy_((hi * c.narrow(-1, half, half)).add_(lo * s.narrow(-1, half, half)));
+  return out;
 }
 
 // (B, S, H, D) shards of every rank -> (B, W*S, H, D).
