@@ -23,10 +23,22 @@ inline at::Tensor delayed_scale(const at::Tensor& history) {
   return pkb::divide_exactly(history.max().to(at::kFloat).clamp_min(1e-12), kFp8E4m3Max);
 }
 
-// x -> fp8_e4m3(x_fp32 / scale) -> fp32 * scale -> x's dtype.
+// The current amax, max |x|, in fp32: an inf-norm read straight from x (exact: |x| of a dt
+// value is one in fp32), one pass with no |x| copy.
+inline at::Tensor current_amax(const at::Tensor& x) {
+  return at::linalg_vector_norm(x, INFINITY, c10::nullopt, /*keepdim=*/false, at::kFloat);
+}
+
+// x -> fp8_e4m3(x_fp32 / scale) -> fp32 * scale -> x's dtype. The quotient widens x as it
+// reads it (the scale, a 1-element fp32 tensor, makes fp32 the op's dtype) and is cast to
+// fp8 as it is written; the product reads the fp8 codes widened (ATen promotes no fp8) and
+// is rounded to x's dtype as it is written: three passes where there were six.
 inline at::Tensor fp8_round_trip(const at::Tensor& x, const at::Tensor& scale) {
-  at::Tensor q = (x.to(at::kFloat) / scale).to(at::kFloat8_e4m3fn);
-  return (q.to(at::kFloat) * scale).to(x.scalar_type());
+  at::Tensor s = scale.reshape({1});
+  at::Tensor q = at::empty(x.sizes(), x.options().dtype(at::kFloat8_e4m3fn));
+  at::div_out(q, x, s);
+  at::Tensor y = at::empty_like(x);
+  return at::mul_out(y, q.to(at::kFloat), s);
 }
 
 // A history of the last 16 amax values as training leaves it: this rank's current amax

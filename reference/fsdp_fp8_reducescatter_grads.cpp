@@ -15,7 +15,7 @@ struct Fp8ReduceScatterGrads : pkb::Reference {
 
   std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
     const at::Tensor& g = in["flat_grads"];
-    at::Tensor hist = pkb_fsdp::update_amax_history(in["amax_history"], g.abs().max().to(at::kFloat));
+    at::Tensor hist = pkb_fsdp::update_amax_history(in["amax_history"], pkb_fsdp::current_amax(g));
     at::Tensor recon = pkb_fsdp::fp8_round_trip(g, pkb_fsdp::delayed_scale(hist));
     at::Tensor shard = at::empty({g.numel() / ctx.world()}, g.options());
     ctx.comm().reduce_scatter(shard, recon);
