@@ -23,7 +23,8 @@ struct DryrunOptions {
 
 // The reference's timing over the ranks' reports: statistics of the slowest rank per
 // call, the counts used, the roofline, the peak device memory of a rank, and how long rank
-// 0's host took to enqueue a call (near the median: the reference is host-bound).
+// 0's host held a call before it returned (near the median: the host paces the reference,
+// launching its work or waiting on the device where it synchronises).
 nlohmann::json timing_of(const std::vector<nlohmann::json>& ranks, const spec::ProblemSpec& s, const rank::Job& j,
                          int world, const std::string& dtype, const spec::HardwareProfile* hw) {
   std::vector<std::vector<double>> per_rank;
@@ -139,7 +140,7 @@ void add_dryrun_command(CLI::App& app, Globals& g, Action& run) {
         if (!t["roofline"].is_null())
           printf("; %.1f%% of the %s roofline bound %.1f us (%s)", 100 * t["roofline"]["fraction"].get<double>(),
                  hw->name.c_str(), t["roofline"]["bound_us"].get<double>(), t["roofline"]["limiter"].get<std::string>().c_str());
-        if (t.contains("host")) printf("; its host enqueued a call in %.1f us", t["host"]["enqueue_median_us"].get<double>());
+        if (t.contains("host")) printf("; its host held a call %.1f us", t["host"]["enqueue_median_us"].get<double>());
         printf("\n");
         timings.push_back(t);
       }
