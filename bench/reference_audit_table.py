@@ -49,7 +49,7 @@ WHY = {
     "cp_rope_allgather": "fp32 math by the spec (half an ulp): by halves, two products, a sum and the rounding copy, each a pass (ATen has no fused rotary), and the gather's copy",
     "dp_dinov2_sinkhorn_knopp": "~23 unfused passes over the 2 GiB fp32 matrix (exp, sums, 4 divisions per iteration, scalings): ~84 GB against the bound's 4.3 GB",
     "dp_int8_quant_grad_allreduce": "after issue 37 (no fp32 copy of the gradient; amax as an inf-norm from bf16): still the fp32 quotient written, rounded and clamped in place, cast to int8, and the int8 x fp32 product, each a pass: ATen has no fused round-clamp-cast (a library limit); 5.3 ms, 7.0 before",
-    "ep_moe_combine_unpermute": "the reference regroups the top_k*M expert rows, casts them to fp32, weights them and index_adds them into the tokens: ~7 GB against the bound's 0.5 GB (before 12-02 the bound also left out reading those rows: 323x)",
+    "ep_moe_combine_unpermute": "the reference regroups the top_k*M expert rows (a copy), exchanges them (a copy at W = 1), weights them into fp32 (widened as read) and index_adds them into fp32 tokens, then rounds: each a pass where the bound reads the rows once; ATen has no weighted gather-sum in dt (before 12-02 the bound also left out reading those rows: 323x)",
     "ep_moe_dispatch_permute": "the reference gathers the top_k*M routed rows twice (permute, regroup; before 12-02 the bound left out writing them: 38x)",
     "fsdp_clip_grad_norm": "five passes per gradient over fp32 copies (cast and norm; cast, scale, rounding for the clip): ~6 GB against the bound's 0.8 GB",
     "fsdp_clip_grad_norm_ep": "five passes per gradient over fp32 copies (cast and norm; cast, scale, rounding for the clip): ~4 GB against the bound's 0.54 GB",

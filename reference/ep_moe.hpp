@@ -94,13 +94,15 @@ inline Plan preprocess(pkb::Comm& ep, const at::Tensor& selected, int64_t expert
 
 // out[t] = sum over t's experts e of weight[t, e] * rows[position of (e, t) in `order`],
 // summed in fp32 and rounded once to the rows' dtype. weights (M, K) go with selected (M, K).
+// The product widens the dt rows as it reads them (the fp32 weights column makes fp32 its
+// dtype): no fp32 copy of the rows first.
 inline at::Tensor unpermute(const at::Tensor& rows, const at::Tensor& weights, const at::Tensor& selected,
                             const at::Tensor& routing_map, const at::Tensor& order, int64_t m) {
   int64_t experts = routing_map.size(0);
   at::Tensor w = at::zeros({m, experts}, weights.options().dtype(at::kFloat)).scatter_(1, selected, weights.to(at::kFloat));
   at::Tensor per_row = w.t().masked_select(routing_map);  // expert-major, as `order`
   at::Tensor out = at::zeros({m, rows.size(1)}, rows.options().dtype(at::kFloat));
-  out.index_add_(0, order, rows.to(at::kFloat) * per_row.unsqueeze(1));
+  out.index_add_(0, order, at::mul(rows, per_row.unsqueeze(1)));
   return out.to(rows.scalar_type());
 }
 
