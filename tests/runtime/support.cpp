@@ -25,11 +25,8 @@ namespace pkbtest {
 
 namespace fs = std::filesystem;
 
-TerminalRun run_pkb_on_terminal(const std::vector<std::string>& args, const std::string& stdout_path,
-                                const std::vector<std::pair<std::string, std::string>>& env) {
-  int master = posix_openpt(O_RDWR | O_NOCTTY);
-  if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0) throw std::runtime_error("no pseudo-terminal");
-  std::string terminal = ptsname(master);
+pid_t spawn_pkb(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env,
+                const posix_spawn_file_actions_t& actions) {
   std::vector<std::string> argv = {PKB_BIN};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<std::string> envs;
@@ -44,18 +41,31 @@ TerminalRun run_pkb_on_terminal(const std::vector<std::string>& args, const std:
   a.push_back(nullptr);
   for (auto& x : envs) e.push_back(x.data());
   e.push_back(nullptr);
+  pid_t pid = -1;
+  if (posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, a.data(), e.data()) != 0)
+    throw std::runtime_error("cannot start " + argv[0]);
+  return pid;
+}
+
+TerminalRun run_pkb_on_terminal(const std::vector<std::string>& args, const std::string& stdout_path,
+                                const std::vector<std::pair<std::string, std::string>>& env) {
+  int master = posix_openpt(O_RDWR | O_NOCTTY);
+  if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0) throw std::runtime_error("no pseudo-terminal");
+  std::string terminal = ptsname(master);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&fa, 2, terminal.c_str(), O_RDWR | O_NOCTTY, 0);
   pid_t pid = -1;
-  int rc = posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, a.data(), e.data());
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
+  try {
+    pid = spawn_pkb(args, env, fa);
+  } catch (...) {
+    posix_spawn_file_actions_destroy(&fa);
     close(master);
-    throw std::runtime_error("cannot start " + argv[0]);
+    throw;
   }
+  posix_spawn_file_actions_destroy(&fa);
   TerminalRun r;
   char buf[4096];
   for (ssize_t n; (n = read(master, buf, sizeof buf)) > 0;) r.err.append(buf, static_cast<size_t>(n));  // EIO at the end

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <ostream>
+#include <spawn.h>
 #include <string>
 #include <sys/types.h>
 #include <utility>
@@ -19,6 +20,12 @@ struct PkbRun {
 // Runs `pkb args...` on the CPU device unless args say otherwise.
 PkbRun run_pkb(const std::vector<std::string>& args, double timeout_s = 600,
                const std::vector<std::pair<std::string, std::string>>& env = {});
+
+// Starts `pkb args...` with `env` set over this process's environment (a name in `env`
+// replaces the inherited one) and `actions` for its descriptors; returns its pid without
+// waiting. Throws std::runtime_error when it cannot start.
+pid_t spawn_pkb(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env,
+                const posix_spawn_file_actions_t& actions);
 
 // pkb with `args`, its stderr on a pseudo-terminal (what a user's terminal would show),
 // stdout into `stdout_path`, stdin from /dev/null, and `env` set over this process's

@@ -25,8 +25,6 @@
 
 #include "../runtime/support.hpp"
 
-extern char** environ;
-
 namespace sweeptest {
 
 namespace fs = std::filesystem;
@@ -79,25 +77,19 @@ inline Background start_pkb(const std::vector<std::string>& args, const std::str
   static int counter = 0;
   Background b;
   b.tag = "bg" + std::to_string(getpid()) + "-" + std::to_string(++counter);
-  std::vector<std::string> argv = {PKB_BIN};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<std::string> envs;
-  for (char** e = environ; *e; ++e) envs.push_back(*e);
-  for (auto& [k, v] : env) envs.push_back(k + "=" + v);
-  envs.push_back("PKB_TEST_TAG=" + b.tag);
-  std::vector<char*> a, e;
-  for (auto& s : argv) a.push_back(s.data());
-  a.push_back(nullptr);
-  for (auto& s : envs) e.push_back(s.data());
-  e.push_back(nullptr);
+  auto tagged = env;
+  tagged.push_back({"PKB_TEST_TAG", b.tag});
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  int rc = posix_spawn(&b.pid, argv[0].c_str(), &fa, nullptr, a.data(), e.data());
+  try {
+    b.pid = pkbtest::spawn_pkb(args, tagged, fa);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << e.what();
+  }
   posix_spawn_file_actions_destroy(&fa);
-  EXPECT_EQ(rc, 0) << "cannot start " << argv[0];
   return b;
 }
 
