@@ -37,16 +37,17 @@ double cpu_us(const rusage& u) {
 
 }  // namespace
 
-HostMeter::Sample HostMeter::sample(bool machine) {
+HostMeter::Sample HostMeter::sample(bool whole) {
   Sample s;
-  rusage self{}, thread{};
-  getrusage(RUSAGE_SELF, &self);
+  rusage thread{};
   getrusage(RUSAGE_THREAD, &thread);
-  s.process_cpu_us = cpu_us(self);
   s.thread_cpu_us = cpu_us(thread);
   s.voluntary = thread.ru_nvcsw;
   s.involuntary = thread.ru_nivcsw;
-  if (!machine) return s;
+  if (!whole) return s;  // a call's: the thread alone (summing every thread's usage costs more)
+  rusage self{};
+  getrusage(RUSAGE_SELF, &self);
+  s.process_cpu_us = cpu_us(self);
   // "cpu user nice system idle iowait irq softirq steal ...": idle and iowait are not busy.
   std::ifstream stat("/proc/stat");
   std::string cpu;

@@ -38,7 +38,7 @@ class HostMeter {
     long voluntary = 0, involuntary = 0;
     unsigned long long busy = 0, total = 0;  // /proc/stat's jiffies; total 0: unreadable
   };
-  static Sample sample(bool machine = true);
+  static Sample sample(bool whole = true);  // whole: the process's and the machine's too
   Sample at_start_;
   std::chrono::steady_clock::time_point call_;
   Sample call_sample_;
