@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35,
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -519,6 +519,53 @@ for l in open(sys.argv[1]):
           f"{r.get('switches_voluntary', '-')} ({r.get('switches_involuntary', '-')}) | "
           f"{f(c, 'machine_busy', 100, '{:.0f}%')} | {f(r, 'machine_busy', 100, '{:.0f}%')} |")
 EOF
+}
+
+stage_host35c() {
+  # Which process is slower and why: both sides' host probes (a fixed arithmetic loop, an
+  # empty kernel launch, an ATen op, an allocation) beside their calls' host time, system
+  # CPU and page faults; @reference without MPS; each CPU's speed on a fixed loop; and
+  # fresh reference timings of tp_gemm_allgather with the honest example (issue 34).
+  local p k
+  echo "| machine | | | $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(uname -r), $(lscpu | grep -E '^(Thread|Core|Socket)' | tr -s ' ' | tr '\n' ';') |" >>"$SUM"
+  for p in tp_allgather_gemm cp_rope_allgather dp_siglip_contrastive_loss; do
+    eval_json "probe: @reference $p" 0 -p $p -s @reference -w 1 --trials 3 --no-reference-cache
+  done
+  eval_json "probe: @reference cp_rope_allgather --no-mps" 0 -p cp_rope_allgather -s @reference -w 1 --trials 3 \
+    --no-reference-cache --no-mps
+  for k in 1 2 3 4; do
+    eval_json "probe: honest tp_gemm_allgather fresh $k" 0 -p tp_gemm_allgather -s "$SRC/solutions_cuda/tp_gemm_allgather.cu" \
+      -w 1 --trials 3 --no-reference-cache
+  done
+  python3 - >>"$SUM" <<'EOF2'
+import os, time
+print("\n| CPU | fixed loop ms (median of 5, pinned) |\n| --- | --- |")
+for c in sorted(os.sched_getaffinity(0)):
+    os.sched_setaffinity(0, {c})
+    v = []
+    for _ in range(5):
+        t = time.perf_counter(); x = 0
+        for i in range(200000): x += i * i
+        v.append(1e3 * (time.perf_counter() - t))
+    print(f"| {c} | {sorted(v)[2]:.2f} |")
+EOF2
+  python3 - "$RES" >>"$SUM" <<'EOF2'
+import json, sys
+print("\n| step | side | timed us | host us/call | cpu us/call | sys us/call | faults/call | switches in calls | probe cpu us | launch us | op us | alloc us |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+for l in open(sys.argv[1]):
+    d = json.loads(l)
+    if not d.get("step", "").startswith("probe:"): continue
+    t = d.get("timing") or {}
+    for side in ("reference", "candidate"):
+        h = (t.get("host") or {}).get(side)
+        if not h: continue
+        pr = h.get("probe") or {}
+        g = lambda x, k: f"{x[k]:.2f}" if isinstance(x.get(k), (int, float)) else "-"
+        print(f"| {d['step'][7:]} | {side} | {g(t.get(side) or {}, 'median_us')} | {g(h, 'enqueue_median_us')} | "
+              f"{g(h, 'enqueue_cpu_median_us')} | {g(h, 'call_sys_cpu_us')} | {g(h, 'call_minor_faults')} | "
+              f"{h.get('call_switches', '-')} | {g(pr, 'cpu_us')} | {g(pr, 'launch_us')} | {g(pr, 'op_us')} | {g(pr, 'alloc_us')} |")
+EOF2
 }
 
 stage_topk_probe() {

@@ -24,6 +24,7 @@
 namespace pkb::device {
 
 cudaError_t launch_barrier(uint32_t* const* pads, int rank, int world, int channel, cudaStream_t stream);
+cudaError_t launch_empty(cudaStream_t stream);
 
 namespace {
 
@@ -268,6 +269,22 @@ double copy_us(at::Device d, size_t total) {
   cudaFree(a);
   cudaFree(b);
   return us[reps / 2] * static_cast<double>(total) / static_cast<double>(bytes);
+}
+
+double launch_us(at::Device d, void* stream, int n) {
+  if (!d.is_cuda()) return -1;
+  auto s = static_cast<cudaStream_t>(stream);
+  check(launch_empty(s), "empty kernel launch");  // the module loaded before the clock starts
+  check(cudaStreamSynchronize(s), "CUDA error");
+  std::vector<double> per;
+  for (int k = 0; k < 7; ++k) {
+    auto t = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) launch_empty(s);
+    per.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count() / n);
+    check(cudaStreamSynchronize(s), "CUDA error");
+  }
+  std::sort(per.begin(), per.end());
+  return per[per.size() / 2];
 }
 
 // torch's allocator is set up lazily, with the first CUDA tensor: its statistics need it.

@@ -32,6 +32,7 @@ Clocks read_clocks(at::Device) { return {}; }
 void write_flag(void*, uint32_t*, uint32_t) { throw std::logic_error("write_flag: no CUDA device in this pkb"); }
 void wait_flag(void*, uint32_t*, uint32_t) { throw std::logic_error("wait_flag: no CUDA device in this pkb"); }
 double copy_us(at::Device, size_t) { return 0; }
+double launch_us(at::Device, void*, int) { return -1; }
 uint64_t peak_allocated(at::Device) { return 0; }
 void reset_peak(at::Device) {}
 void release_cached_memory(at::Device) {}

@@ -47,10 +47,20 @@ CallTimes call_times_from_json(const json& j) {
   t.loop_us = j.at("loop_us");
   if (j.contains("host") && !j["host"].is_null()) {
     const json& h = j["host"];
-    t.host = HostUse{h.at("enqueue_us").get<std::vector<double>>(), h.at("enqueue_cpu_us").get<std::vector<double>>(),
-                     h.at("call_switches"),           h.at("thread_cpu_us"),
-                     h.at("process_cpu_us"),          h.at("switches_voluntary"),
-                     h.at("switches_involuntary"),    h.at("machine_busy")};
+    HostUse u{h.at("enqueue_us").get<std::vector<double>>(), h.at("enqueue_cpu_us").get<std::vector<double>>(),
+              h.at("call_switches"),           h.at("thread_cpu_us"),
+              h.at("process_cpu_us"),          h.at("switches_voluntary"),
+              h.at("switches_involuntary"),    h.at("machine_busy")};
+    // Reference timings cached before the probe existed have none of these.
+    u.call_sys_cpu_us = h.value("call_sys_cpu_us", 0.0);
+    u.call_minor_faults = h.value("call_minor_faults", 0L);
+    u.call_major_faults = h.value("call_major_faults", 0L);
+    if (h.contains("probe")) {
+      const json& p = h["probe"];
+      u.probe = HostProbe{p.value("cpu_us", -1.0), p.value("launch_us", -1.0), p.value("op_us", -1.0),
+                          p.value("alloc_us", -1.0)};
+    }
+    t.host = u;
   }
   return t;
 }
@@ -91,6 +101,10 @@ Failure Failure::from_json(const json& j) {
   return f;
 }
 
+json to_json(const HostProbe& p) {
+  return {{"cpu_us", p.cpu_us}, {"launch_us", p.launch_us}, {"op_us", p.op_us}, {"alloc_us", p.alloc_us}};
+}
+
 json to_json(const HostUse& h) {
   return {{"enqueue_us", h.enqueue_us},
           {"enqueue_cpu_us", h.enqueue_cpu_us},
@@ -99,7 +113,11 @@ json to_json(const HostUse& h) {
           {"process_cpu_us", h.process_cpu_us},
           {"switches_voluntary", h.switches_voluntary},
           {"switches_involuntary", h.switches_involuntary},
-          {"machine_busy", h.machine_busy}};
+          {"machine_busy", h.machine_busy},
+          {"call_sys_cpu_us", h.call_sys_cpu_us},
+          {"call_minor_faults", h.call_minor_faults},
+          {"call_major_faults", h.call_major_faults},
+          {"probe", to_json(h.probe)}};
 }
 
 json to_json(const CallTimes& t) {

@@ -42,6 +42,15 @@ struct Failure {
 // how long each call took to return (its work enqueued), and what the timing thread, its
 // process and the machine did meanwhile. Read in the rank's own process: a diagnostic,
 // never part of a verdict.
+// The probe (jobs/timing.hpp) tells the process from the code: the same fixed work timed
+// on each side's timing thread just before its loop.
+struct HostProbe {
+  double cpu_us = -1;     // a fixed arithmetic loop: the core's speed for this thread
+  double launch_us = -1;  // an empty kernel launched on the timed stream (CUDA only)
+  double op_us = -1;      // an in-place add on a one-element tensor: ATen's dispatch and a launch
+  double alloc_us = -1;   // a small tensor made and freed: torch's allocator
+};
+
 struct HostUse {
   std::vector<double> enqueue_us;                   // per timed call
   std::vector<double> enqueue_cpu_us;               // the thread's CPU time in each (less: it waited)
@@ -49,6 +58,9 @@ struct HostUse {
   double thread_cpu_us = 0, process_cpu_us = 0;     // over the loop
   long switches_voluntary = 0, switches_involuntary = 0;  // the timing thread's
   double machine_busy = -1;  // the machine's CPUs, busy fraction over the loop (/proc/stat); -1 unknown
+  double call_sys_cpu_us = 0;  // of the CPU time inside the calls, the kernel's (syscalls, page faults)
+  long call_minor_faults = 0, call_major_faults = 0;  // page faults inside the calls
+  HostProbe probe;
 };
 
 // The timed calls of one side on one rank.
@@ -123,6 +135,7 @@ struct CandidateReport {
   nlohmann::json phase_ms = nlohmann::json::object();
 };
 
+nlohmann::json to_json(const HostProbe& p);
 nlohmann::json to_json(const HostUse& h);
 nlohmann::json to_json(const CallTimes& t);
 nlohmann::json to_json(const Clocks& c);

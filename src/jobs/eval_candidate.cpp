@@ -274,9 +274,10 @@ class CandidateProblem {
     r_.client.phase(phase::kCandidateTiming);
     auto own = device::make_timer(r_.device, stream_, n);
     std::vector<ReportedSizes> sizes;
+    eval::HostProbe probe = timing::probe_host(r_.device, stream_);
     auto t0 = Clock::now();
     timing::HostMeter host;
-    host.start();
+    host.start(probe);
     for (int i = 0; i < n && !fail; ++i) {
       uint32_t seq = request_call(i);
       host.call_started();  // before `ready` and after `done`: its getrusage is not timed

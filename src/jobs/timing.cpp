@@ -9,6 +9,8 @@
 
 #include <sys/resource.h>
 
+#include <ATen/ATen.h>
+
 #include <nlohmann/json.hpp>
 
 #include "device/device.hpp"
@@ -30,10 +32,18 @@ bool clocks_up(const device::Clocks& c, double fraction) {
   return c.sm_mhz >= fraction * c.max_sm_mhz || (c.throttle_reasons & kPowerCap);
 }
 
-double cpu_us(const rusage& u) {
-  auto us = [](const timeval& t) { return t.tv_sec * 1e6 + t.tv_usec; };
-  return us(u.ru_utime) + us(u.ru_stime);
+double us_of(const timeval& t) { return t.tv_sec * 1e6 + t.tv_usec; }
+double cpu_us(const rusage& u) { return us_of(u.ru_utime) + us_of(u.ru_stime); }
+
+// The median over `reps` of once(), which returns microseconds.
+template <class F>
+double median_us(int reps, F&& once) {
+  std::vector<double> v;
+  for (int k = 0; k < reps; ++k) v.push_back(once());
+  return eval::stats_of(v).median;
 }
+
+volatile uint64_t probe_sink;  // keeps the arithmetic loop from being optimised away
 
 }  // namespace
 
@@ -42,8 +52,11 @@ HostMeter::Sample HostMeter::sample(bool whole) {
   rusage thread{};
   getrusage(RUSAGE_THREAD, &thread);
   s.thread_cpu_us = cpu_us(thread);
+  s.thread_sys_us = us_of(thread.ru_stime);
   s.voluntary = thread.ru_nvcsw;
   s.involuntary = thread.ru_nivcsw;
+  s.minor_faults = thread.ru_minflt;
+  s.major_faults = thread.ru_majflt;
   if (!whole) return s;  // a call's: the thread alone (summing every thread's usage costs more)
   rusage self{};
   getrusage(RUSAGE_SELF, &self);
@@ -59,10 +72,12 @@ HostMeter::Sample HostMeter::sample(bool whole) {
   return s;
 }
 
-void HostMeter::start() {
+void HostMeter::start(const eval::HostProbe& probe) {
   enqueue_us_.clear();
   enqueue_cpu_us_.clear();
-  call_switches_ = 0;
+  call_switches_ = call_minor_faults_ = call_major_faults_ = 0;
+  call_sys_us_ = 0;
+  probe_ = probe;
   at_start_ = sample();
 }
 
@@ -77,6 +92,9 @@ void HostMeter::call_returned() {
   Sample s = sample(false);
   enqueue_cpu_us_.push_back(s.thread_cpu_us - call_sample_.thread_cpu_us);
   call_switches_ += (s.voluntary - call_sample_.voluntary) + (s.involuntary - call_sample_.involuntary);
+  call_sys_us_ += s.thread_sys_us - call_sample_.thread_sys_us;
+  call_minor_faults_ += s.minor_faults - call_sample_.minor_faults;
+  call_major_faults_ += s.major_faults - call_sample_.major_faults;
 }
 
 eval::HostUse HostMeter::stop() {
@@ -91,7 +109,41 @@ eval::HostUse HostMeter::stop() {
   h.switches_involuntary = end.involuntary - at_start_.involuntary;
   if (at_start_.total && end.total > at_start_.total)
     h.machine_busy = static_cast<double>(end.busy - at_start_.busy) / static_cast<double>(end.total - at_start_.total);
+  h.call_sys_cpu_us = call_sys_us_;
+  h.call_minor_faults = call_minor_faults_;
+  h.call_major_faults = call_major_faults_;
+  h.probe = probe_;
   return h;
+}
+
+eval::HostProbe probe_host(at::Device d, void* stream) {
+  constexpr int kReps = 7, kOps = 32;
+  eval::HostProbe p;
+  auto us_since = [](Clock::time_point t) { return std::chrono::duration<double, std::micro>(Clock::now() - t).count(); };
+  p.cpu_us = median_us(kReps, [&] {
+    auto t = Clock::now();
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < 20000; ++i) x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    probe_sink = x;
+    return us_since(t);
+  });
+  if (d.is_cuda()) p.launch_us = device::launch_us(d, stream, kOps);
+  at::Tensor x = at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(d));
+  auto ops = [&] {
+    auto t = Clock::now();
+    for (int i = 0; i < kOps; ++i) x.add_(1);
+    return us_since(t) / kOps;
+  };
+  auto allocs = [&] {
+    auto t = Clock::now();
+    for (int i = 0; i < kOps; ++i) at::empty({256}, x.options());
+    return us_since(t) / kOps;
+  };
+  ops();  // the first call's dispatch tables and kernel looked up
+  p.op_us = median_us(kReps, ops);
+  p.alloc_us = median_us(kReps, allocs);
+  device::synchronize(d);
+  return p;
 }
 
 Warmup warm_up(const rank::Rank& r, const std::function<bool()>& call) {
@@ -134,11 +186,12 @@ eval::CallTimes timed_loop(rank::Rank& r, void* stream, int n, const std::functi
                            const std::function<bool(int)>& call, const std::function<void(int)>& after) {
   bool cold = r.job.cache == "cold";
   auto timer = device::make_timer(r.device, stream, n);
+  eval::HostProbe probe = probe_host(r.device, stream);
   device::synchronize(r.device);
   r.client.barrier(r.world);
   auto t0 = Clock::now();
   HostMeter host;
-  host.start();
+  host.start(probe);
   int done = 0;
   while (done < n) {
     int i = done++;

@@ -27,15 +27,16 @@ inline constexpr int64_t kConnectKey = 3000000;  // the reference run that makes
 // then call_started() / call_returned() around each call, then stop().
 class HostMeter {
  public:
-  void start();
+  // `probe`: the fixed work of probe_host, timed first (outside the loop's calls).
+  void start(const eval::HostProbe& probe = {});
   void call_started();
   void call_returned();
   eval::HostUse stop();
 
  private:
   struct Sample {
-    double thread_cpu_us = 0, process_cpu_us = 0;
-    long voluntary = 0, involuntary = 0;
+    double thread_cpu_us = 0, process_cpu_us = 0, thread_sys_us = 0;
+    long voluntary = 0, involuntary = 0, minor_faults = 0, major_faults = 0;
     unsigned long long busy = 0, total = 0;  // /proc/stat's jiffies; total 0: unreadable
   };
   static Sample sample(bool whole = true);  // whole: the process's and the machine's too
@@ -43,8 +44,16 @@ class HostMeter {
   std::chrono::steady_clock::time_point call_;
   Sample call_sample_;
   std::vector<double> enqueue_us_, enqueue_cpu_us_;
-  long call_switches_ = 0;
+  long call_switches_ = 0, call_minor_faults_ = 0, call_major_faults_ = 0;
+  double call_sys_us_ = 0;
+  eval::HostProbe probe_;
 };
+
+// The same fixed work timed on the calling thread (eval::HostProbe): a side whose calls take
+// longer on the host and whose probe does too runs on a slower host (core, machine); one
+// whose probe does not runs other code or more of it. Launches its kernels and ops on the
+// current stream (`stream` for the empty kernel), and waits for the device at the end.
+eval::HostProbe probe_host(at::Device d, void* stream);
 
 struct Warmup {
   int calls = 0;
