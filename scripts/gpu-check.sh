@@ -551,8 +551,8 @@ for c in sorted(os.sched_getaffinity(0)):
 EOF2
   python3 - "$RES" >>"$SUM" <<'EOF2'
 import json, sys
-print("\n| step | side | timed us | host us/call | cpu us/call | sys us/call | faults/call | switches in calls | probe cpu us | launch us | op us | alloc us |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+print("\n| step | side | timed us | host us/call | cpu us/call | faults/call | switches in calls | probe cpu us | launch us | op us | alloc us |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for l in open(sys.argv[1]):
     d = json.loads(l)
     if not d.get("step", "").startswith("probe:"): continue
@@ -563,7 +563,7 @@ for l in open(sys.argv[1]):
         pr = h.get("probe") or {}
         g = lambda x, k: f"{x[k]:.2f}" if isinstance(x.get(k), (int, float)) else "-"
         print(f"| {d['step'][7:]} | {side} | {g(t.get(side) or {}, 'median_us')} | {g(h, 'enqueue_median_us')} | "
-              f"{g(h, 'enqueue_cpu_median_us')} | {g(h, 'call_sys_cpu_us')} | {g(h, 'call_minor_faults')} | "
+              f"{g(h, 'enqueue_cpu_median_us')} | {g(h, 'call_minor_faults')} | "
               f"{h.get('call_switches', '-')} | {g(pr, 'cpu_us')} | {g(pr, 'launch_us')} | {g(pr, 'op_us')} | {g(pr, 'alloc_us')} |")
 EOF2
 }

@@ -52,7 +52,6 @@ CallTimes call_times_from_json(const json& j) {
               h.at("process_cpu_us"),          h.at("switches_voluntary"),
               h.at("switches_involuntary"),    h.at("machine_busy")};
     // Reference timings cached before the probe existed have none of these.
-    u.call_sys_cpu_us = h.value("call_sys_cpu_us", 0.0);
     u.call_minor_faults = h.value("call_minor_faults", 0L);
     u.call_major_faults = h.value("call_major_faults", 0L);
     if (h.contains("probe")) {
@@ -114,7 +113,6 @@ json to_json(const HostUse& h) {
           {"switches_voluntary", h.switches_voluntary},
           {"switches_involuntary", h.switches_involuntary},
           {"machine_busy", h.machine_busy},
-          {"call_sys_cpu_us", h.call_sys_cpu_us},
           {"call_minor_faults", h.call_minor_faults},
           {"call_major_faults", h.call_major_faults},
           {"probe", to_json(h.probe)}};

@@ -58,7 +58,6 @@ struct HostUse {
   double thread_cpu_us = 0, process_cpu_us = 0;     // over the loop
   long switches_voluntary = 0, switches_involuntary = 0;  // the timing thread's
   double machine_busy = -1;  // the machine's CPUs, busy fraction over the loop (/proc/stat); -1 unknown
-  double call_sys_cpu_us = 0;  // of the CPU time inside the calls, the kernel's (syscalls, page faults)
   long call_minor_faults = 0, call_major_faults = 0;  // page faults inside the calls
   HostProbe probe;
 };

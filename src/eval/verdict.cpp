@@ -165,7 +165,6 @@ static json host_summary(const CallTimes& t) {
           {"switches_voluntary", h.switches_voluntary},
           {"switches_involuntary", h.switches_involuntary},
           {"machine_busy", h.machine_busy},
-          {"call_sys_cpu_us", h.call_sys_cpu_us / std::max<size_t>(h.enqueue_us.size(), 1)},  // a call's
           {"call_minor_faults", static_cast<double>(h.call_minor_faults) / std::max<size_t>(h.enqueue_us.size(), 1)},
           {"call_major_faults", h.call_major_faults},
           {"probe", to_json(h.probe)}};

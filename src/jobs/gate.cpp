@@ -67,14 +67,15 @@ void CandidateGate::reset() {
   device::sync_stream(device_, stream_);
 }
 
-void CandidateGate::before(uint32_t seq) {
-  if (!device_.is_cuda()) return;
-  device::wait_flag(stream_, go_, seq);
-  device::write_flag(side_, ready_, seq);
+void CandidateGate::before(uint32_t seq, device::CallTimer* own, int i) {
+  if (device_.is_cuda()) device::wait_flag(stream_, go_, seq);
+  if (own) own->start(i);
+  if (device_.is_cuda()) device::write_flag(side_, ready_, seq);
 }
 
-void CandidateGate::after(uint32_t seq) {
+void CandidateGate::after(uint32_t seq, device::CallTimer* own, int i) {
   if (device_.is_cuda()) device::write_flag(stream_, done_, seq);
+  if (own) own->stop(i);
 }
 
 }  // namespace pkb::jobs

@@ -4,13 +4,17 @@
 // Three flags sit at the start of the candidate rank's harness (eval/layout.hpp), which
 // both processes map; sequence numbers only grow. Per call s:
 //
-//   candidate stream:  wait go >= s ............ the call ............ done = s
+//   candidate stream:  wait go >= s, C0 ........ the call ........ done = s, C1
 //   candidate (side):  ready = s   (the call is being enqueued)
 //   judge stream:      wait ready >= s, L2 evicted, judges aligned, J0, go = s,
 //                      wait done >= s, J1, the outputs copied into the judge's memory
 //
 // J0 and J1 are events on the judge's stream: the call's time is J1 - J0 less what the
 // gate itself costs (calibrated on pkb's own empty calls before the candidate is loaded).
+// C0 and C1 are the candidate rank's own events (its reading): C0 is enqueued before
+// `ready`, C1 after `done`, so that where the host is slower than the call's work, the only
+// launch of pkb's in the span after the call's own is `done`, as the judges' timing of the
+// reference has its stop event there and nothing else.
 // Nothing in the candidate's process can move them: rewriting its event timer, its
 // reports or its clocks changes only its own reading (which the parent compares). The
 // outputs are copied out the moment `done` is written on the candidate's stream, into
@@ -68,27 +72,30 @@ class CandidateGate {
   // The flags zeroed, before the judge maps them.
   void reset();
   // `call` (which enqueues the candidate's work on the stream) between `go` and `done`,
-  // with `ready` written as it starts. `done` is written whatever the call returns, so the
-  // judge never waits on a call that failed.
+  // with `ready` written as it starts, timed as call `i` of the rank's own `timer` where
+  // there is one. `done` is written whatever the call returns, so the judge never waits on
+  // a call that failed.
   template <class F>
-  auto call(uint32_t seq, F&& f) {
-    before(seq);
+  auto call(uint32_t seq, F&& f, device::CallTimer* own = nullptr, int i = 0) {
+    before(seq, own, i);
     struct Done {
       CandidateGate* g;
       uint32_t seq;
+      device::CallTimer* own;
+      int i;
       ~Done() {
         try {
-          g->after(seq);
+          g->after(seq, own, i);
         } catch (...) {  // a broken device: the rank's next synchronisation reports it
         }
       }
-    } done{this, seq};
+    } done{this, seq, own, i};
     return f();
   }
 
  private:
-  void before(uint32_t seq);
-  void after(uint32_t seq);
+  void before(uint32_t seq, device::CallTimer* own, int i);
+  void after(uint32_t seq, device::CallTimer* own, int i);
   at::Device device_;
   void* stream_;
   void* side_ = nullptr;  // where `ready` is written: idle, so it lands at once

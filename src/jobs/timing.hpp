@@ -35,7 +35,7 @@ class HostMeter {
 
  private:
   struct Sample {
-    double thread_cpu_us = 0, process_cpu_us = 0, thread_sys_us = 0;
+    double thread_cpu_us = 0, process_cpu_us = 0;
     long voluntary = 0, involuntary = 0, minor_faults = 0, major_faults = 0;
     unsigned long long busy = 0, total = 0;  // /proc/stat's jiffies; total 0: unreadable
   };
@@ -45,7 +45,6 @@ class HostMeter {
   Sample call_sample_;
   std::vector<double> enqueue_us_, enqueue_cpu_us_;
   long call_switches_ = 0, call_minor_faults_ = 0, call_major_faults_ = 0;
-  double call_sys_us_ = 0;
   eval::HostProbe probe_;
 };
 

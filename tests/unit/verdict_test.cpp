@@ -410,7 +410,6 @@ TEST(Verdict, EachSidesHostReachesTheRecord) {
   r.judges[0].reference[0].times.host = eval::HostUse{{8, 9, 10}, {8, 8, 9}, 0, 300, 600, 2, 1, 0.25};
   r.judges[0].machine_busy = 0.75;
   r.cands[0].timing->host = eval::HostUse{{40, 50, 60}, {20, 25, 30}, 12, 500, 1500, 30, 7, 0.1};
-  r.cands[0].timing->host->call_sys_cpu_us = 15;
   r.cands[0].timing->host->call_minor_faults = 6;
   r.cands[0].timing->host->probe = eval::HostProbe{40, 3.5, 6, 1.25};
   Judged j = judge(finished(r), cuda(2));
@@ -426,7 +425,6 @@ TEST(Verdict, EachSidesHostReachesTheRecord) {
   EXPECT_DOUBLE_EQ(cand["enqueue_cpu_median_us"].get<double>(), 25);
   EXPECT_EQ(cand["call_switches"], 12);
   EXPECT_DOUBLE_EQ(cand["machine_busy"].get<double>(), 0.75);  // the judge's reading, outside the candidate
-  EXPECT_DOUBLE_EQ(cand["call_sys_cpu_us"].get<double>(), 5);    // per call: 15 over 3
   EXPECT_DOUBLE_EQ(cand["call_minor_faults"].get<double>(), 2);
   EXPECT_DOUBLE_EQ(cand["probe"]["launch_us"].get<double>(), 3.5);
   EXPECT_DOUBLE_EQ(cand["probe"]["alloc_us"].get<double>(), 1.25);
