@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c,
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35d,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -521,6 +521,27 @@ for l in open(sys.argv[1]):
 EOF
 }
 
+host_table() {
+  # Both sides' host per call and probes, for the steps named "probe: ...".
+  python3 - "$RES" >>"$SUM" <<'EOF2'
+import json, sys
+print("\n| step | side | timed us | host us/call | cpu us/call | faults/call | switches in calls | probe cpu us | launch us | op us | alloc us |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+for l in open(sys.argv[1]):
+    d = json.loads(l)
+    if not d.get("step", "").startswith("probe:"): continue
+    t = d.get("timing") or {}
+    for side in ("reference", "candidate"):
+        h = (t.get("host") or {}).get(side)
+        if not h: continue
+        pr = h.get("probe") or {}
+        g = lambda x, k: f"{x[k]:.2f}" if isinstance(x.get(k), (int, float)) else "-"
+        print(f"| {d['step'][7:]} | {side} | {g(t.get(side) or {}, 'median_us')} | {g(h, 'enqueue_median_us')} | "
+              f"{g(h, 'enqueue_cpu_median_us')} | {g(h, 'call_minor_faults')} | "
+              f"{h.get('call_switches', '-')} | {g(pr, 'cpu_us')} | {g(pr, 'launch_us')} | {g(pr, 'op_us')} | {g(pr, 'alloc_us')} |")
+EOF2
+}
+
 stage_host35c() {
   # Which process is slower and why: both sides' host probes (a fixed arithmetic loop, an
   # empty kernel launch, an ATen op, an allocation) beside their calls' host time, system
@@ -549,23 +570,41 @@ for c in sorted(os.sched_getaffinity(0)):
         v.append(1e3 * (time.perf_counter() - t))
     print(f"| {c} | {sorted(v)[2]:.2f} |")
 EOF2
-  python3 - "$RES" >>"$SUM" <<'EOF2'
-import json, sys
-print("\n| step | side | timed us | host us/call | cpu us/call | faults/call | switches in calls | probe cpu us | launch us | op us | alloc us |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-for l in open(sys.argv[1]):
-    d = json.loads(l)
-    if not d.get("step", "").startswith("probe:"): continue
-    t = d.get("timing") or {}
-    for side in ("reference", "candidate"):
-        h = (t.get("host") or {}).get(side)
-        if not h: continue
-        pr = h.get("probe") or {}
-        g = lambda x, k: f"{x[k]:.2f}" if isinstance(x.get(k), (int, float)) else "-"
-        print(f"| {d['step'][7:]} | {side} | {g(t.get(side) or {}, 'median_us')} | {g(h, 'enqueue_median_us')} | "
-              f"{g(h, 'enqueue_cpu_median_us')} | {g(h, 'call_minor_faults')} | "
-              f"{h.get('call_switches', '-')} | {g(pr, 'cpu_us')} | {g(pr, 'launch_us')} | {g(pr, 'op_us')} | {g(pr, 'alloc_us')} |")
+  host_table
+}
+
+stage_host35d() {
+  # Does a candidate rank that never sleeps between its calls (spin-waits for the judge),
+  # on CPUs measured fastest, enqueue like its judge? Each CPU's speed twice, 3 s apart.
+  local p fast
+  fast=$(python3 - 2>>"$SUM" <<'EOF2'
+import os, time
+def speed():
+    out = {}
+    for c in sorted(os.sched_getaffinity(0)):
+        os.sched_setaffinity(0, {c}); v = []
+        for _ in range(5):
+            t = time.perf_counter(); x = 0
+            for i in range(100000): x += i * i
+            v.append(1e3 * (time.perf_counter() - t))
+        out[c] = sorted(v)[2]
+    return out
+a = speed(); time.sleep(3); b = speed()
+print(",".join(str(c) for c in sorted(a, key=lambda c: a[c] + b[c])[:4]))
+import sys
+print("| CPU speeds (ms, two readings 3 s apart) | | | " + "; ".join(f"{c}: {a[c]:.1f}/{b[c]:.1f}" for c in sorted(a)) + " |", file=sys.stderr)
 EOF2
+)
+  echo "| fastest 4 CPUs | | | $fast |" >>"$SUM"
+  printf '#!/bin/sh\nexec taskset -c %s %s "$@"\n' "$fast" "$PKB" >/tmp/pkb-taskset && chmod +x /tmp/pkb-taskset
+  for p in tp_lmhead_gemv_allgather tp_allgather_gemm dp_sam3_iou_suppression tp_vocab_parallel_logprob_topk; do
+    eval_json "probe: $p plain" 0 -p $p -s @reference -w 1 --trials 3 --no-reference-cache
+    PKB_DEBUG_SPIN_WAIT=1 eval_json "probe: $p spin-wait" 0 -p $p -s @reference -w 1 --trials 3 --no-reference-cache
+    PKB=/tmp/pkb-taskset PKB_DEBUG_SPIN_WAIT=1 eval_json "probe: $p spin-wait on CPUs $fast" 0 -p $p -s @reference \
+      -w 1 --trials 3 --no-reference-cache
+  done
+  rm -f /tmp/pkb-taskset
+  host_table
 }
 
 stage_topk_probe() {

@@ -271,6 +271,7 @@ class CandidateProblem {
     auto own = device::make_timer(r_.device, stream_, n);
     std::vector<ReportedSizes> sizes;
     eval::HostProbe probe = timing::probe_host(r_.device, stream_);
+    if (std::getenv("PKB_DEBUG_SPIN_WAIT")) r_.client.spin_while_waiting(0.05);  // EXPERIMENT (to be settled)
     auto t0 = Clock::now();
     timing::HostMeter host;
     host.start(probe);
@@ -286,6 +287,7 @@ class CandidateProblem {
     t.us.resize(sizes.size());
     t.loop_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
     t.host = host.stop();
+    r_.client.spin_while_waiting(0);
     t.warmup = w.calls;
     device::synchronize(r_.device);
     if (!fail) fail = sandbox_failure(phase::kCandidateTiming, -1);
