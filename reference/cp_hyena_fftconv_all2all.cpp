@@ -52,16 +52,20 @@ struct HyenaFftConv : pkb::Reference {
   std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
     pkb::Comm& comm = ctx.comm();
     int64_t w = ctx.world(), c = in["x1"].size(1), cl = c / w, r = ctx.rank();
-    at::Tensor x1 = split_to_full(comm, in["x1"]).to(at::kFloat);
-    at::Tensor u = split_to_full(comm, in["x2"]).to(at::kFloat) * split_to_full(comm, in["v"]).to(at::kFloat);
+    // The three inputs in one exchange (they move alike); x1 stays in dt, widened where it
+    // is read; u = x2 * v in fp32 with v widened as read.
+    int64_t b = in["x1"].size(0);
+    at::Tensor all = split_to_full(comm, at::cat({in["x1"], in["x2"], in["v"]}, 0));  // (3B, C/W, Ls)
+    at::Tensor x1 = all.narrow(0, 0, b), x2 = all.narrow(0, b, b), v = all.narrow(0, 2 * b, b);
+    at::Tensor u = x2.to(at::kFloat).mul_(v);
     int64_t ls = u.size(-1), n = 2 * ls;
     at::Tensor h = in["h"].narrow(0, r * cl, cl).to(at::kFloat);
     at::Tensor bias = in["conv_bias"].narrow(0, r * cl, cl).to(at::kFloat).view({1, cl, 1});
     at::Tensor hf = at::fft_rfft(h, n, -1);
-    at::Tensor uf = at::fft_rfft(u, n, -1);
-    at::Tensor y = at::fft_irfft(uf * hf, n, -1).narrow(-1, 0, ls);
-    at::Tensor z = (x1 * (y + u * bias)).to(in["x1"].scalar_type());
-    return {full_to_split(comm, z).transpose(1, 2).contiguous()};
+    at::Tensor uf = at::fft_rfft(u, n, -1).mul_(hf);
+    // y + bias * u, then x1 * it, in place on the convolution's first Ls outputs.
+    at::Tensor y = at::fft_irfft(uf, n, -1).narrow(-1, 0, ls).addcmul_(u, bias).mul_(x1);
+    return {full_to_split(comm, y.to(in["x1"].scalar_type())).transpose(1, 2).contiguous()};
   }
 };
 
