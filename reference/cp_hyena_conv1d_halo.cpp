@@ -32,10 +32,15 @@ struct HyenaConv1dHalo : pkb::Reference {
       ops.push_back({pkb::P2POp::Recv, next_b, r + 1});
     }
     if (!ops.empty()) ctx.comm().batch_p2p(ops);
-    at::Tensor batched = chunks.permute({2, 0, 1, 3}).reshape({2 * b, c, l});  // chunk a rows, then b
-    at::Tensor padded = at::cat({at::cat({prev_a, next_b}), batched}, -1).to(at::kFloat);
+    // Chunk a's rows, then chunk b's, each behind its halo: written once, widened as copied.
+    at::Tensor padded = at::empty({2 * b, c, pad + l}, x.options().dtype(at::kFloat));
+    padded.narrow(-1, 0, pad).copy_(at::cat({prev_a, next_b}));
+    padded.narrow(-1, pad, l).view({2, b, c, l}).copy_(chunks.permute({2, 0, 1, 3}));
     at::Tensor y = at::conv1d(padded, weight.to(at::kFloat), std::nullopt, at::IntArrayRef{1}, at::IntArrayRef{0}, at::IntArrayRef{1}, c);  // (2B, C, L)
-    return {y.view({2, b, c, l}).permute({1, 2, 0, 3}).reshape({b, c, 2 * l}).to(x.scalar_type())};
+    // Back to (B, C, 2L), rounded to dt as copied.
+    at::Tensor out = at::empty_like(x);
+    out.view({b, c, 2, l}).permute({2, 0, 1, 3}).copy_(y.view({2, b, c, l}));
+    return {out};
   }
 };
 
