@@ -525,8 +525,8 @@ host_table() {
   # Both sides' host per call and probes, for the steps named "probe: ...".
   python3 - "$RES" >>"$SUM" <<'EOF2'
 import json, sys
-print("\n| step | side | timed us | host us/call | cpu us/call | faults/call | switches in calls | probe cpu us | launch us | op us | alloc us |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+print("\n| step | side | cpu | timed us | host us/call | cpu us/call | faults/call | switches in calls | probe cpu us | launch us | op us | alloc us |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for l in open(sys.argv[1]):
     d = json.loads(l)
     if not d.get("step", "").startswith("probe:"): continue
@@ -536,7 +536,7 @@ for l in open(sys.argv[1]):
         if not h: continue
         pr = h.get("probe") or {}
         g = lambda x, k: f"{x[k]:.2f}" if isinstance(x.get(k), (int, float)) else "-"
-        print(f"| {d['step'][7:]} | {side} | {g(t.get(side) or {}, 'median_us')} | {g(h, 'enqueue_median_us')} | "
+        print(f"| {d['step'][7:]} | {side} | {h.get('cpu', '-')} | {g(t.get(side) or {}, 'median_us')} | {g(h, 'enqueue_median_us')} | "
               f"{g(h, 'enqueue_cpu_median_us')} | {g(h, 'call_minor_faults')} | "
               f"{h.get('call_switches', '-')} | {g(pr, 'cpu_us')} | {g(pr, 'launch_us')} | {g(pr, 'op_us')} | {g(pr, 'alloc_us')} |")
 EOF2
@@ -595,15 +595,14 @@ import sys
 print("| CPU speeds (ms, two readings 3 s apart) | | | " + "; ".join(f"{c}: {a[c]:.1f}/{b[c]:.1f}" for c in sorted(a)) + " |", file=sys.stderr)
 EOF2
 )
-  echo "| fastest 4 CPUs | | | $fast |" >>"$SUM"
-  printf '#!/bin/sh\nexec taskset -c %s %s "$@"\n' "$fast" "$PKB" >/tmp/pkb-taskset && chmod +x /tmp/pkb-taskset
+  echo "| fastest 4 CPUs (the python loop) | | | $fast |" >>"$SUM"
   for p in tp_lmhead_gemv_allgather tp_allgather_gemm dp_sam3_iou_suppression tp_vocab_parallel_logprob_topk; do
-    eval_json "probe: $p plain" 0 -p $p -s @reference -w 1 --trials 3 --no-reference-cache
-    PKB_DEBUG_SPIN_WAIT=1 eval_json "probe: $p spin-wait" 0 -p $p -s @reference -w 1 --trials 3 --no-reference-cache
-    PKB=/tmp/pkb-taskset PKB_DEBUG_SPIN_WAIT=1 eval_json "probe: $p spin-wait on CPUs $fast" 0 -p $p -s @reference \
-      -w 1 --trials 3 --no-reference-cache
+    PKB_DEBUG_NO_PIN=1 eval_json "probe: $p neither" 0 -p $p -s @reference -w 1 --trials 3 --no-reference-cache
+    PKB_DEBUG_NO_PIN=1 PKB_DEBUG_SPIN_WAIT=1 eval_json "probe: $p spin-wait" 0 -p $p -s @reference -w 1 --trials 3 \
+      --no-reference-cache
+    eval_json "probe: $p pinned" 0 -p $p -s @reference -w 1 --trials 3 --no-reference-cache
+    PKB_DEBUG_SPIN_WAIT=1 eval_json "probe: $p pinned, spin-wait" 0 -p $p -s @reference -w 1 --trials 3 --no-reference-cache
   done
-  rm -f /tmp/pkb-taskset
   host_table
 }
 

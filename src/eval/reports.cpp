@@ -54,6 +54,7 @@ CallTimes call_times_from_json(const json& j) {
     // Reference timings cached before the probe existed have none of these.
     u.call_minor_faults = h.value("call_minor_faults", 0L);
     u.call_major_faults = h.value("call_major_faults", 0L);
+    u.cpu = h.value("cpu", -1);
     if (h.contains("probe")) {
       const json& p = h["probe"];
       u.probe = HostProbe{p.value("cpu_us", -1.0), p.value("launch_us", -1.0), p.value("op_us", -1.0),
@@ -115,7 +116,8 @@ json to_json(const HostUse& h) {
           {"machine_busy", h.machine_busy},
           {"call_minor_faults", h.call_minor_faults},
           {"call_major_faults", h.call_major_faults},
-          {"probe", to_json(h.probe)}};
+          {"probe", to_json(h.probe)},
+          {"cpu", h.cpu}};
 }
 
 json to_json(const CallTimes& t) {

@@ -167,7 +167,8 @@ static json host_summary(const CallTimes& t) {
           {"machine_busy", h.machine_busy},
           {"call_minor_faults", static_cast<double>(h.call_minor_faults) / std::max<size_t>(h.enqueue_us.size(), 1)},
           {"call_major_faults", h.call_major_faults},
-          {"probe", to_json(h.probe)}};
+          {"probe", to_json(h.probe)},
+          {"cpu", h.cpu}};
 }
 
 json judge(json& res, const launch::GroupReport& rep, const Context& c, const Rules& rules) {

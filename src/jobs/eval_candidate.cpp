@@ -30,6 +30,7 @@
 #include "jobs/harness.hpp"
 #include "jobs/jobs.hpp"
 #include "jobs/timing.hpp"
+#include "launch/cpus.hpp"
 #include "launch/phases.hpp"
 #include "rank/sandbox.hpp"
 #include "tensor/dtypes.hpp"
@@ -90,6 +91,7 @@ class CandidateProblem {
   // Everything a timed call has but the candidate's work: the rank's own events too.
   void calibrate() {
     if (!r_.device.is_cuda() || !job_.timing) return;
+    launch::PinnedThread pin(job_.timing_cpu);
     r_.client.phase(phase::kCalibration);
     const int n = eval::protocol::kCalibrationCalls;
     auto own = device::make_timer(r_.device, stream_, n);
@@ -255,6 +257,7 @@ class CandidateProblem {
   // call on inputs the judge writes just before it, between the gate's flags. The judge's
   // clock is the one that counts; the rank's own events are its reading, sent along.
   void timing() {
+    launch::PinnedThread pin(job_.timing_cpu);  // warm-up, escape check and timed calls
     r_.client.phase(phase::kTimingSetup);
     pair_.receive(proto::kInputs);  // the warm-up's inputs are in the set
     r_.client.phase(phase::kCandidateWarmup);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include <sys/resource.h>
+#include <sched.h>
 #include <time.h>
 
 #include <ATen/ATen.h>
@@ -16,6 +17,7 @@
 
 #include "device/device.hpp"
 #include "eval/stats.hpp"
+#include "launch/cpus.hpp"
 #include "launch/phases.hpp"
 
 namespace pkb::jobs::timing {
@@ -83,6 +85,7 @@ void HostMeter::start(const eval::HostProbe& probe) {
   enqueue_cpu_us_.clear();
   call_switches_ = call_minor_faults_ = call_major_faults_ = 0;
   probe_ = probe;
+  cpu_ = sched_getcpu();
   at_start_ = sample();
 }
 
@@ -116,6 +119,7 @@ eval::HostUse HostMeter::stop() {
   h.call_minor_faults = call_minor_faults_;
   h.call_major_faults = call_major_faults_;
   h.probe = probe_;
+  h.cpu = cpu_;
   return h;
 }
 
@@ -220,6 +224,7 @@ eval::CallTimes timed_loop(rank::Rank& r, void* stream, int n, const std::functi
 
 eval::CallTimes time_reference(ProblemContext& pc, void* stream) {
   rank::Rank& r = pc.rank;
+  launch::PinnedThread pin(r.job.timing_cpu);
   r.client.phase(launch::phase::kReferenceWarmup);
   Warmup w;
   {

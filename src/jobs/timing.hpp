@@ -46,6 +46,7 @@ class HostMeter {
   std::vector<double> enqueue_us_, enqueue_cpu_us_;
   long call_switches_ = 0, call_minor_faults_ = 0, call_major_faults_ = 0;
   eval::HostProbe probe_;
+  int cpu_ = -1;
 };
 
 // The same fixed work timed on the calling thread (eval::HostProbe): a side whose calls take
