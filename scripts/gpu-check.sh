@@ -603,6 +603,9 @@ EOF2
     eval_json "probe: $p pinned" 0 -p $p -s @reference -w 1 --trials 3 --no-reference-cache
     PKB_DEBUG_SPIN_WAIT=1 eval_json "probe: $p pinned, spin-wait" 0 -p $p -s @reference -w 1 --trials 3 --no-reference-cache
   done
+  for p in tp_lmhead_gemv_allgather tp_vocab_parallel_logprob_topk; do
+    eval_json "probe: $p pinned, no sandbox" 0 -p $p -s @reference -w 1 --trials 3 --no-reference-cache --no-sandbox
+  done
   host_table
 }
 
