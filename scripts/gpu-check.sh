@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35d,
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -573,40 +573,17 @@ EOF2
   host_table
 }
 
-stage_host35d() {
-  # Does a candidate rank that never sleeps between its calls (spin-waits for the judge),
-  # on CPUs measured fastest, enqueue like its judge? Each CPU's speed twice, 3 s apart.
-  local p fast
-  fast=$(python3 - 2>>"$SUM" <<'EOF2'
-import os, time
-def speed():
-    out = {}
-    for c in sorted(os.sched_getaffinity(0)):
-        os.sched_setaffinity(0, {c}); v = []
-        for _ in range(5):
-            t = time.perf_counter(); x = 0
-            for i in range(100000): x += i * i
-            v.append(1e3 * (time.perf_counter() - t))
-        out[c] = sorted(v)[2]
-    return out
-a = speed(); time.sleep(3); b = speed()
-print(",".join(str(c) for c in sorted(a, key=lambda c: a[c] + b[c])[:4]))
-import sys
-print("| CPU speeds (ms, two readings 3 s apart) | | | " + "; ".join(f"{c}: {a[c]:.1f}/{b[c]:.1f}" for c in sorted(a)) + " |", file=sys.stderr)
-EOF2
-)
-  echo "| fastest 4 CPUs (the python loop) | | | $fast |" >>"$SUM"
-  for p in tp_lmhead_gemv_allgather tp_allgather_gemm dp_sam3_iou_suppression tp_vocab_parallel_logprob_topk; do
-    PKB_DEBUG_NO_PIN=1 eval_json "probe: $p neither" 0 -p $p -s @reference -w 1 --trials 3 --no-reference-cache
-    PKB_DEBUG_NO_PIN=1 PKB_DEBUG_SPIN_WAIT=1 eval_json "probe: $p spin-wait" 0 -p $p -s @reference -w 1 --trials 3 \
-      --no-reference-cache
-    eval_json "probe: $p pinned" 0 -p $p -s @reference -w 1 --trials 3 --no-reference-cache
-    PKB_DEBUG_SPIN_WAIT=1 eval_json "probe: $p pinned, spin-wait" 0 -p $p -s @reference -w 1 --trials 3 --no-reference-cache
-  done
-  for p in tp_lmhead_gemv_allgather tp_vocab_parallel_logprob_topk; do
-    eval_json "probe: $p pinned, no sandbox" 0 -p $p -s @reference -w 1 --trials 3 --no-reference-cache --no-sandbox
+stage_host35e() {
+  # The ranks' host allocations with fixed thresholds (worker.cpp): page faults a call on
+  # both sides of host-sync-bound references, then a sweep of tp and dp as in call 15.
+  local p k
+  for p in dp_sam3_iou_suppression tp_vocab_parallel_logprob_topk_chunked; do
+    for k in 1 2 3; do
+      eval_json "probe: $p ($k)" 0 -p $p -s @reference -w 1 --trials 3 --no-reference-cache
+    done
   done
   host_table
+  CATEGORIES="tp dp" REF_W2= stage_final35b 150
 }
 
 stage_topk_probe() {

@@ -30,7 +30,6 @@
 #include "jobs/harness.hpp"
 #include "jobs/jobs.hpp"
 #include "jobs/timing.hpp"
-#include "launch/cpus.hpp"
 #include "launch/phases.hpp"
 #include "rank/sandbox.hpp"
 #include "tensor/dtypes.hpp"
@@ -91,7 +90,6 @@ class CandidateProblem {
   // Everything a timed call has but the candidate's work: the rank's own events too.
   void calibrate() {
     if (!r_.device.is_cuda() || !job_.timing) return;
-    launch::PinnedThread pin(job_.timing_cpu);
     r_.client.phase(phase::kCalibration);
     const int n = eval::protocol::kCalibrationCalls;
     auto own = device::make_timer(r_.device, stream_, n);
@@ -257,7 +255,6 @@ class CandidateProblem {
   // call on inputs the judge writes just before it, between the gate's flags. The judge's
   // clock is the one that counts; the rank's own events are its reading, sent along.
   void timing() {
-    launch::PinnedThread pin(job_.timing_cpu);  // warm-up, escape check and timed calls
     r_.client.phase(phase::kTimingSetup);
     pair_.receive(proto::kInputs);  // the warm-up's inputs are in the set
     r_.client.phase(phase::kCandidateWarmup);
@@ -274,7 +271,6 @@ class CandidateProblem {
     auto own = device::make_timer(r_.device, stream_, n);
     std::vector<ReportedSizes> sizes;
     eval::HostProbe probe = timing::probe_host(r_.device, stream_);
-    if (std::getenv("PKB_DEBUG_SPIN_WAIT")) r_.client.spin_while_waiting(0.05);  // EXPERIMENT (to be settled)
     auto t0 = Clock::now();
     timing::HostMeter host;
     host.start(probe);
@@ -290,7 +286,6 @@ class CandidateProblem {
     t.us.resize(sizes.size());
     t.loop_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
     t.host = host.stop();
-    r_.client.spin_while_waiting(0);
     t.warmup = w.calls;
     device::synchronize(r_.device);
     if (!fail) fail = sandbox_failure(phase::kCandidateTiming, -1);

@@ -34,7 +34,6 @@
 #include "jobs/harness.hpp"
 #include "jobs/jobs.hpp"
 #include "jobs/timing.hpp"
-#include "launch/cpus.hpp"
 #include "launch/phases.hpp"
 #include "ref/context.hpp"
 #include "tensor/init.hpp"
@@ -359,7 +358,6 @@ class JudgeProblem {
   // the judges aligned, the call timed on this judge's stream and, for the calls chosen in
   // secret, its outputs copied out as it ends.
   Decision timing() {
-    launch::PinnedThread pin(job_.timing_cpu);  // off the candidate rank's CPU
     r_.client.phase(phase::kTimingSetup);
     fill(timing::kWarmKey);
     if (r_.rank == 0 && r_.device.is_cuda()) {  // what a copy-bound candidate should reach

@@ -17,7 +17,6 @@
 
 #include "device/device.hpp"
 #include "eval/stats.hpp"
-#include "launch/cpus.hpp"
 #include "launch/phases.hpp"
 
 namespace pkb::jobs::timing {
@@ -224,7 +223,6 @@ eval::CallTimes timed_loop(rank::Rank& r, void* stream, int n, const std::functi
 
 eval::CallTimes time_reference(ProblemContext& pc, void* stream) {
   rank::Rank& r = pc.rank;
-  launch::PinnedThread pin(r.job.timing_cpu);
   r.client.phase(launch::phase::kReferenceWarmup);
   Warmup w;
   {

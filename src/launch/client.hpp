@@ -38,10 +38,6 @@ class Client {
   void set_fd(const std::string& key, int fd);
   int get_fd(const std::string& key);  // a new descriptor, owned by the caller
 
-  // Waiting for a reply: for up to `seconds` by polling the socket without sleeping (the
-  // thread keeps its CPU, its caches and its clock), then blocked as usual. 0: blocked.
-  void spin_while_waiting(double seconds) { spin_s_ = seconds; }
-
   // Store-built collectives over all `world` ranks; every rank calls them in the same order.
   void barrier(int world);
   std::vector<std::string> all_gather(int rank, int world, const std::string& blob);
@@ -69,7 +65,6 @@ class Client {
   int sock_;
   FrameReader reader_;
   int64_t collective_seq_ = 0;
-  double spin_s_ = 0;
 };
 
 }  // namespace pkb::launch

@@ -41,7 +41,6 @@ struct Job {
   int rank = 0, world = 1;
   launch::Device device = launch::Device::cpu;
   int gpu = -1;                // CUDA ordinal, -1 on the CPU device
-  int timing_cpu = -1;         // the CPU its timed loops hold their thread on (launch/cpus.hpp); -1 anywhere
   launch::Comm comm = launch::Comm::gloo;  // the references' communicator
 
   // The problem: eval's one, or for dryrun and validate several, run in turn on the same

@@ -4,11 +4,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 
 #include "eval/protocol.hpp"
 #include "eval/verdict.hpp"
-#include "launch/cpus.hpp"
 #include "launch/phases.hpp"
 #include "launch/subprocess.hpp"
 
@@ -70,10 +68,6 @@ launch::GroupReport run_ranks(const launch::Placement& p, const RankSettings& s,
   opts.env_policy.deny = s.deny_env;
   opts.budgets = launch::phase_budgets(deadlines_of, job.size, p, s.timeout);
   opts.echo = s.echo;
-  // Every rank's timing thread on a CPU of its own, where the machine has them (CUDA: on
-  // the CPU device the ranks' compute is their timing). EXPERIMENT knob PKB_DEBUG_NO_PIN.
-  std::vector<int> cpus;
-  if (p.device == launch::Device::cuda && !std::getenv("PKB_DEBUG_NO_PIN")) cpus = launch::timing_cpus(opts.world);
   opts.job = [&](int q) {
     rank::Job j = job;
     j.role = role(q);
@@ -81,8 +75,6 @@ launch::GroupReport run_ranks(const launch::Placement& p, const RankSettings& s,
     j.world = w;
     j.device = p.device;
     j.gpu = p.gpu_of(q % w);
-    // A judge and its candidate rank on the two CPUs next in speed (neither side favoured).
-    j.timing_cpu = cpus.empty() ? -1 : cpus[judged ? 2 * (q % w) + (q >= w) : q];
     j.comm = p.comm;
     j.reference_libs = s.reference_libs;
     j.sandbox = job.sandbox && s.sandbox;

@@ -10,7 +10,6 @@
 #include <chrono>
 #include <thread>
 
-#include "launch/cpus.hpp"
 #include "launch/environment.hpp"
 #include "launch/phases.hpp"
 #include "launch/placement.hpp"
@@ -161,40 +160,4 @@ TEST(ProcessTable, ScansSurviveProcessesThatComeAndGo) {
   stop = true;
   churn.join();
   EXPECT_GT(scans, 10);
-}
-
-TEST(TimingCpus, DistinctCpusOfTheAffinitySetLeavingOneFree) {
-  cpu_set_t mine;
-  ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
-  const int n = CPU_COUNT(&mine);
-  std::vector<int> all = timing_cpus(n - 1);
-  if (n >= 2) {
-    ASSERT_EQ(static_cast<int>(all.size()), n - 1);
-    std::vector<int> sorted = all;
-    std::sort(sorted.begin(), sorted.end());
-    EXPECT_EQ(std::unique(sorted.begin(), sorted.end()), sorted.end()) << "a CPU chosen twice";
-    for (int c : all) EXPECT_TRUE(CPU_ISSET(c, &mine)) << c;
-  }
-  EXPECT_TRUE(timing_cpus(n).empty()) << "no CPU left for anything else";
-  cpu_set_t after;
-  ASSERT_EQ(sched_getaffinity(0, sizeof after, &after), 0);
-  EXPECT_TRUE(CPU_EQUAL(&mine, &after)) << "the measurement left the caller pinned";
-}
-
-TEST(TimingCpus, APinnedThreadRunsThereAndGetsItsAffinityBack) {
-  cpu_set_t mine;
-  ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
-  int last = -1;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &mine)) last = c;
-  {
-    PinnedThread pin(last);
-    for (int i = 0; i < 100; ++i) ASSERT_EQ(sched_getcpu(), last);
-  }
-  cpu_set_t after;
-  ASSERT_EQ(sched_getaffinity(0, sizeof after, &after), 0);
-  EXPECT_TRUE(CPU_EQUAL(&mine, &after));
-  PinnedThread anywhere(-1);  // -1 holds nothing
-  ASSERT_EQ(sched_getaffinity(0, sizeof after, &after), 0);
-  EXPECT_TRUE(CPU_EQUAL(&mine, &after));
 }
