@@ -8,8 +8,6 @@
 #include <cstdlib>
 #include <iostream>
 
-#include <malloc.h>
-
 #include <nlohmann/json.hpp>
 
 #include "device/device.hpp"
@@ -22,13 +20,6 @@
 namespace pkb::worker {
 
 int worker_main() {
-  // Host memory from the heap up to 32 MiB a block, and the heap never trimmed: glibc's
-  // thresholds otherwise move with each process's history, and on the H200 a judge whose
-  // reference copied a few hundred KiB to the host took ~80 page faults a call (a fresh
-  // mapping each time; 650 us calls against 420-530 without) where its candidate rank took
-  // none (bench/results/h200-2026-12-03, call 16). The same history for every rank.
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   launch::Client* client = nullptr;
   // Declared outside the try: the error must reach the parent while the communicator is
   // still up, or peers would report the closed connection first and take the blame.
