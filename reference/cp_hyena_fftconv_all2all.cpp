@@ -7,6 +7,8 @@
 // in fp32 with one rounding (the original rounded x2*v, the convolution and x1*y).
 #include <ATen/ATen.h>
 
+#include <memory>
+
 #include "pkb/reference.hpp"
 
 namespace {
@@ -22,40 +24,52 @@ std::vector<int64_t> zigzag_order(int w) {
   return order;
 }
 
+// The zig-zag's chunk orders as index tensors on the rank's device: `to_natural` picks, for
+// each chunk of the natural order, its position in the shards' order; `to_shards` the
+// reverse. Made once in setup: a host tensor copied to the device in every call would hold
+// the host there until the device had done all that came before it.
+struct ZigZag {
+  at::Tensor to_natural, to_shards;
+  ZigZag(int w, at::Device device) {
+    std::vector<int64_t> order = zigzag_order(w), where(2 * w);
+    for (int64_t i = 0; i < 2 * w; ++i) where[order[i]] = i;
+    to_natural = at::tensor(where, at::TensorOptions().dtype(at::kLong)).to(device);
+    to_shards = at::tensor(order, at::TensorOptions().dtype(at::kLong)).to(device);
+  }
+};
+
 // (B, C, L) zig-zag shard, all channels -> (B, C/W, W*L) this rank's channels, natural order.
-at::Tensor split_to_full(pkb::Comm& comm, const at::Tensor& x) {
+at::Tensor split_to_full(pkb::Comm& comm, const at::Tensor& x, const ZigZag& zz) {
   int64_t w = comm.size(), b = x.size(0), c = x.size(1), l = x.size(2), cl = c / w;
   at::Tensor send = x.reshape({b, w, cl, l}).permute({1, 0, 2, 3}).contiguous();  // (W, B, Cl, L)
   at::Tensor recv = at::empty_like(send);
   comm.all_to_all(recv, send);
   // recv (W src, B, Cl, 2 chunks, L/2): chunk k of src s is global chunk order[2s+k]
   at::Tensor chunks = recv.view({w, b, cl, 2, l / 2}).permute({0, 3, 1, 2, 4}).reshape({2 * w, b, cl, l / 2});
-  std::vector<int64_t> order = zigzag_order(int(w)), where(2 * w);
-  for (int64_t i = 0; i < 2 * w; ++i) where[order[i]] = i;
-  at::Tensor idx = at::tensor(where, at::TensorOptions().dtype(at::kLong)).to(x.device());
-  return chunks.index_select(0, idx).permute({1, 2, 0, 3}).reshape({b, cl, w * l});
+  return chunks.index_select(0, zz.to_natural).permute({1, 2, 0, 3}).reshape({b, cl, w * l});
 }
 
 // (B, C/W, Ls) natural order -> (B, C, L) this rank's zig-zag chunks, all channels.
-at::Tensor full_to_split(pkb::Comm& comm, const at::Tensor& z) {
+at::Tensor full_to_split(pkb::Comm& comm, const at::Tensor& z, const ZigZag& zz) {
   int64_t w = comm.size(), b = z.size(0), cl = z.size(1), l = z.size(2) / w;
-  std::vector<int64_t> order = zigzag_order(int(w));
-  at::Tensor idx = at::tensor(order, at::TensorOptions().dtype(at::kLong)).to(z.device());
-  at::Tensor zz = z.view({b, cl, 2 * w, l / 2}).index_select(2, idx);  // chunks in shard order
-  at::Tensor send = zz.reshape({b, cl, w, l}).permute({2, 0, 1, 3}).contiguous();  // (W dst, B, Cl, L)
+  at::Tensor shards = z.view({b, cl, 2 * w, l / 2}).index_select(2, zz.to_shards);  // chunks in shard order
+  at::Tensor send = shards.reshape({b, cl, w, l}).permute({2, 0, 1, 3}).contiguous();  // (W dst, B, Cl, L)
   at::Tensor recv = at::empty_like(send);
   comm.all_to_all(recv, send);
   return recv.permute({1, 0, 2, 3}).reshape({b, w * cl, l});  // (B, C, L), channels by src rank
 }
 
 struct HyenaFftConv : pkb::Reference {
+  std::unique_ptr<ZigZag> zigzag;
+  void setup(pkb::Ctx& ctx) override { zigzag = std::make_unique<ZigZag>(ctx.world(), ctx.device()); }
+
   std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
     pkb::Comm& comm = ctx.comm();
     int64_t w = ctx.world(), c = in["x1"].size(1), cl = c / w, r = ctx.rank();
     // The three inputs in one exchange (they move alike); x1 stays in dt, widened where it
     // is read; u = x2 * v in fp32 with v widened as read.
     int64_t b = in["x1"].size(0);
-    at::Tensor all = split_to_full(comm, at::cat({in["x1"], in["x2"], in["v"]}, 0));  // (3B, C/W, Ls)
+    at::Tensor all = split_to_full(comm, at::cat({in["x1"], in["x2"], in["v"]}, 0), *zigzag);  // (3B, C/W, Ls)
     at::Tensor x1 = all.narrow(0, 0, b), x2 = all.narrow(0, b, b), v = all.narrow(0, 2 * b, b);
     at::Tensor u = x2.to(at::kFloat).mul_(v);
     int64_t ls = u.size(-1), n = 2 * ls;
@@ -65,7 +79,7 @@ struct HyenaFftConv : pkb::Reference {
     at::Tensor uf = at::fft_rfft(u, n, -1).mul_(hf);
     // y + bias * u, then x1 * it, in place on the convolution's first Ls outputs.
     at::Tensor y = at::fft_irfft(uf, n, -1).narrow(-1, 0, ls).addcmul_(u, bias).mul_(x1);
-    return {full_to_split(comm, y.to(in["x1"].scalar_type())).transpose(1, 2).contiguous()};
+    return {full_to_split(comm, y.to(in["x1"].scalar_type()), *zigzag).transpose(1, 2).contiguous()};
   }
 };
 
