@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e,
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, fresh10,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -584,6 +584,16 @@ stage_host35e() {
   done
   host_table
   CATEGORIES="tp dp" REF_W2= stage_final35b 150
+}
+
+stage_fresh10() {
+  # Issue 34: ten evaluations that each time the reference afresh (one problem, the honest
+  # example), each record's reference attempts, stability and speedup.
+  local T="$SRC/solutions_cuda/tp_gemm_allgather.cu" k
+  for k in 1 2 3 4 5 6 7 8 9 10; do
+    eval_json "fresh reference $k: honest tp_gemm_allgather W=1" 0 -p tp_gemm_allgather -s "$T" -w 1 \
+      --no-reference-cache --trials 5
+  done
 }
 
 stage_topk_probe() {
