@@ -60,7 +60,7 @@ struct HostUse {
   double machine_busy = -1;  // the machine's CPUs, busy fraction over the loop (/proc/stat); -1 unknown
   long call_minor_faults = 0, call_major_faults = 0;  // page faults inside the calls
   HostProbe probe;
-  int cpu = -1;  // where the timing thread started the loop (launch/cpus.hpp holds it there)
+  int cpu = -1;  // the CPU the timing thread started the loop on
 };
 
 // The timed calls of one side on one rank.
