@@ -544,8 +544,8 @@ EOF2
 
 stage_host35c() {
   # Which process is slower and why: both sides' host probes (a fixed arithmetic loop, an
-  # empty kernel launch, an ATen op, an allocation) beside their calls' host time, system
-  # CPU and page faults; @reference without MPS; each CPU's speed on a fixed loop; and
+  # empty kernel launch, an ATen op, an allocation) beside their calls' host time, CPU
+  # time and page faults; @reference without MPS; each CPU's speed on a fixed loop; and
   # fresh reference timings of tp_gemm_allgather with the honest example (issue 34).
   local p k
   echo "| machine | | | $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(uname -r), $(lscpu | grep -E '^(Thread|Core|Socket)' | tr -s ' ' | tr '\n' ';') |" >>"$SUM"
