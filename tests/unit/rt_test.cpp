@@ -4,12 +4,15 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
 #include "eval/candidate.hpp"
 #include "eval/compare.hpp"
 #include "heap/heap.hpp"
+#include "jobs/timing.hpp"
 #include "launch/client.hpp"
 #include "spec/spec.hpp"
 #include "tensor/init.hpp"
@@ -171,4 +174,33 @@ TEST(RandomInputs, ALargeTensorIsDrawnInChunksAlikeInEveryDtype) {
   EXPECT_NEAR(tail.mean().item<double>(), 1.0, 0.15);
   EXPECT_NEAR(tail.std().item<double>(), 2.0, 0.15);
   EXPECT_FALSE(at::equal(tail, full.narrow(0, 0, 4096)));
+}
+
+// A call's CPU time is the thread's, up to date at the call's end. Where a kernel brings a
+// thread's getrusage figure up to date only at the scheduler's tick (the H200 machines'
+// did: 40 us calls read 0), a meter reading it fails here; this machine's kernel may not.
+TEST(HostMeter, ACallsCpuTimeIsItsOwnAndUpToDate) {
+  pkb::jobs::timing::HostMeter m;
+  m.start(pkb::eval::HostProbe{1, 2, 3, 4});
+  for (int call = 0; call < 5; ++call) {
+    m.call_started();
+    auto t = std::chrono::steady_clock::now();
+    volatile uint64_t x = 1;
+    while (std::chrono::steady_clock::now() - t < std::chrono::microseconds(300)) x = x * 6364136223846793005ull + 1;
+    m.call_returned();
+  }
+  pkb::eval::HostUse h = m.stop();
+  ASSERT_EQ(h.enqueue_us.size(), 5u);
+  ASSERT_EQ(h.enqueue_cpu_us.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_GE(h.enqueue_us[i], 300);
+    EXPECT_LE(h.enqueue_cpu_us[i], h.enqueue_us[i] + 50) << "more CPU than wall time in call " << i;
+  }
+  // A busy call's CPU time is most of its wall time (a tick-stale reading is 0 in most calls).
+  std::vector<double> cpu = h.enqueue_cpu_us;
+  std::sort(cpu.begin(), cpu.end());
+  EXPECT_GT(cpu[2], 150) << "the median call read " << cpu[2] << " us of CPU for 300 us of spinning";
+  EXPECT_EQ(h.call_major_faults, 0);
+  EXPECT_EQ(h.probe.launch_us, 2);  // the probe given to start() is the one reported
+  EXPECT_GE(h.cpu, 0);
 }
