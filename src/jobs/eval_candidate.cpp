@@ -276,7 +276,7 @@ class CandidateProblem {
     host.start(probe);
     for (int i = 0; i < n && !fail; ++i) {
       uint32_t seq = request_call(i);
-      host.call_started();  // before `ready` and after `done`: its getrusage is not timed
+      host.call_started();  // before `ready` and after `done`: its samples are not timed
       fail = gate_->call(seq, [&] { return call(phase::kCandidateTiming, timing::kTimedKey + i); }, own.get(), i);
       host.call_returned();
       sizes.push_back(reported_sizes());

@@ -88,7 +88,8 @@ void HostMeter::start(const eval::HostProbe& probe) {
   at_start_ = sample();
 }
 
-// Two getrusage calls a call (~1 us), each side places them outside what it times.
+// A call's two samples (the thread's clock and getrusage, ~1 us each): each side places them
+// outside what it times.
 void HostMeter::call_started() {
   call_sample_ = sample(false);
   call_ = Clock::now();
@@ -204,7 +205,7 @@ eval::CallTimes timed_loop(rank::Rank& r, void* stream, int n, const std::functi
     prepare(i);
     device::heap_barrier(*r.heap, pkb_channel(*r.heap), stream);
     if (cold) device::flush_l2(r.device, stream);
-    host.call_started();  // outside the events: its getrusage is not timed
+    host.call_started();  // outside the events: its samples are not timed
     timer->start(i);
     bool ok = call(i);
     timer->stop(i);
