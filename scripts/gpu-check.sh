@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, fresh10,
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -539,6 +539,35 @@ for l in open(sys.argv[1]):
         print(f"| {d['step'][7:]} | {side} | {h.get('cpu', '-')} | {g(t.get(side) or {}, 'median_us')} | {g(h, 'enqueue_median_us')} | "
               f"{g(h, 'enqueue_cpu_median_us')} | {g(h, 'call_minor_faults')} | "
               f"{h.get('call_switches', '-')} | {g(pr, 'cpu_us')} | {g(pr, 'launch_us')} | {g(pr, 'op_us')} | {g(pr, 'alloc_us')} |")
+EOF2
+}
+
+stage_host35f() {
+  # Does a thread that waited before a call enqueue it slower? The machine's CPU facts and a
+  # torch probe of five ways of waiting (bench/host_wake_probe.py); then @reference with
+  # odd calls waiting otherwise (PKB_DEBUG_PARITY: the candidate polling for its judge's
+  # reply, the reference sleeping 200 us), both sides' cycles and instructions per call.
+  local p
+  echo "| machine | | | $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(uname -r), $(lscpu | grep -E '^(Thread|Core|Socket|NUMA node\(s\))' | tr -s ' ' | tr '\n' ';') |" >>"$SUM"
+  step "wake probe" 0 python3 bench/host_wake_probe.py --reps 300
+  step "wake probe, pinned" 0 python3 bench/host_wake_probe.py --reps 300 --pin 5
+  awk '/^=== wake probe/{on=1} on && /^(machine:|  [a-z_0-9]+: |pin |\| )/' "$LOG" >>"$SUM"
+  for p in tp_lmhead_gemv_allgather tp_allgather_gemm dp_sam3_iou_suppression tp_vocab_parallel_logprob_topk; do
+    PKB_DEBUG_PARITY=1 eval_json "probe: parity $p" 0 -p $p -s @reference -w 1 --trials 3 --no-reference-cache --echo
+    sed -n "/^=== probe: parity $p:/,\$p" "$LOG" | grep "\[parity\]" | sed "s/^/| parity $p | | | /; s/$/ |/" >>"$SUM"
+  done
+  host_table
+  python3 - "$RES" >>"$SUM" <<'EOF2'
+import json, sys
+print("\n| step | side | call cycles | instructions | GHz | IPC | probe GHz |")
+print("| --- | --- | --- | --- | --- | --- | --- |")
+for l in open(sys.argv[1]):
+    d = json.loads(l)
+    for side in ("reference", "candidate"):
+        h = ((d.get("timing") or {}).get("host") or {}).get(side) or {}
+        c = h.get("call_counters") or {}
+        g = lambda k: f"{c[k]:.3g}" if isinstance(c.get(k), (int, float)) else "-"
+        print(f"| {d['step']} | {side} | {g('cycles_median')} | {g('instructions_median')} | {g('ghz_median')} | {g('ipc_median')} | {(h.get('probe') or {}).get('cpu_ghz', '-')} |")
 EOF2
 }
 

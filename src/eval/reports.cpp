@@ -58,8 +58,10 @@ CallTimes call_times_from_json(const json& j) {
     if (h.contains("probe")) {
       const json& p = h["probe"];
       u.probe = HostProbe{p.value("cpu_us", -1.0), p.value("launch_us", -1.0), p.value("op_us", -1.0),
-                          p.value("alloc_us", -1.0)};
+                          p.value("alloc_us", -1.0), p.value("cpu_ghz", -1.0)};
     }
+    u.call_cycles = h.value("call_cycles", std::vector<double>{});
+    u.call_instructions = h.value("call_instructions", std::vector<double>{});
     t.host = u;
   }
   return t;
@@ -102,7 +104,7 @@ Failure Failure::from_json(const json& j) {
 }
 
 json to_json(const HostProbe& p) {
-  return {{"cpu_us", p.cpu_us}, {"launch_us", p.launch_us}, {"op_us", p.op_us}, {"alloc_us", p.alloc_us}};
+  return {{"cpu_us", p.cpu_us}, {"launch_us", p.launch_us}, {"op_us", p.op_us}, {"alloc_us", p.alloc_us}, {"cpu_ghz", p.cpu_ghz}};
 }
 
 json to_json(const HostUse& h) {
@@ -117,7 +119,9 @@ json to_json(const HostUse& h) {
           {"call_minor_faults", h.call_minor_faults},
           {"call_major_faults", h.call_major_faults},
           {"probe", to_json(h.probe)},
-          {"cpu", h.cpu}};
+          {"cpu", h.cpu},
+          {"call_cycles", h.call_cycles},
+          {"call_instructions", h.call_instructions}};
 }
 
 json to_json(const CallTimes& t) {

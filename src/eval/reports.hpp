@@ -49,6 +49,7 @@ struct HostProbe {
   double launch_us = -1;  // an empty kernel launched on the timed stream (CUDA only)
   double op_us = -1;      // an in-place add on a one-element tensor: ATen's dispatch and a launch
   double alloc_us = -1;   // a small tensor made and freed: torch's allocator
+  double cpu_ghz = -1;    // the core's clock over the arithmetic loop (cycles / time); -1: not counted
 };
 
 struct HostUse {
@@ -61,6 +62,9 @@ struct HostUse {
   long call_minor_faults = 0, call_major_faults = 0;  // page faults inside the calls
   HostProbe probe;
   int cpu = -1;  // the CPU the timing thread started the loop on
+  // The thread's user-space cycles and instructions in each call (jobs/cpu_counters.hpp);
+  // empty where the machine does not count them.
+  std::vector<double> call_cycles, call_instructions;
 };
 
 // The timed calls of one side on one rank.

@@ -151,6 +151,21 @@ std::string phase_order_error(const std::vector<launch::RankReport::Step>& histo
   return "";
 }
 
+// The calls' cycles and instructions, where counted: their medians, the core's clock while
+// a call ran (cycles over its CPU time) and instructions per cycle. Null where not counted.
+static json counters_summary(const HostUse& h) {
+  if (h.call_cycles.empty() || h.call_cycles.size() != h.call_instructions.size()) return nullptr;
+  std::vector<double> ghz, ipc;
+  for (size_t i = 0; i < h.call_cycles.size(); ++i) {
+    if (i < h.enqueue_cpu_us.size() && h.enqueue_cpu_us[i] > 0) ghz.push_back(h.call_cycles[i] / h.enqueue_cpu_us[i] / 1e3);
+    if (h.call_cycles[i] > 0) ipc.push_back(h.call_instructions[i] / h.call_cycles[i]);
+  }
+  return {{"cycles_median", stats_of(h.call_cycles).median},
+          {"instructions_median", stats_of(h.call_instructions).median},
+          {"ghz_median", ghz.empty() ? json() : json(stats_of(ghz).median)},
+          {"ipc_median", ipc.empty() ? json() : json(stats_of(ipc).median)}};
+}
+
 // A side's host during its timed loop (HostUse), summed up: the median time a call took to
 // return, the share of the loop the timing thread and the whole process ran on a CPU
 // (process: in cores), its context switches, and the machine's busy share.
@@ -168,7 +183,8 @@ static json host_summary(const CallTimes& t) {
           {"call_minor_faults", static_cast<double>(h.call_minor_faults) / std::max<size_t>(h.enqueue_us.size(), 1)},
           {"call_major_faults", h.call_major_faults},
           {"probe", to_json(h.probe)},
-          {"cpu", h.cpu}};
+          {"cpu", h.cpu},
+          {"call_counters", counters_summary(h)}};
 }
 
 json judge(json& res, const launch::GroupReport& rep, const Context& c, const Rules& rules) {

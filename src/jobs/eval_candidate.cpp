@@ -275,7 +275,9 @@ class CandidateProblem {
     timing::HostMeter host;
     host.start(probe);
     for (int i = 0; i < n && !fail; ++i) {
+      r_.client.set_spinning(timing::debug_parity() && i % 2);
       uint32_t seq = request_call(i);
+      r_.client.set_spinning(false);
       host.call_started();  // before `ready` and after `done`: its samples are not timed
       fail = gate_->call(seq, [&] { return call(phase::kCandidateTiming, timing::kTimedKey + i); }, own.get(), i);
       host.call_returned();
@@ -287,6 +289,7 @@ class CandidateProblem {
     t.loop_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
     t.host = host.stop();
     t.warmup = w.calls;
+    if (timing::debug_parity()) timing::print_parity("candidate_host", t);
     device::synchronize(r_.device);
     if (!fail) fail = sandbox_failure(phase::kCandidateTiming, -1);
     report_.timing = t;

@@ -7,6 +7,9 @@
 #include <fstream>
 #include <string>
 
+#include <cstdlib>
+#include <thread>
+
 #include <sys/resource.h>
 #include <sched.h>
 #include <time.h>
@@ -82,6 +85,10 @@ HostMeter::Sample HostMeter::sample(bool whole) {
 void HostMeter::start(const eval::HostProbe& probe) {
   enqueue_us_.clear();
   enqueue_cpu_us_.clear();
+  cycles_.clear();
+  instructions_.clear();
+  counters_ = std::make_unique<CpuCounters>();
+  if (!counters_->ok()) counters_.reset();
   call_switches_ = call_minor_faults_ = call_major_faults_ = 0;
   probe_ = probe;
   cpu_ = sched_getcpu();
@@ -92,11 +99,17 @@ void HostMeter::start(const eval::HostProbe& probe) {
 // outside what it times.
 void HostMeter::call_started() {
   call_sample_ = sample(false);
+  if (counters_) call_count_ = counters_->read();
   call_ = Clock::now();
 }
 
 void HostMeter::call_returned() {
   enqueue_us_.push_back(std::chrono::duration<double, std::micro>(Clock::now() - call_).count());
+  if (counters_) {
+    CpuCounters::Reading c = counters_->read();
+    cycles_.push_back(static_cast<double>(c.cycles - call_count_.cycles));
+    instructions_.push_back(static_cast<double>(c.instructions - call_count_.instructions));
+  }
   Sample s = sample(false);
   enqueue_cpu_us_.push_back(s.thread_cpu_us - call_sample_.thread_cpu_us);
   call_switches_ += (s.voluntary - call_sample_.voluntary) + (s.involuntary - call_sample_.involuntary);
@@ -120,6 +133,9 @@ eval::HostUse HostMeter::stop() {
   h.call_major_faults = call_major_faults_;
   h.probe = probe_;
   h.cpu = cpu_;
+  h.call_cycles = cycles_;
+  h.call_instructions = instructions_;
+  counters_.reset();
   return h;
 }
 
@@ -127,13 +143,19 @@ eval::HostProbe probe_host(at::Device d, void* stream) {
   constexpr int kReps = 7, kOps = 32;
   eval::HostProbe p;
   auto us_since = [](Clock::time_point t) { return std::chrono::duration<double, std::micro>(Clock::now() - t).count(); };
+  CpuCounters counters;
+  std::vector<double> ghz;
   p.cpu_us = median_us(kReps, [&] {
+    CpuCounters::Reading c0 = counters.read();
     auto t = Clock::now();
     uint64_t x = 0x9E3779B97F4A7C15ull;
     for (int i = 0; i < 20000; ++i) x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     probe_sink = x;
-    return us_since(t);
+    double us = us_since(t);
+    if (counters.ok()) ghz.push_back(static_cast<double>(counters.read().cycles - c0.cycles) / us / 1e3);
+    return us;
   });
+  if (!ghz.empty()) p.cpu_ghz = eval::stats_of(ghz).median;
   if (d.is_cuda()) p.launch_us = device::launch_us(d, stream, kOps);
   at::Tensor x = at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(d));
   auto ops = [&] {
@@ -247,6 +269,7 @@ eval::CallTimes time_reference(ProblemContext& pc, void* stream) {
         // launch-bound references run as candidates were slower on the H200 than their
         // judges timed them: bench/results/h200-2026-12-03, calls 6-8.)
         device::synchronize(r.device);
+        if (debug_parity() && i % 2) std::this_thread::sleep_for(std::chrono::microseconds(200));
       },
       [&](int) {
         pc.reference->run(pc.ctx, in);
@@ -254,7 +277,30 @@ eval::CallTimes time_reference(ProblemContext& pc, void* stream) {
       },
       [](int) {});
   t.warmup = w.calls;
+  if (debug_parity()) print_parity("reference", t);
   return t;
+}
+
+bool debug_parity() {
+  static const bool on = std::getenv("PKB_DEBUG_PARITY") != nullptr;
+  return on;
+}
+
+void print_parity(const char* side, const eval::CallTimes& t) {
+  auto half = [](const std::vector<double>& v, int odd) {
+    std::vector<double> h;
+    for (size_t i = odd; i < v.size(); i += 2) h.push_back(v[i]);
+    return h.empty() ? -1.0 : eval::stats_of(h).median;
+  };
+  for (int odd = 0; odd < 2; ++odd) {
+    std::printf("[parity] %s %s: span %.1f", side, odd ? "odd" : "even", half(t.us, odd));
+    if (t.host)
+      std::printf(" enqueue %.1f cpu %.1f cycles %.0f instructions %.0f cpu_ghz %.2f", half(t.host->enqueue_us, odd),
+                  half(t.host->enqueue_cpu_us, odd), half(t.host->call_cycles, odd),
+                  half(t.host->call_instructions, odd), t.host->probe.cpu_ghz);
+    std::printf("\n");
+  }
+  std::fflush(stdout);
 }
 
 }  // namespace pkb::jobs::timing

@@ -9,11 +9,13 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "eval/reports.hpp"
 #include "jobs/context.hpp"
+#include "jobs/cpu_counters.hpp"
 #include "rank/rank.hpp"
 
 namespace pkb::jobs::timing {
@@ -43,7 +45,9 @@ class HostMeter {
   Sample at_start_;
   std::chrono::steady_clock::time_point call_;
   Sample call_sample_;
-  std::vector<double> enqueue_us_, enqueue_cpu_us_;
+  std::vector<double> enqueue_us_, enqueue_cpu_us_, cycles_, instructions_;
+  std::unique_ptr<CpuCounters> counters_;  // the thread's, where the machine counts them
+  CpuCounters::Reading call_count_;
   long call_switches_ = 0, call_minor_faults_ = 0, call_major_faults_ = 0;
   eval::HostProbe probe_;
   int cpu_ = -1;
@@ -106,5 +110,11 @@ struct ReferenceTiming {
   std::string why;  // why the kept attempt is not stable ("" when it is)
 };
 ReferenceTiming time_reference_until_stable(ProblemContext& pc, void* stream, const Stability& rule = {});
+
+// EXPERIMENT (PKB_DEBUG_PARITY, to be removed): whether odd calls wait otherwise (the
+// candidate's polled without sleeping, the reference's after a 200 us sleep), and a line on
+// stdout of `t`'s medians over even and odd calls.
+bool debug_parity();
+void print_parity(const char* side, const eval::CallTimes& t);
 
 }  // namespace pkb::jobs::timing

@@ -27,7 +27,7 @@ Frame Client::request(Op op, std::string payload, int fd) {
   send_frame(sock_, Frame{op, std::move(payload), fd});
   Frame reply;
   while (!reader_.next(reply))
-    if (!reader_.read_some(sock_))
+    if (!reader_.read_some(sock_, !spinning_))
       throw std::system_error(ECONNRESET, std::generic_category(), "pkb parent closed the bootstrap channel");
   return reply;
 }

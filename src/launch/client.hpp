@@ -55,8 +55,11 @@ class Client {
   // crash in a later one loses none of it.
   void part(const std::string& json);
   void error(const std::string& kind, const std::string& message);
+  // EXPERIMENT (PKB_DEBUG_PARITY, to be removed): replies polled without sleeping.
+  void set_spinning(bool on) { spinning_ = on; }
 
  private:
+  bool spinning_ = false;
   Frame request(Op op, std::string payload, int fd = -1);
   void event(Op op, const std::string& payload);
 

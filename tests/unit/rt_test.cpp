@@ -203,4 +203,29 @@ TEST(HostMeter, ACallsCpuTimeIsItsOwnAndUpToDate) {
   EXPECT_EQ(h.call_major_faults, 0);
   EXPECT_EQ(h.probe.launch_us, 2);  // the probe given to start() is the one reported
   EXPECT_GE(h.cpu, 0);
+  // Each call's cycles and instructions where the machine counts them, none where it does not.
+  if (pkb::jobs::timing::CpuCounters().ok()) {
+    ASSERT_EQ(h.call_instructions.size(), 5u);
+    ASSERT_EQ(h.call_cycles.size(), 5u);
+    for (size_t i = 0; i < 5; ++i) EXPECT_GT(h.call_cycles[i], 1e5) << "300 us of spinning in call " << i;
+  } else {
+    EXPECT_TRUE(h.call_cycles.empty());
+    EXPECT_TRUE(h.call_instructions.empty());
+  }
+}
+
+TEST(CpuCounters, CountTheThreadsWorkWhereTheMachineCounts) {
+  pkb::jobs::timing::CpuCounters c;
+  if (!c.ok()) {
+    EXPECT_EQ(c.read().cycles, 0u);
+    EXPECT_EQ(c.read().instructions, 0u);
+    GTEST_SKIP() << "this machine counts no CPU cycles for a thread (no PMU in the VM, or perf_event_paranoid): "
+                    "read() gives zeros, and timing.host's call_counters are null";
+  }
+  auto a = c.read();
+  volatile uint64_t x = 1;
+  for (int i = 0; i < 1000000; ++i) x = x * 6364136223846793005ull + 1;
+  auto b = c.read();
+  EXPECT_GT(b.instructions - a.instructions, 1000000u);  // at least one instruction an iteration
+  EXPECT_GT(b.cycles - a.cycles, 100000u);
 }
