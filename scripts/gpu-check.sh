@@ -544,17 +544,17 @@ EOF2
 
 stage_host35f() {
   # Does a thread that waited before a call enqueue it slower? The machine's CPU facts and a
-  # torch probe of five ways of waiting (bench/host_wake_probe.py); then @reference with
-  # odd calls waiting otherwise (PKB_DEBUG_PARITY: the candidate polling for its judge's
-  # reply, the reference sleeping 200 us), both sides' cycles and instructions per call.
+  # torch probe of five ways of waiting (bench/host_wake_probe.py); then @reference on four
+  # launch-bound problems, both sides' host and (where the machine counts them) cycles and
+  # instructions per call. (Call 19 ran it with odd calls waiting otherwise, a knob since
+  # removed: the candidate polling for its judge's reply, the reference sleeping 200 us.)
   local p
   echo "| machine | | | $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(uname -r), $(lscpu | grep -E '^(Thread|Core|Socket|NUMA node\(s\))' | tr -s ' ' | tr '\n' ';') |" >>"$SUM"
   step "wake probe" 0 python3 bench/host_wake_probe.py --reps 300
   step "wake probe, pinned" 0 python3 bench/host_wake_probe.py --reps 300 --pin 5
   awk '/^=== wake probe/{on=1} on && /^(machine:|  [a-z_0-9]+: |pin |\| )/' "$LOG" >>"$SUM"
   for p in tp_lmhead_gemv_allgather tp_allgather_gemm dp_sam3_iou_suppression tp_vocab_parallel_logprob_topk; do
-    PKB_DEBUG_PARITY=1 eval_json "probe: parity $p" 0 -p $p -s @reference -w 1 --trials 3 --no-reference-cache --echo
-    sed -n "/^=== probe: parity $p:/,\$p" "$LOG" | grep "\[parity\]" | sed "s/^/| parity $p | | | /; s/$/ |/" >>"$SUM"
+    eval_json "probe: $p" 0 -p $p -s @reference -w 1 --trials 3 --no-reference-cache
   done
   host_table
   python3 - "$RES" >>"$SUM" <<'EOF2'

@@ -40,6 +40,9 @@ namespace {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
+
+// How long the candidate rank's thread spins for a timed call's inputs before it sleeps.
+constexpr double kAwaitInputsSpinS = 0.05;
 using eval::CandidateCtx;
 using eval::Failure;
 using eval::Verdict;
@@ -166,8 +169,16 @@ class CandidateProblem {
 
   // Asks the judge for call `i` (its inputs written, its outputs poisoned) and returns the
   // call's sequence number on the gate.
+  // On CUDA the thread spins while the judge writes the inputs (within kAwaitInputsSpinS):
+  // one that slept enqueues the call after it slower, and the judges' reference calls follow
+  // a spin. (CPU-device timings count for nothing, and there a spin takes a core from the judge.)
   uint32_t request_call(int i) {
     pair_.send(proto::kFill, {{"call", i}});
+    struct Spin {
+      launch::Client& c;
+      ~Spin() { c.spin_while_waiting(0); }
+    } spin{r_.client};
+    if (r_.device.is_cuda()) r_.client.spin_while_waiting(kAwaitInputsSpinS);
     json f = pair_.receive(proto::kFilled);
     if (f.value("call", -1) != i) throw proto::ProtocolError("filled the wrong call");
     return f.at("seq").get<uint32_t>();
@@ -275,9 +286,7 @@ class CandidateProblem {
     timing::HostMeter host;
     host.start(probe);
     for (int i = 0; i < n && !fail; ++i) {
-      r_.client.set_spinning(timing::debug_parity() && i % 2);
       uint32_t seq = request_call(i);
-      r_.client.set_spinning(false);
       host.call_started();  // before `ready` and after `done`: its samples are not timed
       fail = gate_->call(seq, [&] { return call(phase::kCandidateTiming, timing::kTimedKey + i); }, own.get(), i);
       host.call_returned();
@@ -289,7 +298,6 @@ class CandidateProblem {
     t.loop_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
     t.host = host.stop();
     t.warmup = w.calls;
-    if (timing::debug_parity()) timing::print_parity("candidate_host", t);
     device::synchronize(r_.device);
     if (!fail) fail = sandbox_failure(phase::kCandidateTiming, -1);
     report_.timing = t;

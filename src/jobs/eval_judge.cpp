@@ -417,7 +417,6 @@ class JudgeProblem {
         us.resize(i);
         for (double& x : us) x = std::max(0.0, x - report_.gate->taken_us);
         report_.candidate = eval::CallTimes{us, 0, 0};
-        if (timing::debug_parity()) timing::print_parity("candidate_spans", *report_.candidate);
       }
       fail = reported_failure(timed);
     } catch (const std::exception& e) {

@@ -7,9 +7,6 @@
 #include <fstream>
 #include <string>
 
-#include <cstdlib>
-#include <thread>
-
 #include <sys/resource.h>
 #include <sched.h>
 #include <time.h>
@@ -269,7 +266,6 @@ eval::CallTimes time_reference(ProblemContext& pc, void* stream) {
         // launch-bound references run as candidates were slower on the H200 than their
         // judges timed them: bench/results/h200-2026-12-03, calls 6-8.)
         device::synchronize(r.device);
-        if (debug_parity() && i % 2) std::this_thread::sleep_for(std::chrono::microseconds(200));
       },
       [&](int) {
         pc.reference->run(pc.ctx, in);
@@ -277,30 +273,7 @@ eval::CallTimes time_reference(ProblemContext& pc, void* stream) {
       },
       [](int) {});
   t.warmup = w.calls;
-  if (debug_parity()) print_parity("reference", t);
   return t;
-}
-
-bool debug_parity() {
-  static const bool on = std::getenv("PKB_DEBUG_PARITY") != nullptr;
-  return on;
-}
-
-void print_parity(const char* side, const eval::CallTimes& t) {
-  auto half = [](const std::vector<double>& v, int odd) {
-    std::vector<double> h;
-    for (size_t i = odd; i < v.size(); i += 2) h.push_back(v[i]);
-    return h.empty() ? -1.0 : eval::stats_of(h).median;
-  };
-  for (int odd = 0; odd < 2; ++odd) {
-    std::printf("[parity] %s %s: span %.1f", side, odd ? "odd" : "even", half(t.us, odd));
-    if (t.host)
-      std::printf(" enqueue %.1f cpu %.1f cycles %.0f instructions %.0f cpu_ghz %.2f", half(t.host->enqueue_us, odd),
-                  half(t.host->enqueue_cpu_us, odd), half(t.host->call_cycles, odd),
-                  half(t.host->call_instructions, odd), t.host->probe.cpu_ghz);
-    std::printf("\n");
-  }
-  std::fflush(stdout);
 }
 
 }  // namespace pkb::jobs::timing

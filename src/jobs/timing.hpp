@@ -111,10 +111,4 @@ struct ReferenceTiming {
 };
 ReferenceTiming time_reference_until_stable(ProblemContext& pc, void* stream, const Stability& rule = {});
 
-// EXPERIMENT (PKB_DEBUG_PARITY, to be removed): whether odd calls wait otherwise (the
-// candidate's polled without sleeping, the reference's after a 200 us sleep), and a line on
-// stdout of `t`'s medians over even and odd calls.
-bool debug_parity();
-void print_parity(const char* side, const eval::CallTimes& t);
-
 }  // namespace pkb::jobs::timing

@@ -85,7 +85,7 @@ void send_frame(int sock, const Frame& f) {
   }
 }
 
-bool FrameReader::read_some(int sock, bool wait) {
+bool FrameReader::read_some(int sock) {
   char data[65536];
   struct iovec iov{data, sizeof(data)};
   alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int) * 8)];
@@ -95,7 +95,7 @@ bool FrameReader::read_some(int sock, bool wait) {
   msg.msg_control = control;
   msg.msg_controllen = sizeof(control);
   ssize_t n;
-  do n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | (wait ? 0 : MSG_DONTWAIT));
+  do n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
   while (n < 0 && errno == EINTR);
   if (n < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK) return true;

@@ -60,7 +60,7 @@ void send_frame(int sock, const Frame& f);
 class FrameReader {
  public:
   // Reads what is there. Returns false when the peer closed the socket.
-  bool read_some(int sock, bool wait = true);
+  bool read_some(int sock);
   // Next complete frame, if any (descriptors are matched to SetFd frames in order).
   bool next(Frame& out);
 

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <system_error>
+#include <poll.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,13 +23,30 @@ Client& Client::from_env() {
   return *client;
 }
 
+namespace {
+
+// Polls `sock` without sleeping until it is readable or `seconds` have passed.
+void spin_until_readable(int sock, double seconds) {
+  timespec t0{}, t{};
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  pollfd p{sock, POLLIN, 0};
+  do {
+    if (poll(&p, 1, 0) != 0) return;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  } while ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) * 1e-9 < seconds);
+}
+
+}  // namespace
+
 Frame Client::request(Op op, std::string payload, int fd) {
   std::lock_guard<std::mutex> lock(mu_);
   send_frame(sock_, Frame{op, std::move(payload), fd});
   Frame reply;
-  while (!reader_.next(reply))
-    if (!reader_.read_some(sock_, !spinning_))
+  while (!reader_.next(reply)) {
+    if (spin_s_ > 0) spin_until_readable(sock_, spin_s_);
+    if (!reader_.read_some(sock_))
       throw std::system_error(ECONNRESET, std::generic_category(), "pkb parent closed the bootstrap channel");
+  }
   return reply;
 }
 
