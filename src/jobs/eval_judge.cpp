@@ -400,7 +400,7 @@ class JudgeProblem {
         }
         if (m["type"] != proto::kFill || m.value("call", -1) != i || i >= n)
           throw proto::ProtocolError("a '" + m["type"].get<std::string>() + "' message at timed call " + std::to_string(i));
-        r_.client.progress(phase::kTimedCall, i);  // the progress line counts the calls
+        r_.client.phase(phase::kTimedCall, i);  // the progress line counts the calls
         last_inputs_ = fill(timing::kTimedKey + i, i % 2);
         uint32_t seq = next_seq();
         gate_->timed(seq, *timer, i, job_.cache == "cold", *r_.heap, harness_->out, slot(i));

@@ -258,7 +258,7 @@ eval::CallTimes time_reference(ProblemContext& pc, void* stream) {
   eval::CallTimes t = timed_loop(
       r, stream, n,
       [&](int i) {
-        r.client.progress(launch::phase::kReferenceTiming, i);  // the progress line counts the calls
+        r.client.phase(launch::phase::kReferenceTiming, i);  // the progress line counts the calls
         in = pc.inputs_for(kTimedKey + i);
         // The device idle before the call, as a candidate's is when its judge opens the gate:
         // else the inputs' making, queued ahead, would give the host a head start to enqueue

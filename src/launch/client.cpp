@@ -132,14 +132,6 @@ void Client::phase(const std::string& name, int trial) {
   nlohmann::json j = {{"phase", name}, {"trial", trial}};
   if (!problem_.empty()) j["problem"] = problem_;
   event(Op::Phase, j.dump());
-  last_phase_ = name;
-  last_sent_ = std::chrono::steady_clock::now();
-}
-
-void Client::progress(const std::string& name, int n) {
-  if (name == last_phase_ && std::chrono::steady_clock::now() - last_sent_ < std::chrono::duration<double>(kProgressS))
-    return;
-  phase(name, n);
 }
 
 void Client::result(const std::string& json) { event(Op::Result, json); }

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <chrono>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -51,11 +50,6 @@ class Client {
   // (set_problem), and every later phase event carries it.
   void set_problem(const std::string& slug) { problem_ = slug; }
   void phase(const std::string& name, int trial = -1);
-  // A phase's progress inside a timed loop (call `n` of `name`): sent as phase() is where
-  // the phase is new, else at most every kProgressS, so that the parent's handling of
-  // the event (a wake-up of its own, beside the timed thread) lands in few calls.
-  void progress(const std::string& name, int n);
-  static constexpr double kProgressS = 0.1;
   void result(const std::string& json);
   // A rank that runs several problems in turn: one problem's report, sent as it ends, so a
   // crash in a later one loses none of it.
@@ -74,8 +68,6 @@ class Client {
 
   std::mutex mu_;
   std::string ns_, problem_;
-  std::string last_phase_;  // the phase of the last event sent, and when it went
-  std::chrono::steady_clock::time_point last_sent_;
   int sock_;
   FrameReader reader_;
   int64_t collective_seq_ = 0;

@@ -8,16 +8,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <thread>
-
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "eval/candidate.hpp"
 #include "eval/compare.hpp"
 #include "heap/heap.hpp"
 #include "jobs/timing.hpp"
-#include "launch/channel.hpp"
 #include "launch/client.hpp"
 #include "spec/spec.hpp"
 #include "tensor/init.hpp"
@@ -233,34 +228,4 @@ TEST(CpuCounters, CountTheThreadsWorkWhereTheMachineCounts) {
   auto b = c.read();
   EXPECT_GT(b.instructions - a.instructions, 1000000u);  // at least one instruction an iteration
   EXPECT_GT(b.cycles - a.cycles, 100000u);
-}
-
-// A timed loop's progress reaches the parent at most every Client::kProgressS, a new phase at
-// once: the parent's wake-up for each event then lands in few of the timed calls.
-TEST(Client, ProgressInsideATimedLoopIsSentAtMostEveryTenthOfASecond) {
-  int pair[2];
-  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
-  std::vector<std::string> got;
-  {
-    launch::Client c(pair[0]);
-    c.phase("timing_setup");
-    for (int i = 0; i < 50; ++i) c.progress("timed_call", i);  // within a few ms: the first one only
-    std::this_thread::sleep_for(std::chrono::duration<double>(launch::Client::kProgressS * 1.5));
-    c.progress("timed_call", 50);                              // the interval is over: sent
-    c.progress("timed_call", 51);
-    c.progress("reference_timing", 0);                         // a new phase: sent at once
-  }
-  close(pair[0]);
-  launch::FrameReader reader;
-  launch::Frame f;
-  for (;;) {
-    while (reader.next(f)) got.push_back(f.payload);
-    if (!reader.read_some(pair[1])) break;
-  }
-  close(pair[1]);
-  ASSERT_EQ(got.size(), 4u);
-  EXPECT_NE(got[0].find("timing_setup"), std::string::npos);
-  EXPECT_NE(got[1].find("\"trial\":0"), std::string::npos) << got[1];
-  EXPECT_NE(got[2].find("\"trial\":50"), std::string::npos) << got[2];
-  EXPECT_NE(got[3].find("reference_timing"), std::string::npos) << got[3];
 }
