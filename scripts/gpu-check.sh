@@ -91,7 +91,7 @@ if t.get("gate_overhead"):
 if d.get("speedup_interval"):
     line += f"; 95% [{d['speedup_interval']['lo']:.2f}, {d['speedup_interval']['hi']:.2f}]"
 if t.get("reference_attempts"):
-    line += "; reference attempts " + ", ".join(f"{a['median_us']:.1f}±{a['iqr_us']:.1f} us @{a['clocks']['sm_mhz_before']}/{a['clocks']['sm_mhz_after']} MHz" for a in t["reference_attempts"])
+    line += "; reference attempts " + ", ".join(f"{a['median_us']:.1f}±{a['iqr_us']:.1f} us @{a['clocks']['sm_mhz_before']}/{a['clocks']['sm_mhz_after']} MHz cpu {a.get('cpus')} host {[round(x or 0, 1) for x in a.get('host_median_us') or []]}" for a in t["reference_attempts"])
 if "noisy_reference" in (d.get("flags") or []): line += " NOISY"
 if d.get("escape_check"):
     e = d["escape_check"]

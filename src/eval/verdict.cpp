@@ -292,8 +292,17 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
       for (auto& j : judges) per_rank.push_back(j.reference.at(a).times.us);
       std::vector<double> calls = slowest_per_call(per_rank);
       Stats st = stats_of(calls);
+      // Each judge's CPU for the attempt and its host per call: an unstable attempt's
+      // successor runs on another CPU (jobs/timing.cpp).
+      json cpus = json::array(), host_us = json::array();
+      for (auto& j : judges) {
+        const auto& h = j.reference.at(a).times.host;
+        cpus.push_back(h ? h->cpu : -1);
+        host_us.push_back(h ? json(stats_of(h->enqueue_us).median) : json());
+      }
       attempts.push_back({{"median_us", st.median}, {"iqr_us", st.iqr},
-                          {"clocks", to_json(judges[0].reference.at(a).clocks)}});
+                          {"clocks", to_json(judges[0].reference.at(a).clocks)}, {"cpus", cpus},
+                          {"host_median_us", host_us}});
       if (static_cast<int>(a) == kept) {
         rs = st;
         ref_calls = calls;
