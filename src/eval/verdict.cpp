@@ -292,8 +292,8 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
       for (auto& j : judges) per_rank.push_back(j.reference.at(a).times.us);
       std::vector<double> calls = slowest_per_call(per_rank);
       Stats st = stats_of(calls);
-      // Each judge's CPU for the attempt and its host per call: an unstable attempt's
-      // successor runs on another CPU (jobs/timing.cpp).
+      // Each judge's CPU for the attempt and its host per call: a disturbed attempt shows
+      // whether its judge's host was slow, and where.
       json cpus = json::array(), host_us = json::array();
       for (auto& j : judges) {
         const auto& h = j.reference.at(a).times.host;

@@ -313,34 +313,9 @@ std::string unstable_because(const std::vector<double>& times, const eval::Clock
   return why.empty() ? clocks_unstable(clocks, rule) : why;
 }
 
-CpuMover::CpuMover() { ok_ = sched_getaffinity(0, sizeof saved_, &saved_) == 0; }
-
-CpuMover::~CpuMover() {
-  if (moved_) sched_setaffinity(0, sizeof saved_, &saved_);
-}
-
-int CpuMover::away_from(int from, int attempt, int rank) {
-  std::vector<int> cpus;
-  for (int c = 0; ok_ && c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &saved_)) cpus.push_back(c);
-  if (cpus.size() < 2) return -1;
-  size_t at = std::find(cpus.begin(), cpus.end(), from) - cpus.begin();
-  if (at == cpus.size()) at = 0;
-  size_t step = std::max<size_t>(1, cpus.size() / 3);
-  int to = cpus[(at + static_cast<size_t>(attempt) * step + static_cast<size_t>(rank)) % cpus.size()];
-  if (to == from) to = cpus[(at + 1) % cpus.size()];
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(to, &one);
-  if (sched_setaffinity(0, sizeof one, &one) != 0) return -1;
-  moved_ = true;
-  return to;
-}
-
 ReferenceTiming time_reference_until_stable(ProblemContext& pc, void* stream, const Stability& rule) {
   rank::Rank& r = pc.rank;
   ReferenceTiming out;
-  CpuMover mover;
   std::vector<eval::Stats> slowest;
   std::vector<std::string> why;
   // CPU-device timings never count for speed (eval::timing_counts): one attempt, kept.
@@ -368,7 +343,6 @@ ReferenceTiming time_reference_until_stable(ProblemContext& pc, void* stream, co
     slowest.push_back(eval::stats_of(calls));
     why.push_back(because);
     if (because.empty()) break;
-    if (t.host) mover.away_from(t.host->cpu, a + 1, r.rank);
   }
   // The stable attempt with the lowest median; else the least spread one.
   int best = -1;

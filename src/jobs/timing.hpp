@@ -13,8 +13,6 @@
 #include <string>
 #include <vector>
 
-#include <sched.h>
-
 #include "eval/reports.hpp"
 #include "jobs/context.hpp"
 #include "jobs/cpu_counters.hpp"
@@ -105,26 +103,6 @@ std::string unstable_because(const std::vector<double>& times, const eval::Clock
 // The reference timed until a timing is stable (at most rule.attempts times), every judge
 // agreeing on each attempt from the slowest rank's calls. Kept: the stable attempt with the
 // lowest median, else (none stable) the least spread one, and `stable` says which.
-// Holds the calling thread on one CPU for the reference's next attempt, away from the one
-// the last ran on, and gives the thread back its CPUs when it goes. A disturbed timing stays
-// disturbed while the thread stays on its CPU: the VM's vCPUs differ in speed, and in the
-// evaluations whose reference timing was noisy every attempt was (bench/results/
-// h200-2026-12-03, call 21).
-class CpuMover {
- public:
-  CpuMover();
-  ~CpuMover();
-  CpuMover(const CpuMover&) = delete;
-  CpuMover& operator=(const CpuMover&) = delete;
-  // `from`: the CPU the last attempt started on; `rank`: the judge's, so judges spread out.
-  // Returns the CPU the thread is held on now, or -1 (one CPU allowed, or refused).
-  int away_from(int from, int attempt, int rank);
-
- private:
-  cpu_set_t saved_;
-  bool ok_ = false, moved_ = false;
-};
-
 struct ReferenceTiming {
   std::vector<eval::ReferenceAttempt> attempts;  // this rank's
   int kept = 0;

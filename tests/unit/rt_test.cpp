@@ -8,9 +8,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <thread>
-
-#include <sched.h>
 
 #include "eval/candidate.hpp"
 #include "eval/compare.hpp"
@@ -231,29 +228,4 @@ TEST(CpuCounters, CountTheThreadsWorkWhereTheMachineCounts) {
   auto b = c.read();
   EXPECT_GT(b.instructions - a.instructions, 1000000u);  // at least one instruction an iteration
   EXPECT_GT(b.cycles - a.cycles, 100000u);
-}
-
-// A noisy reference timing's next attempt runs on another CPU, and the thread gets all its
-// CPUs back afterwards.
-TEST(CpuMover, TheNextAttemptRunsOnAnotherCpuAndTheThreadGetsItsCpusBack) {
-  cpu_set_t before;
-  ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
-  if (CPU_COUNT(&before) < 2) GTEST_SKIP() << "this process may run on one CPU only: there is nowhere to move";
-  std::thread([&] {
-    int from = sched_getcpu();
-    {
-      pkb::jobs::timing::CpuMover m;
-      int to = m.away_from(from, 1, 0);
-      ASSERT_GE(to, 0);
-      EXPECT_NE(to, from);
-      EXPECT_EQ(sched_getcpu(), to);  // the kernel moves the calling thread at once
-      int next = m.away_from(to, 2, 0);
-      ASSERT_GE(next, 0);
-      EXPECT_NE(next, to);
-      EXPECT_EQ(sched_getcpu(), next);
-    }
-    cpu_set_t after;
-    ASSERT_EQ(sched_getaffinity(0, sizeof after, &after), 0);
-    EXPECT_TRUE(CPU_EQUAL(&before, &after)) << "the thread keeps a CPU mask of the mover's";
-  }).join();
 }
