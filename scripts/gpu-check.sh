@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10,
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, shared2,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -100,7 +100,7 @@ for side, h in (t.get("host") or {}).items():
     line += (f"; {side}'s host: enqueue {h['enqueue_median_us']:.1f} us (cpu {h.get('enqueue_cpu_median_us', -1):.1f} us, "
              f"{h.get('call_switches', '-')} switches in calls), thread cpu {100*h['thread_cpu_share']:.0f}%, "
              f"process {h['process_cpu_cores']:.2f} cores, switches {h['switches_voluntary']}+{h['switches_involuntary']} inv, "
-             f"machine busy {100*h['machine_busy']:.0f}%")
+             f"machine busy {100*h['machine_busy']:.0f}%, huge pages {h.get('thp_anon_kib', '-')}/{h.get('thp_file_kib', '-')} KiB")
 print(line + " |")
 EOF
   fi
@@ -619,10 +619,17 @@ stage_fresh10() {
   # Issue 34: ten evaluations that each time the reference afresh (one problem, the honest
   # example), each record's reference attempts, stability and speedup.
   local T="$SRC/solutions_cuda/tp_gemm_allgather.cu" k
+  echo "| machine | | | huge pages: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null), $(grep -h Speculation /proc/self/status | tr -s '\t ' ' ' | tr '\n' ';') |" >>"$SUM"
   for k in 1 2 3 4 5 6 7 8 9 10; do
     eval_json "fresh reference $k: honest tp_gemm_allgather W=1" 0 -p tp_gemm_allgather -s "$T" -w 1 \
       --no-reference-cache --trials 5
   done
+}
+
+stage_shared2() {
+  # W=2 on the one GPU with timing: the honest example and the reference as the candidate.
+  eval_json "honest tp_gemm_allgather W=2 shared" 0 -p tp_gemm_allgather -s "$SRC/solutions_cuda/tp_gemm_allgather.cu" -w 2 --trials 5
+  eval_json "@reference tp_gemm_allgather W=2 shared" 0 -p tp_gemm_allgather -s @reference -w 2 --trials 5
 }
 
 stage_topk_probe() {

@@ -62,6 +62,8 @@ CallTimes call_times_from_json(const json& j) {
     }
     u.call_cycles = h.value("call_cycles", std::vector<double>{});
     u.call_instructions = h.value("call_instructions", std::vector<double>{});
+    u.thp_anon_kib = h.value("thp_anon_kib", -1L);
+    u.thp_file_kib = h.value("thp_file_kib", -1L);
     t.host = u;
   }
   return t;
@@ -121,7 +123,9 @@ json to_json(const HostUse& h) {
           {"probe", to_json(h.probe)},
           {"cpu", h.cpu},
           {"call_cycles", h.call_cycles},
-          {"call_instructions", h.call_instructions}};
+          {"call_instructions", h.call_instructions},
+          {"thp_anon_kib", h.thp_anon_kib},
+          {"thp_file_kib", h.thp_file_kib}};
 }
 
 json to_json(const CallTimes& t) {

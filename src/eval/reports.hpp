@@ -65,6 +65,9 @@ struct HostUse {
   // The thread's user-space cycles and instructions in each call (jobs/cpu_counters.hpp);
   // empty where the machine does not count them.
   std::vector<double> call_cycles, call_instructions;
+  // The process's memory on huge pages as the loop starts (/proc/self/smaps_rollup, KiB):
+  // anonymous (the heap) and file-backed (libraries' code); -1 where unreadable.
+  long thp_anon_kib = -1, thp_file_kib = -1;
 };
 
 // The timed calls of one side on one rank.

@@ -184,7 +184,9 @@ static json host_summary(const CallTimes& t) {
           {"call_major_faults", h.call_major_faults},
           {"probe", to_json(h.probe)},
           {"cpu", h.cpu},
-          {"call_counters", counters_summary(h)}};
+          {"call_counters", counters_summary(h)},
+          {"thp_anon_kib", h.thp_anon_kib},
+          {"thp_file_kib", h.thp_file_kib}};
 }
 
 json judge(json& res, const launch::GroupReport& rep, const Context& c, const Rules& rules) {

@@ -89,6 +89,16 @@ void HostMeter::start(const eval::HostProbe& probe) {
   call_switches_ = call_minor_faults_ = call_major_faults_ = 0;
   probe_ = probe;
   cpu_ = sched_getcpu();
+  thp_anon_kib_ = thp_file_kib_ = -1;
+  std::ifstream rollup("/proc/self/smaps_rollup");
+  std::string key;
+  long kib = 0;
+  std::getline(rollup, key);  // the range line
+  while (rollup >> key >> kib) {
+    if (key == "AnonHugePages:") thp_anon_kib_ = kib;
+    if (key == "FilePmdMapped:") thp_file_kib_ = kib;
+    rollup.ignore(64, '\n');
+  }
   at_start_ = sample();
 }
 
@@ -130,6 +140,8 @@ eval::HostUse HostMeter::stop() {
   h.call_major_faults = call_major_faults_;
   h.probe = probe_;
   h.cpu = cpu_;
+  h.thp_anon_kib = thp_anon_kib_;
+  h.thp_file_kib = thp_file_kib_;
   h.call_cycles = cycles_;
   h.call_instructions = instructions_;
   counters_.reset();

@@ -51,6 +51,7 @@ class HostMeter {
   long call_switches_ = 0, call_minor_faults_ = 0, call_major_faults_ = 0;
   eval::HostProbe probe_;
   int cpu_ = -1;
+  long thp_anon_kib_ = -1, thp_file_kib_ = -1;
 };
 
 // The same fixed work timed on the calling thread (eval::HostProbe): a side whose calls take

@@ -203,6 +203,8 @@ TEST(HostMeter, ACallsCpuTimeIsItsOwnAndUpToDate) {
   EXPECT_EQ(h.call_major_faults, 0);
   EXPECT_EQ(h.probe.launch_us, 2);  // the probe given to start() is the one reported
   EXPECT_GE(h.cpu, 0);
+  EXPECT_GE(h.thp_anon_kib, 0) << "/proc/self/smaps_rollup read";
+  EXPECT_GE(h.thp_file_kib, 0);
   // Each call's cycles and instructions where the machine counts them, none where it does not.
   if (pkb::jobs::timing::CpuCounters().ok()) {
     ASSERT_EQ(h.call_instructions.size(), 5u);
