@@ -14,7 +14,10 @@
 // C0 and C1 are the candidate rank's own events (its reading): C0 is enqueued before
 // `ready`, C1 after `done`, so that where the host is slower than the call's work, the only
 // launch of pkb's in the span after the call's own is `done`, as the judges' timing of the
-// reference has its stop event there and nothing else.
+// reference has its stop event there and nothing else. Before each call the candidate rank
+// asks its judge for the inputs and spins until they are written (jobs/eval_candidate.cpp),
+// as the judge's own reference calls follow a spinning synchronise: a thread that slept
+// enqueues the next call slower.
 // Nothing in the candidate's process can move them: rewriting its event timer, its
 // reports or its clocks changes only its own reading (which the parent compares). The
 // outputs are copied out the moment `done` is written on the candidate's stream, into
