@@ -447,6 +447,29 @@ stage_integrity34() {
     eval_json "fresh reference $k: honest tp_gemm_allgather W=1" 0 -p tp_gemm_allgather -s "$T" -w 1 \
       --no-reference-cache --trials 5
   done
+  probe_rows
+}
+
+probe_rows() {
+  # Each evaluation's two sides: timed median, host per call, and the probe (launch, ATen op,
+  # allocation, memory latency), to see whether a slow host shows in its probe.
+  python3 - "$RES" >>"$SUM" <<'EOF2'
+import json, sys
+print("\n| step | ref us | ref host | ref probe launch/op/alloc us, mem ns | cand us | cand host | cand probe |")
+print("| --- | --- | --- | --- | --- | --- | --- |")
+for l in open(sys.argv[1]):
+    d = json.loads(l)
+    t = d.get("timing") or {}
+    h = t.get("host") or {}
+    def side(k):
+        x = h.get(k) or {}
+        p = x.get("probe") or {}
+        return (f"{(t.get(k) or {}).get('median_us', 0):.1f}", f"{x.get('enqueue_median_us', 0):.0f}",
+                f"{p.get('launch_us', -1):.1f}/{p.get('op_us', -1):.1f}/{p.get('alloc_us', -1):.1f}, {p.get('mem_ns', -1):.0f}")
+    r, c = side("reference"), side("candidate")
+    flag = " NOISY" if "noisy_reference" in (d.get("flags") or []) else ""
+    print(f"| {d.get('step', '')}{flag} | {r[0]} | {r[1]} | {r[2]} | {c[0]} | {c[1]} | {c[2]} |")
+EOF2
 }
 
 stage_reference_all() {

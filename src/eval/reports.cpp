@@ -58,7 +58,7 @@ CallTimes call_times_from_json(const json& j) {
     if (h.contains("probe")) {
       const json& p = h["probe"];
       u.probe = HostProbe{p.value("cpu_us", -1.0), p.value("launch_us", -1.0), p.value("op_us", -1.0),
-                          p.value("alloc_us", -1.0), p.value("cpu_ghz", -1.0)};
+                          p.value("alloc_us", -1.0), p.value("cpu_ghz", -1.0), p.value("mem_ns", -1.0)};
     }
     u.call_cycles = h.value("call_cycles", std::vector<double>{});
     u.call_instructions = h.value("call_instructions", std::vector<double>{});
@@ -106,7 +106,7 @@ Failure Failure::from_json(const json& j) {
 }
 
 json to_json(const HostProbe& p) {
-  return {{"cpu_us", p.cpu_us}, {"launch_us", p.launch_us}, {"op_us", p.op_us}, {"alloc_us", p.alloc_us}, {"cpu_ghz", p.cpu_ghz}};
+  return {{"cpu_us", p.cpu_us}, {"launch_us", p.launch_us}, {"op_us", p.op_us}, {"alloc_us", p.alloc_us}, {"cpu_ghz", p.cpu_ghz}, {"mem_ns", p.mem_ns}};
 }
 
 json to_json(const HostUse& h) {

@@ -50,6 +50,7 @@ struct HostProbe {
   double op_us = -1;      // an in-place add on a one-element tensor: ATen's dispatch and a launch
   double alloc_us = -1;   // a small tensor made and freed: torch's allocator
   double cpu_ghz = -1;    // the core's clock over the arithmetic loop (cycles / time); -1: not counted
+  double mem_ns = -1;     // a dependent load from a page not touched since the last: memory's latency
 };
 
 struct HostUse {

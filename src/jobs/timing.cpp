@@ -5,8 +5,13 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <memory>
+#include <random>
 #include <string>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <sys/resource.h>
 #include <sched.h>
 #include <time.h>
@@ -148,6 +153,31 @@ eval::HostUse HostMeter::stop() {
   return h;
 }
 
+// The memory's latency to this thread: dependent loads, one from each 4 KiB page of a fresh
+// 64 MiB buffer in a random order, each line flushed from the caches first, so that every
+// load misses the caches and the TLB (a VM walks two page tables then). The line varies
+// with the page so that the loads spread over the caches' sets. Some 20-40 ms.
+static double memory_latency_ns() {
+  constexpr size_t kPage = 4096, kPages = (size_t{64} << 20) / kPage;
+  std::vector<uint32_t> order(kPages);
+  for (size_t i = 0; i < kPages; ++i) order[i] = static_cast<uint32_t>(i);
+  std::mt19937 rng(7);
+  std::shuffle(order.begin(), order.end(), rng);
+  std::unique_ptr<char[]> buf(new char[kPages * kPage]);
+  auto slot = [&](uint32_t page) { return reinterpret_cast<uint32_t*>(buf.get() + page * kPage + (page % 64) * 64); };
+  for (size_t i = 0; i < kPages; ++i) *slot(order[i]) = order[(i + 1) % kPages];
+#if defined(__x86_64__)
+  for (size_t i = 0; i < kPages; ++i) _mm_clflush(slot(static_cast<uint32_t>(i)));
+  _mm_mfence();
+#endif
+  uint32_t at = order[0];
+  auto t = Clock::now();
+  for (size_t k = 0; k < kPages; ++k) at = *slot(at);
+  double ns = std::chrono::duration<double, std::nano>(Clock::now() - t).count() / kPages;
+  probe_sink = at;
+  return ns;
+}
+
 eval::HostProbe probe_host(at::Device d, void* stream) {
   constexpr int kReps = 7, kOps = 32;
   eval::HostProbe p;
@@ -165,6 +195,7 @@ eval::HostProbe probe_host(at::Device d, void* stream) {
     return us;
   });
   if (!ghz.empty()) p.cpu_ghz = eval::stats_of(ghz).median;
+  p.mem_ns = memory_latency_ns();
   if (d.is_cuda()) p.launch_us = device::launch_us(d, stream, kOps);
   at::Tensor x = at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(d));
   auto ops = [&] {
