@@ -447,7 +447,6 @@ stage_integrity34() {
     eval_json "fresh reference $k: honest tp_gemm_allgather W=1" 0 -p tp_gemm_allgather -s "$T" -w 1 \
       --no-reference-cache --trials 5
   done
-  probe_rows
 }
 
 probe_rows() {
@@ -647,6 +646,7 @@ stage_fresh10() {
     eval_json "fresh reference $k: honest tp_gemm_allgather W=1" 0 -p tp_gemm_allgather -s "$T" -w 1 \
       --no-reference-cache --trials 5
   done
+  probe_rows
 }
 
 stage_shared2() {
