@@ -40,9 +40,6 @@ namespace {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-// How long the candidate rank's thread spins for a timed call's inputs before it sleeps.
-constexpr double kAwaitInputsSpinS = 0.05;
 using eval::CandidateCtx;
 using eval::Failure;
 using eval::Verdict;
@@ -168,10 +165,12 @@ class CandidateProblem {
   }
 
   // Asks the judge for call `i` (its inputs written, its outputs poisoned) and returns the
-  // call's sequence number on the gate.
-  // On CUDA the thread spins while the judge writes the inputs (within kAwaitInputsSpinS):
-  // one that slept enqueues the call after it slower, and the judges' reference calls follow
-  // a spin. (CPU-device timings count for nothing, and there a spin takes a core from the judge.)
+  // call's sequence number on the gate. On CUDA the thread spins while the judge writes the
+  // inputs (for up to kAwaitInputsSpinS, then sleeps): one that slept enqueues the call after
+  // it slower, and the judges' reference calls follow a spinning synchronise (call 19 in
+  // bench/results/h200-2026-12-03). CPU-device timings count for nothing, and there a spin
+  // takes a core from the judge.
+  static constexpr double kAwaitInputsSpinS = 0.05;
   uint32_t request_call(int i) {
     pair_.send(proto::kFill, {{"call", i}});
     struct Spin {
