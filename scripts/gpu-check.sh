@@ -449,28 +449,6 @@ stage_integrity34() {
   done
 }
 
-probe_rows() {
-  # Each evaluation's two sides: timed median, host per call, and the probe (launch, ATen op,
-  # allocation, memory latency), to see whether a slow host shows in its probe.
-  python3 - "$RES" >>"$SUM" <<'EOF2'
-import json, sys
-print("\n| step | ref us | ref host | ref probe launch/op/alloc us, mem ns | cand us | cand host | cand probe |")
-print("| --- | --- | --- | --- | --- | --- | --- |")
-for l in open(sys.argv[1]):
-    d = json.loads(l)
-    t = d.get("timing") or {}
-    h = t.get("host") or {}
-    def side(k):
-        x = h.get(k) or {}
-        p = x.get("probe") or {}
-        return (f"{(t.get(k) or {}).get('median_us', 0):.1f}", f"{x.get('enqueue_median_us', 0):.0f}",
-                f"{p.get('launch_us', -1):.1f}/{p.get('op_us', -1):.1f}/{p.get('alloc_us', -1):.1f}, {p.get('mem_ns', -1):.0f}")
-    r, c = side("reference"), side("candidate")
-    flag = " NOISY" if "noisy_reference" in (d.get("flags") or []) else ""
-    print(f"| {d.get('step', '')}{flag} | {r[0]} | {r[1]} | {r[2]} | {c[0]} | {c[1]} | {c[2]} |")
-EOF2
-}
-
 stage_reference_all() {
   # Every problem's reference as its own candidate (issue 35): a sweep at W=1 with the
   # default settings (its report beside it), then every problem at W=2 with both ranks on
@@ -544,23 +522,26 @@ EOF
 }
 
 host_table() {
-  # Both sides' host per call and probes, for the steps named "probe: ...".
-  python3 - "$RES" >>"$SUM" <<'EOF2'
+  # Both sides' host per call and probes, for the steps whose names start with $1 ("probe:"
+  # unless given; "" for every step): a slow host may show in its probe.
+  python3 - "$RES" "${1-probe:}" >>"$SUM" <<'EOF2'
 import json, sys
-print("\n| step | side | cpu | timed us | host us/call | cpu us/call | faults/call | switches in calls | probe cpu us | launch us | op us | alloc us |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+print("\n| step | side | cpu | timed us | host us/call | cpu us/call | faults/call | switches in calls | probe cpu us | launch us | op us | alloc us | mem ns |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for l in open(sys.argv[1]):
     d = json.loads(l)
-    if not d.get("step", "").startswith("probe:"): continue
+    if not d.get("step", "").startswith(sys.argv[2]): continue
     t = d.get("timing") or {}
     for side in ("reference", "candidate"):
         h = (t.get("host") or {}).get(side)
         if not h: continue
         pr = h.get("probe") or {}
         g = lambda x, k: f"{x[k]:.2f}" if isinstance(x.get(k), (int, float)) else "-"
-        print(f"| {d['step'][7:]} | {side} | {h.get('cpu', '-')} | {g(t.get(side) or {}, 'median_us')} | {g(h, 'enqueue_median_us')} | "
-              f"{g(h, 'enqueue_cpu_median_us')} | {g(h, 'call_minor_faults')} | "
-              f"{h.get('call_switches', '-')} | {g(pr, 'cpu_us')} | {g(pr, 'launch_us')} | {g(pr, 'op_us')} | {g(pr, 'alloc_us')} |")
+        noisy = " NOISY" if side == "reference" and "noisy_reference" in (d.get("flags") or []) else ""
+        print(f"| {d['step'][len(sys.argv[2]):].strip()}{noisy} | {side} | {h.get('cpu', '-')} | {g(t.get(side) or {}, 'median_us')} | "
+              f"{g(h, 'enqueue_median_us')} | {g(h, 'enqueue_cpu_median_us')} | {g(h, 'call_minor_faults')} | "
+              f"{h.get('call_switches', '-')} | {g(pr, 'cpu_us')} | {g(pr, 'launch_us')} | {g(pr, 'op_us')} | "
+              f"{g(pr, 'alloc_us')} | {g(pr, 'mem_ns')} |")
 EOF2
 }
 
@@ -646,7 +627,7 @@ stage_fresh10() {
     eval_json "fresh reference $k: honest tp_gemm_allgather W=1" 0 -p tp_gemm_allgather -s "$T" -w 1 \
       --no-reference-cache --trials 5
   done
-  probe_rows
+  host_table ""
 }
 
 stage_shared2() {
