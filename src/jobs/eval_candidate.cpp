@@ -17,6 +17,8 @@
 #include <filesystem>
 #include <map>
 
+#include <sched.h>
+
 #include "comm/comms.hpp"
 #include "device/device.hpp"
 #include "eval/candidate.hpp"
@@ -168,16 +170,22 @@ class CandidateProblem {
   // call's sequence number on the gate. On CUDA the thread spins while the judge writes the
   // inputs (for up to kAwaitInputsSpinS, then sleeps): one that slept enqueues the call after
   // it slower, and the judges' reference calls follow a spinning synchronise (call 19 in
-  // bench/results/h200-2026-12-03). CPU-device timings count for nothing, and there a spin
-  // takes a core from the judge.
+  // bench/results/h200-2026-12-03). Not where a spin would take a core from a judge: on the
+  // CPU device (its timings count for nothing) or with fewer CPUs than every rank and the
+  // parent need (an allocation of few cores beside several GPUs).
   static constexpr double kAwaitInputsSpinS = 0.05;
+  bool spin_for_inputs() const {
+    cpu_set_t cpus;
+    return r_.device.is_cuda() && sched_getaffinity(0, sizeof cpus, &cpus) == 0 &&
+           CPU_COUNT(&cpus) >= 2 * r_.world + 1;
+  }
   uint32_t request_call(int i) {
     pair_.send(proto::kFill, {{"call", i}});
     struct Spin {
       launch::Client& c;
       ~Spin() { c.spin_while_waiting(0); }
     } spin{r_.client};
-    if (r_.device.is_cuda()) r_.client.spin_while_waiting(kAwaitInputsSpinS);
+    if (spin_) r_.client.spin_while_waiting(kAwaitInputsSpinS);
     json f = pair_.receive(proto::kFilled);
     if (f.value("call", -1) != i) throw proto::ProtocolError("filled the wrong call");
     return f.at("seq").get<uint32_t>();
@@ -351,6 +359,7 @@ class CandidateProblem {
   Pair& pair_;
   void* stream_;
   CandidateGate* gate_;
+  const bool spin_ = spin_for_inputs();  // after r_ (members are made in this order)
   eval::Candidate* cand_ = nullptr;
   eval::CandidateReport report_;
   eval::HarnessLayout layout_;
