@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <new>
 #include <random>
 #include <string>
 
@@ -163,7 +164,8 @@ static double memory_latency_ns() {
   for (size_t i = 0; i < kPages; ++i) order[i] = static_cast<uint32_t>(i);
   std::mt19937 rng(7);
   std::shuffle(order.begin(), order.end(), rng);
-  std::unique_ptr<char[]> buf(new char[kPages * kPage]);
+  std::unique_ptr<char[]> buf(new (std::nothrow) char[kPages * kPage]);
+  if (!buf) return -1;  // no memory to spare: not measured
   auto slot = [&](uint32_t page) { return reinterpret_cast<uint32_t*>(buf.get() + page * kPage + (page % 64) * 64); };
   for (size_t i = 0; i < kPages; ++i) *slot(order[i]) = order[(i + 1) % kPages];
 #if defined(__x86_64__)

@@ -56,9 +56,7 @@ class Client {
   void part(const std::string& json);
   void error(const std::string& kind, const std::string& message);
   // Replies polled without sleeping for up to `seconds` (then awaited as usual); 0: off.
-  // A thread that slept on the socket enqueues its next launches slower than one that
-  // spun (bench/results/h200-2026-12-03, call 19): the candidate rank's timed calls wait
-  // on their judge so, as the judges' reference calls follow a spinning synchronise.
+  // The thread keeps its CPU and its caches: what it does next starts warm.
   void spin_while_waiting(double seconds) { spin_s_ = seconds; }
 
  private:
