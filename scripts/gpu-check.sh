@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, shared2,
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, fresh10h, fp8_probe, shared2,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -90,6 +90,8 @@ if t.get("gate_overhead"):
     line += f"; judge's clock (gate {g['median_us']:.1f} us taken off), own events {own:.1f} us" if own else ""
 if d.get("speedup_interval"):
     line += f"; 95% [{d['speedup_interval']['lo']:.2f}, {d['speedup_interval']['hi']:.2f}]"
+if t.get("reference_redraws"):
+    line += "; earlier judges' attempts " + " | ".join(", ".join(f"{a['median_us']:.1f}±{a['iqr_us']:.1f} us host {[round(x or 0, 1) for x in a.get('host_median_us') or []]}" for a in d) for d in t["reference_redraws"])
 if t.get("reference_attempts"):
     line += "; reference attempts " + ", ".join(f"{a['median_us']:.1f}±{a['iqr_us']:.1f} us @{a['clocks']['sm_mhz_before']}/{a['clocks']['sm_mhz_after']} MHz cpu {a.get('cpus')} host {[round(x or 0, 1) for x in a.get('host_median_us') or []]}" for a in t["reference_attempts"])
 if "noisy_reference" in (d.get("flags") or []): line += " NOISY"
@@ -620,14 +622,28 @@ stage_host35e() {
 
 stage_fresh10() {
   # Issue 34: ten evaluations that each time the reference afresh (one problem, the honest
-  # example), each record's reference attempts, stability and speedup.
+  # example), each record's reference attempts (and fresh judges' redraws), stability and
+  # speedup. FRESH_ARGS: more eval flags; FRESH_TAG: a name for this set.
   local T="$SRC/solutions_cuda/tp_gemm_allgather.cu" k
   echo "| machine | | | huge pages: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null), $(grep -h Speculation /proc/self/status | tr -s '\t ' ' ' | tr '\n' ';') |" >>"$SUM"
   for k in 1 2 3 4 5 6 7 8 9 10; do
-    eval_json "fresh reference $k: honest tp_gemm_allgather W=1" 0 -p tp_gemm_allgather -s "$T" -w 1 \
-      --no-reference-cache --trials 5
+    eval_json "fresh${FRESH_TAG-} reference $k: honest tp_gemm_allgather W=1" 0 -p tp_gemm_allgather -s "$T" -w 1 \
+      --no-reference-cache --trials 5 ${FRESH_ARGS-}
   done
-  host_table ""
+  host_table "fresh${FRESH_TAG-} "
+}
+
+stage_fresh10h() {
+  # fresh10 with every rank's malloc on transparent huge pages (glibc's hugetlb tunable; the
+  # machine's THP setting is madvise): does the per-process host disturbance follow how a
+  # process's memory is mapped?
+  GLIBC_TUNABLES=glibc.malloc.hugetlb=1 FRESH_TAG=h FRESH_ARGS="--pass-env GLIBC_TUNABLES" stage_fresh10
+}
+
+stage_fp8_probe() {
+  # Issue 37: where tp_fp8_block_quant_allgather's reference spends its time at large.
+  echo "| fp8 block-quant probe (bench/fp8_quant_probe.py) | | | |" >>"$SUM"
+  python3 "$SRC/bench/fp8_quant_probe.py" >>"$SUM" 2>>"$LOG"
 }
 
 stage_shared2() {

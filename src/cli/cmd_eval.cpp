@@ -31,8 +31,6 @@ namespace {
 
 // The command's flags. Trials, timing and budgets bind straight to the rank's job
 // (rank/job.hpp), whose defaults they keep.
-// The command's flags. Trials, timing and budgets bind straight to the rank's job
-// (rank/job.hpp), whose defaults they keep.
 struct EvalOptions {
   std::vector<std::string> problems;
   std::string solution, seed, json_out, save, hardware = "auto", tk_dir;
@@ -384,6 +382,17 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
       ->capture_default_str();
   cmd->add_option("--min-trials", j.min_trials, "trials whatever the budget")->check(CLI::Range(1, 100000))->capture_default_str();
   cmd->add_flag("--no-reference-cache", o.no_ref_cache, "time the reference even when a cached timing exists");
+  cmd->add_option("--reference-max-iqr", j.reference_max_iqr,
+                  "the IQR over the median that a reference timing may reach to be kept and cached (default 0.10 on "
+                  "CUDA; no limit on the CPU device); beyond it, timed again, and flagged noisy_reference if it stays")
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--reference-attempts", j.reference_attempts, "timings of the reference in the same judges, until one is stable")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  cmd->add_option("--reference-redraws", j.reference_redraws,
+                  "starts of the ranks again with fresh judges while the reference's timing stays unstable")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
   cmd->add_option("--launcher", o.launcher, "local (here), or slurm (a Slurm job on a GPU node; waits for its result)")
       ->check(CLI::IsMember({"local", "slurm"}));
   cmd->add_option("--sbatch", o.sbatch, "slurm: one more #SBATCH option, e.g. --sbatch=--partition=gpu (repeatable)");

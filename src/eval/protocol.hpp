@@ -31,8 +31,10 @@ namespace pkb::eval::protocol {
 inline constexpr char kJudges[] = "j/";      // the judge ranks' namespace
 inline constexpr char kCandidates[] = "c/";  // the candidate ranks'
 // Set by judge rank 0 under kJudges once the reference is timed and its memory freed: no
-// candidate rank touches the device before.
+// candidate rank touches the device before. kRedraw as its value: the timing stayed
+// unstable and the judges end for fresh ones, so every candidate rank ends too, untouched.
 inline constexpr char kReferenceDone[] = "reference_done";
+inline constexpr char kRedraw[] = "redraw";
 inline constexpr char kHostRegion[] = "harness_host";  // + "/<rank>": a candidate rank's host tensors
 
 // Message types.

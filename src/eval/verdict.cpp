@@ -189,6 +189,44 @@ static json host_summary(const CallTimes& t) {
           {"thp_file_kib", h.thp_file_kib}};
 }
 
+json JudgedReference::cache() const {
+  if (!stable) return nullptr;
+  return {{"stats", stats.to_json()}, {"counts", counts}, {"peak_bytes", peak_bytes}, {"samples", calls},
+          {"attempts", attempts}};
+}
+
+JudgedReference judged_reference(const std::vector<JudgeReport>& judges) {
+  JudgedReference out;
+  const int kept = judges.at(0).reference_kept;
+  out.attempts = json::array();
+  for (size_t a = 0; a < judges[0].reference.size(); ++a) {
+    std::vector<std::vector<double>> per_rank;
+    for (auto& j : judges) per_rank.push_back(j.reference.at(a).times.us);
+    std::vector<double> calls = slowest_per_call(per_rank);
+    Stats st = stats_of(calls);
+    // Each judge's CPU for the attempt and its host per call: a disturbed attempt shows
+    // whether its judge's host was slow, and where.
+    json cpus = json::array(), host_us = json::array();
+    for (auto& j : judges) {
+      const auto& h = j.reference.at(a).times.host;
+      cpus.push_back(h ? h->cpu : -1);
+      host_us.push_back(h ? json(stats_of(h->enqueue_us).median) : json());
+    }
+    out.attempts.push_back({{"median_us", st.median}, {"iqr_us", st.iqr},
+                            {"clocks", to_json(judges[0].reference.at(a).clocks)}, {"cpus", cpus},
+                            {"host_median_us", host_us}});
+    if (static_cast<int>(a) == kept) {
+      out.stats = st;
+      out.calls = calls;
+    }
+  }
+  out.stable = judges[0].reference_stable;
+  out.unstable = judges[0].reference_unstable;
+  for (auto& j : judges) out.peak_bytes = std::max(out.peak_bytes, j.reference_peak_bytes);
+  out.counts = {{"warmup", judges[0].reference.at(kept).times.warmup}, {"iters", out.calls.size()}};
+  return out;
+}
+
 json judge(json& res, const launch::GroupReport& rep, const Context& c, const Rules& rules) {
   json flags = json::array();
   if (rep.leftovers_ended > 0) flags.push_back("left_processes");
@@ -278,8 +316,8 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
   if (!judge_clock) cand = self;
   std::vector<double> cand_calls = slowest_per_call(cand);
   Stats cs = stats_of(cand_calls);
-  // The reference: the attempt the judges kept, or the cache's.
-  json to_cache, ref_counts, attempts = json::array();
+  // The reference: the attempt the judges kept, or the cache's (or an earlier start's).
+  json to_cache, ref_counts, attempts;
   std::vector<double> ref_calls;
   Stats rs;
   bool ref_stable = true;
@@ -287,40 +325,23 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
     rs = Stats::from_json(c.cached_reference.at("stats"));
     ref_counts = c.cached_reference.at("counts");
     ref_calls = c.cached_reference.value("samples", std::vector<double>{});
+    if (c.reference_timed_here) attempts = c.cached_reference.value("attempts", json());
   } else {
-    const int kept = judges[0].reference_kept;
-    for (size_t a = 0; a < judges[0].reference.size(); ++a) {
-      std::vector<std::vector<double>> per_rank;
-      for (auto& j : judges) per_rank.push_back(j.reference.at(a).times.us);
-      std::vector<double> calls = slowest_per_call(per_rank);
-      Stats st = stats_of(calls);
-      // Each judge's CPU for the attempt and its host per call: a disturbed attempt shows
-      // whether its judge's host was slow, and where.
-      json cpus = json::array(), host_us = json::array();
-      for (auto& j : judges) {
-        const auto& h = j.reference.at(a).times.host;
-        cpus.push_back(h ? h->cpu : -1);
-        host_us.push_back(h ? json(stats_of(h->enqueue_us).median) : json());
-      }
-      attempts.push_back({{"median_us", st.median}, {"iqr_us", st.iqr},
-                          {"clocks", to_json(judges[0].reference.at(a).clocks)}, {"cpus", cpus},
-                          {"host_median_us", host_us}});
-      if (static_cast<int>(a) == kept) {
-        rs = st;
-        ref_calls = calls;
-      }
-    }
-    ref_stable = judges[0].reference_stable;
-    double peak = 0;
-    for (auto& j : judges) peak = std::max(peak, j.reference_peak_bytes);
-    ref_counts = {{"warmup", judges[0].reference.at(kept).times.warmup}, {"iters", ref_calls.size()}};
+    JudgedReference t = judged_reference(judges);
+    rs = t.stats;
+    ref_calls = t.calls;
+    ref_counts = t.counts;
+    attempts = t.attempts;
+    ref_stable = t.stable;
     // Only a stable baseline is kept for later evaluations: a disturbed one would inflate
     // every speedup measured against it.
-    if (ref_stable) to_cache = {{"stats", rs.to_json()}, {"counts", ref_counts}, {"peak_bytes", peak}, {"samples", ref_calls}};
+    to_cache = t.cache();
   }
-  res["timing"] = {{"reference", rs.to_json()}, {"candidate", cs.to_json()}, {"reference_cached", judges[0].reference.empty()},
+  res["timing"] = {{"reference", rs.to_json()}, {"candidate", cs.to_json()},
+                   {"reference_cached", judges[0].reference.empty() && !c.reference_timed_here},
                    {"clock", judge_clock ? "judge" : "candidate_rank"}};
-  if (!attempts.empty()) res["timing"]["reference_attempts"] = attempts;
+  if (attempts.is_array() && !attempts.empty()) res["timing"]["reference_attempts"] = attempts;
+  if (!c.reference_redraws.empty()) res["timing"]["reference_redraws"] = c.reference_redraws;
   // Where a launch-bound call's time goes: each side's host, rank 0's (diagnostic only).
   json host;
   if (!judges[0].reference.empty() && judges[0].reference.at(judges[0].reference_kept).times.host)

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/reports.hpp"
+#include "eval/stats.hpp"
 #include "launch/group.hpp"
 #include "launch/kinds.hpp"
 #include "spec/hardware.hpp"
@@ -57,11 +58,30 @@ struct Context {
   bool timing = true;
   const spec::HardwareProfile* hardware = nullptr;  // for the roofline (none: no roofline)
   nlohmann::json cached_reference;                  // the reference's timing from the cache, or null
+  // cached_reference was timed in this evaluation, by judges of an earlier start of the
+  // ranks (ended for fresh ones while another problem's timing was unstable): not cached.
+  bool reference_timed_here = false;
+  // Each earlier start's attempts at the reference, whose timing was unstable (oldest first).
+  nlohmann::json reference_redraws = nlohmann::json::array();
   // CUDA: the judge and candidate rank beside it share one GPU context (MPS), so the
   // judge's clock sees the candidate's calls; without it, the rank's own events are used
   // and the timing does not count (timing_unverified).
   bool mps = true;
 };
+
+// The reference's timing from its judges' reports (rank order, each with the attempts): the
+// kept attempt's statistics over the slowest rank's calls, every attempt's summary, whether
+// it is stable, and what a later evaluation may reuse (cache(): null when unstable).
+struct JudgedReference {
+  Stats stats;
+  std::vector<double> calls;
+  nlohmann::json counts, attempts;
+  bool stable = true;
+  std::string unstable;  // why not
+  double peak_bytes = 0;
+  nlohmann::json cache() const;
+};
+JudgedReference judged_reference(const std::vector<JudgeReport>& judges);
 
 // Fills res's verdict, message, failure, timing, speedup, busbw_gbps, roofline, flags,
 // escape_check, run's counts, phases_ms, device_copy and clocks from `rep`: the group of

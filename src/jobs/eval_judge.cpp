@@ -91,6 +91,19 @@ struct ReferenceTimed {
   timing::ReferenceTiming timing;
   double peak_bytes = 0;
   double ms = 0;
+
+  // A judge's report of it alone: the report that JudgeProblem completes, or the whole of
+  // it where the judges end the ranks for fresh ones.
+  eval::JudgeReport report() const {
+    eval::JudgeReport r;
+    r.reference = timing.attempts;
+    r.reference_kept = timing.kept;
+    r.reference_stable = timing.stable;
+    r.reference_unstable = timing.why;
+    r.reference_peak_bytes = peak_bytes;
+    r.phase_ms["reference_timing"] = ms;
+    return r;
+  }
 };
 
 // One problem judged: its reference and answers, the candidate rank's set viewed through
@@ -100,14 +113,7 @@ class JudgeProblem {
   JudgeProblem(rank::Rank& r, size_t k, Shared& sh, const std::optional<ReferenceTimed>& timed)
       : r_(r), job_(r.job), plan_(r.job.eval_problem(k)), pc_(r, r.job.specs.at(k)), sh_(sh), pair_(*sh.pair),
         stream_(sh.stream) {
-    if (timed) {
-      report_.reference = timed->timing.attempts;
-      report_.reference_kept = timed->timing.kept;
-      report_.reference_stable = timed->timing.stable;
-      report_.reference_unstable = timed->timing.why;
-      report_.reference_peak_bytes = timed->peak_bytes;
-      report_.phase_ms["reference_timing"] = timed->ms;
-    }
+    if (timed) report_ = timed->report();
   }
 
   json run() {
@@ -485,7 +491,9 @@ class JudgeProblem {
 
 // A judge rank: the references timed first (those the parent has no timing of), before any
 // candidate rank touches its GPU; then the candidate rank's memory mapped once, and each
-// problem judged in turn.
+// problem judged in turn. Where a timing stayed unstable and the parent may start the ranks
+// again (job.reference_redraws), the judges end here instead, and every candidate rank with
+// them: the disturbance seen on VMs follows a process, so fresh judges time it again.
 class JudgeRank {
  public:
   explicit JudgeRank(rank::Rank& r) : r_(r), job_(r.job) {}
@@ -503,16 +511,24 @@ class JudgeRank {
       device::reset_peak(r_.device);
       ProblemContext pc(r_, job_.specs[k]);
       ReferenceTimed t;
-      t.timing = timing::time_reference_until_stable(pc, sh_.stream);
+      t.timing = timing::time_reference_until_stable(pc, sh_.stream, timing::Stability::of(job_, r_.device.is_cuda()));
       t.peak_bytes = static_cast<double>(device::peak_allocated(r_.device));
       t.ms = ms_since(t0);
       timed[k] = t;
       device::release_cached_memory(r_.device);
     }
+    // Every judge agreed on each timing's stability (they decide on the same numbers).
+    bool redraw = false;
+    for (auto& t : timed) redraw = redraw || (t && !t->timing.stable && job_.reference_redraws > 0);
     // The candidate ranks start only now, on a device with the references' memory back.
     device::release_cached_memory(r_.device);
     r_.client.barrier(r_.world);
-    if (r_.rank == 0) r_.client.set(proto::kReferenceDone, "1");
+    if (r_.rank == 0) r_.client.set(proto::kReferenceDone, redraw ? proto::kRedraw : "1");
+    if (redraw) {
+      json reports = json::array();
+      for (auto& t : timed) reports.push_back(t ? eval::to_json(t->report()) : json());
+      return {{"redraw", true}, {"problems", reports}};
+    }
     map_candidate();
     json reports = json::array();
     for (size_t k = 0; k < n; ++k) {

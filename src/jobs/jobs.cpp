@@ -8,7 +8,7 @@ namespace pkb::jobs {
 
 using json = nlohmann::json;
 
-void before_setup(const rank::Job& job, launch::Client& client) {
+bool before_setup(const rank::Job& job, launch::Client& client) {
   namespace proto = eval::protocol;
   // pkb eval's two kinds of rank keep to their own keys; a candidate rank touches nothing
   // of the device while the judges time the reference.
@@ -19,9 +19,10 @@ void before_setup(const rank::Job& job, launch::Client& client) {
     for (auto& e : job.eval_problems) timed_by_judges = timed_by_judges || e.time_reference;
     if (job.timing && timed_by_judges) {
       client.phase(launch::phase::kAwaitReference);
-      client.get_from(proto::kJudges, proto::kReferenceDone);
+      return client.get_from(proto::kJudges, proto::kReferenceDone) != proto::kRedraw;
     }
   }
+  return true;
 }
 
 json run_job(rank::Rank& r) {

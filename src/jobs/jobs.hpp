@@ -26,8 +26,10 @@ nlohmann::json run_validate(rank::Rank& r);
 
 // What a rank of `job` does before it sets up its device (rank::Rank): pkb eval's two kinds
 // of rank keep to their own store keys, and a candidate rank waits until the judges have
-// timed the reference. Nothing for the other jobs.
-void before_setup(const rank::Job& job, launch::Client& client);
+// timed the reference. Nothing for the other jobs. False: the rank ends here, untouched
+// (the judges end the ranks for fresh ones: eval_judge.cpp), with kRedrawnResult.
+bool before_setup(const rank::Job& job, launch::Client& client);
+inline constexpr char kRedrawnResult[] = R"({"redrawn": true})";
 
 // The job of r.job.mode. Throws on an unknown mode.
 nlohmann::json run_job(rank::Rank& r);

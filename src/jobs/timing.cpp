@@ -329,7 +329,7 @@ namespace {
 
 std::string spread_unstable(const std::vector<double>& times, const Stability& rule) {
   eval::Stats st = eval::stats_of(times);
-  if (st.median <= 0 || st.iqr <= rule.max_rel_iqr * st.median) return "";
+  if (rule.max_rel_iqr < 0 || st.median <= 0 || st.iqr <= rule.max_rel_iqr * st.median) return "";
   char buf[160];
   std::snprintf(buf, sizeof buf, "IQR %.1f us on a median of %.1f us (over %.0f%%)", st.iqr, st.median,
                 100 * rule.max_rel_iqr);
@@ -353,6 +353,13 @@ eval::Clocks clocks_from(const nlohmann::json& k) {
 
 }  // namespace
 
+Stability Stability::of(const rank::Job& job, bool cuda) {
+  Stability s;
+  s.max_rel_iqr = job.reference_max_iqr >= 0 ? job.reference_max_iqr : cuda ? kMaxRelIqr : -1;
+  s.attempts = s.max_rel_iqr < 0 ? 1 : std::max(job.reference_attempts, 1);
+  return s;
+}
+
 std::string unstable_because(const std::vector<double>& times, const eval::Clocks& clocks, const Stability& rule) {
   std::string why = spread_unstable(times, rule);
   return why.empty() ? clocks_unstable(clocks, rule) : why;
@@ -363,9 +370,7 @@ ReferenceTiming time_reference_until_stable(ProblemContext& pc, void* stream, co
   ReferenceTiming out;
   std::vector<eval::Stats> slowest;
   std::vector<std::string> why;
-  // CPU-device timings never count for speed (eval::timing_counts): one attempt, kept.
-  const bool cuda = r.device.is_cuda();
-  for (int a = 0; a < (cuda ? rule.attempts : 1); ++a) {
+  for (int a = 0; a < rule.attempts; ++a) {
     device::Clocks before = device::read_clocks(r.device);
     eval::CallTimes t = time_reference(pc, stream);
     device::Clocks after = device::read_clocks(r.device);
@@ -384,7 +389,6 @@ ReferenceTiming time_reference_until_stable(ProblemContext& pc, void* stream, co
     }
     std::vector<double> calls = eval::slowest_per_call(per_rank);
     if (because.empty()) because = spread_unstable(calls, rule);
-    if (!cuda) because.clear();
     slowest.push_back(eval::stats_of(calls));
     why.push_back(because);
     if (because.empty()) break;

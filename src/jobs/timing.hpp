@@ -94,9 +94,14 @@ eval::CallTimes time_reference(ProblemContext& pc, void* stream);
 // slowdown. A speedup is reference / candidate: a disturbed baseline inflates every
 // speedup measured against it, and the cache would reuse it for every later candidate.
 struct Stability {
-  double max_rel_iqr = 0.10;
+  static constexpr double kMaxRelIqr = 0.10;  // on CUDA, unless the job says otherwise
+  double max_rel_iqr = kMaxRelIqr;            // < 0: no limit on the spread
   double min_clock_fraction = 0.90;
-  int attempts = 3;  // timings of the reference at most, until one is stable
+  int attempts = 3;  // timings of the reference at most, until one is stable (1 with no limit)
+
+  // The job's rule on this device (rank::Job::reference_max_iqr, reference_attempts): with
+  // no limit given, kMaxRelIqr on CUDA and none on the CPU device.
+  static Stability of(const rank::Job& job, bool cuda);
 };
 // "" when `times` (the slowest rank's per call) and `clocks` make a stable timing, else why not.
 std::string unstable_because(const std::vector<double>& times, const eval::Clocks& clocks, const Stability& rule = {});
@@ -110,6 +115,6 @@ struct ReferenceTiming {
   bool stable = false;
   std::string why;  // why the kept attempt is not stable ("" when it is)
 };
-ReferenceTiming time_reference_until_stable(ProblemContext& pc, void* stream, const Stability& rule = {});
+ReferenceTiming time_reference_until_stable(ProblemContext& pc, void* stream, const Stability& rule);
 
 }  // namespace pkb::jobs::timing

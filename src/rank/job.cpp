@@ -47,6 +47,9 @@ void fields(J&& visit, Job& j) {
   visit("timing", j.timing);
   visit("cache", j.cache);
   visit("sandbox", j.sandbox);
+  visit("reference_max_iqr", j.reference_max_iqr);
+  visit("reference_attempts", j.reference_attempts);
+  visit("reference_redraws", j.reference_redraws);
   visit("eval_problems", j.eval_problems);
 }
 

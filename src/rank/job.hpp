@@ -74,6 +74,15 @@ struct Job {
   bool timing = true;
   std::string cache = "cold";  // cold: evict the L2 before each timed call
   bool sandbox = true;         // confine the candidate (rank/sandbox.hpp)
+  // A reference timing becomes a baseline only when stable (jobs/timing.hpp, Stability):
+  // its calls' IQR at most reference_max_iqr of their median (< 0: the device's rule, 0.10
+  // on CUDA and none on the CPU device, whose timings never count for speed) and the SM
+  // clock up. An unstable one is timed again in the same judge processes (reference_attempts
+  // timings in all), then by fresh ones: on VMs a disturbance follows a process for its whole
+  // life, so the judges end the ranks before any candidate rank starts and the parent starts
+  // them again, at most reference_redraws times (on a rank: the starts still left after it).
+  double reference_max_iqr = -1;
+  int reference_attempts = 3, reference_redraws = 2;
   // pkb eval, one per problem of `specs` (several only for the reference as the candidate):
   // what the parent planned for it.
   struct EvalProblem {

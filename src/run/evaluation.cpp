@@ -7,6 +7,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "build/builder.hpp"
@@ -106,7 +107,7 @@ std::string reference_timing_file(const EvalRequest& q, const spec::ProblemSpec&
   k << "v3|" << PKB_VERSION << "|" << io::read_file(s.path) << "|" << io::read_file(q.registry->reference_source(s))
     << "|" << j.size << "|" << dtype << "|" << p.world << "|" << p.ranks_per_gpu << "|" << launch::name(p.device) << "|"
     << p.gpu_name << "|" << j.warmup << "|" << j.iters << "|" << j.min_iters << "|" << j.warmup_budget_s << "|"
-    << j.timing_budget_s << "|" << j.cache << "|" << (p.mps ? "mps" : "");
+    << j.timing_budget_s << "|" << j.cache << "|" << (p.mps ? "mps" : "") << "|" << j.reference_max_iqr;
   return build::default_cache_dir() + "/reference-timing/" + build::sha256_hex(k.str()).substr(0, 32) + ".json";
 }
 
@@ -248,6 +249,26 @@ std::vector<std::string> results_of(const launch::GroupReport& rep, size_t k, si
                   : k < rk.parts.size()                     ? rk.parts[k]
                                                             : "");
   }
+  return out;
+}
+
+// A start of the ranks that the judges ended for fresh ones (each judge's report says
+// "redraw": a reference timing stayed unstable): the judges' reports of each problem's
+// timing ({} where that start did not time it). Nullopt for any other end.
+std::optional<std::vector<std::vector<eval::JudgeReport>>> redrawn_references(const launch::GroupReport& rep, int world,
+                                                                               size_t problems) {
+  if (rep.outcome != launch::Outcome::Ok || static_cast<int>(rep.ranks.size()) < world) return std::nullopt;
+  std::vector<std::vector<eval::JudgeReport>> out(problems);
+  for (int q = 0; q < world; ++q) {
+    json j = json::parse(rep.ranks[q].result, nullptr, false);
+    if (!j.is_object() || !j.value("redraw", false)) return std::nullopt;
+    const json& reports = j.at("problems");
+    for (size_t k = 0; k < problems && k < reports.size(); ++k)
+      if (!reports[k].is_null()) out[k].push_back(eval::judge_report_from_json(reports[k]));
+  }
+  for (auto& judges : out)
+    if (!judges.empty() && static_cast<int>(judges.size()) != world)
+      throw std::runtime_error("the judges ended the ranks for fresh ones with reports of different problems");
   return out;
 }
 
@@ -403,14 +424,42 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
     if (ec) throw io::InputError("cannot make --save-outputs " + q.save + ": " + ec.message());
   }
 
-  // The ranks: judges, then candidate ranks beside them, every problem in turn.
+  // The ranks: judges, then candidate ranks beside them, every problem in turn; started
+  // again with fresh judges while a reference timing stays unstable (rank::Job's
+  // reference_redraws), each stable timing kept as it comes.
   auto t_launch = Clock::now();
-  launch::GroupReport rep = run_ranks(p, q.ranks, job, slowest_of(problems), "eval " + what + " W=" + std::to_string(p.world),
-                                      /*judged=*/true);
-  if (rep.outcome == launch::Outcome::Interrupted) {
-    out.interrupted = true;
-    out.exit_code = eval::kInterrupted;
-    return out;
+  launch::GroupReport rep;
+  double redraws_s = 0;
+  for (int left = job.timing ? q.job.reference_redraws : 0;; --left) {
+    job.reference_redraws = left;
+    auto t_start = Clock::now();
+    rep = run_ranks(p, q.ranks, job, slowest_of(problems), "eval " + what + " W=" + std::to_string(p.world),
+                    /*judged=*/true);
+    if (rep.outcome == launch::Outcome::Interrupted) {
+      out.interrupted = true;
+      out.exit_code = eval::kInterrupted;
+      return out;
+    }
+    auto timed = redrawn_references(rep, p.world, runs.size());
+    if (!timed) break;
+    redraws_s += seconds_since(t_start);
+    for (size_t k = 0; k < runs.size(); ++k) {
+      if ((*timed)[k].empty()) continue;
+      ProblemRun& r = runs[k];
+      eval::JudgedReference t = eval::judged_reference((*timed)[k]);
+      if (!t.stable) {
+        r.ctx.reference_redraws.push_back(t.attempts);
+        const int next = q.job.reference_redraws - left + 2, most = q.job.reference_redraws + 1;
+        say(line("%s: the reference's timing stayed unstable (%s); the ranks start again with fresh judges (start %d "
+                 "of at most %d)",
+                 r.spec->slug.c_str(), t.unstable.c_str(), next, most));
+        continue;
+      }
+      r.ctx.cached_reference = t.cache();
+      r.ctx.reference_timed_here = true;
+      job.eval_problems[k].time_reference = false;
+      io::write_file_atomically(r.cache_file, r.ctx.cached_reference.dump() + "\n");
+    }
   }
   if (rep.outcome != launch::Outcome::Ok) out.details = rep.details();
 
@@ -422,6 +471,7 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
     json to_cache = eval::judge(r.record, mine, r.ctx);
     r.record["costs_s"] = costs(mine, p.world, std::chrono::duration<double>(t_launch - q.started).count() - b.seconds,
                                 b.seconds, job.timing);
+    if (redraws_s > 0) r.record["costs_s"]["reference_redraws"] = redraws_s;
     r.record["run"]["leftovers_ended"] = rep.leftovers_ended;
     if (!to_cache.is_null()) io::write_file_atomically(r.cache_file, to_cache.dump() + "\n");
     int code = eval::verdict_exit_code(r.record["verdict"].get<std::string>());

@@ -257,6 +257,35 @@ TEST(Eval, SeedReplaysInputsAndCachesReferenceTiming) {
   EXPECT_EQ(c.code, 0) << c.out;
 }
 
+// A reference timing that stays unstable is timed again by fresh judges (the ranks start
+// again before any candidate rank touched its device), then flagged and never cached; a
+// stable one is kept and cached by the first start. The CPU device sets no limit unless
+// given one: here one no timing meets (an IQR of nothing) and one every timing meets.
+TEST(Eval, AnUnstableReferenceTimingIsTimedAgainByFreshJudges) {
+  std::string dir = temp_dir("redraw");
+  const std::vector<std::pair<std::string, std::string>> env = {{"PKB_CACHE_DIR", dir + "/cache"}};
+  auto run = [&](const std::string& name, const std::string& max_iqr) {
+    PkbRun r = eval("coll_allreduce", "@reference", dir + "/" + name + ".json",
+                    {"--trials", "2", "--reference-max-iqr", max_iqr, "--reference-redraws", "1"}, env, 2);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return std::make_pair(r, read_json(dir + "/" + name + ".json"));
+  };
+  auto [strict, s] = run("strict", "0");
+  EXPECT_EQ(s["verdict"], "correct");
+  EXPECT_TRUE(contains(s["flags"].dump(), "noisy_reference"));
+  EXPECT_TRUE(contains(strict.out, "the ranks start again with fresh judges (start 2 of at most 2)")) << strict.out;
+  ASSERT_EQ(s["timing"]["reference_redraws"].size(), 1u);
+  EXPECT_EQ(s["timing"]["reference_redraws"][0].size(), 3u);  // the first judges' three attempts
+  EXPECT_EQ(s["timing"]["reference_attempts"].size(), 3u);     // the second's
+  EXPECT_GT(s["costs_s"]["reference_redraws"].get<double>(), 0);
+  EXPECT_EQ(run("strict_again", "0").second["timing"]["reference_cached"], false);  // nothing was cached
+  json l = run("loose", "1000").second;
+  EXPECT_FALSE(l["timing"].contains("reference_redraws"));
+  EXPECT_EQ(l["timing"]["reference_attempts"].size(), 1u);
+  EXPECT_FALSE(contains(l["flags"].dump(), "noisy_reference"));
+  EXPECT_EQ(run("loose_again", "1000").second["timing"]["reference_cached"], true);
+}
+
 TEST(Eval, BadInputGetsOneClearLine) {
   PkbRun r = run_pkb({"eval", "-p", "coll_allreduce", "-s", "/nonexistent.cu", "--device", "cpu"});
   EXPECT_EQ(r.code, 2);

@@ -346,6 +346,39 @@ TEST(Verdict, ANoisyReferenceIsFlaggedAndNotCached) {
   EXPECT_FALSE(eval::timing_counts(j.res));
 }
 
+// A stable timing from judges the parent ended for fresh ones (another problem's timing
+// was unstable) is this evaluation's, not the cache's: its attempts are in the record; and
+// every earlier start's unstable attempts are there too.
+TEST(Verdict, AReferenceTimedByEarlierJudgesIsNotCalledCached) {
+  Ranks earlier = timed(0, 250, 7);
+  eval::JudgedReference t = eval::judged_reference(earlier.judges);
+  ASSERT_TRUE(t.stable);
+  EXPECT_DOUBLE_EQ(t.stats.median, 250);
+  EXPECT_EQ(t.cache()["attempts"].size(), 1u);
+  Ranks r = timed(100, 0);
+  for (auto& j : r.judges) {
+    j.reference.clear();
+    j.reference_kept = -1;
+  }
+  eval::Context c = cuda(2);
+  c.cached_reference = t.cache();
+  c.reference_timed_here = true;
+  Ranks noisy = timed(0, 300);
+  for (auto& j : noisy.judges) j.reference_stable = false;
+  eval::JudgedReference u = eval::judged_reference(noisy.judges);
+  EXPECT_FALSE(u.stable);
+  EXPECT_TRUE(u.cache().is_null());
+  c.reference_redraws.push_back(u.attempts);
+  Judged j = judge(finished(r), c);
+  EXPECT_EQ(j.res["verdict"], "correct");
+  EXPECT_DOUBLE_EQ(j.res["speedup"].get<double>(), 2.5);
+  EXPECT_EQ(j.res["timing"]["reference_cached"], false);
+  EXPECT_EQ(j.res["timing"]["reference_attempts"].size(), 1u);
+  EXPECT_EQ(j.res["timing"]["reference_redraws"].size(), 1u);
+  EXPECT_DOUBLE_EQ(j.res["timing"]["reference_redraws"][0][0]["median_us"].get<double>(), 300);
+  EXPECT_TRUE(j.cache.is_null());  // the parent cached it when that start ended
+}
+
 // A gate calibration spread wide (something disturbed pkb's empty calls) puts the timing in
 // doubt; a quiet one does not. What is taken off is its lower quartile, recorded.
 TEST(Verdict, ANoisyGateCalibrationIsFlagged) {
