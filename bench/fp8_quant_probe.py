@@ -5,8 +5,9 @@ amax as an inf-norm read from bf16 into fp32, divides by 448 exactly, replaces z
 by one, divides the rows by their blocks' scales straight into fp8, and all-gathers codes and
 scales (at W = 1 a copy of each). This times each step alone on the same shapes (M x N bf16,
 blocks of 128), the whole body, and other ATen forms of the amax (the only step with a
-choice that keeps the semantics: the amax of |x| is exact in any of them), beside one read
-and one copy of x (the memory's pace). Prints a markdown table. Needs CUDA.
+choice that keeps the semantics: the amax of |x| is exact in any of them), the divide in other
+dtypes for its pace alone (which part of it is the fp8 output, which the mixed dtypes), beside
+one read and one copy of x (the memory's pace). Prints a markdown table. Needs CUDA.
 """
 import sys
 
@@ -38,6 +39,8 @@ def main():
     s = amax / 448.0
     safe = torch.where(s == 0, torch.ones_like(s), s)
     y = torch.empty(m, n // block, block, device="cuda", dtype=torch.float8_e4m3fn)
+    sb = safe.to(torch.bfloat16)
+    q = torch.div(xb, safe.unsqueeze(-1))
 
     def amax_aminmax():
         lo, hi = torch.aminmax(xb, dim=-1)
@@ -62,6 +65,10 @@ def main():
         ("amax: abs then amax (two passes)", lambda: xb.abs().amax(dim=-1).float()),
         ("scale: / 448 and where", lambda: torch.where(amax / 448.0 == 0, torch.ones_like(amax), amax / 448.0)),
         ("codes: x / scale into fp8 (the reference's)", lambda: torch.div(xb, safe.unsqueeze(-1), out=y)),
+        ("codes, pace: x / scale into fp32 (no fp8 output)", lambda: torch.div(xb, safe.unsqueeze(-1))),
+        ("codes, pace: x / scale in bf16 (one dtype throughout)", lambda: torch.div(xb, sb.unsqueeze(-1))),
+        ("codes, pace: fp32 quotient then cast to fp8", lambda: torch.div(xb, safe.unsqueeze(-1)).to(torch.float8_e4m3fn)),
+        ("codes, pace: a copy-cast of fp32 into fp8", lambda: q.to(torch.float8_e4m3fn)),
         ("gather at W = 1: copy of the codes", lambda: y.view(torch.uint8).clone()),
         ("the whole body (gathers as copies)", body),
     ]:

@@ -386,7 +386,8 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
                   "the IQR over the median that a reference timing may reach to be kept and cached (default 0.10 on "
                   "CUDA; no limit on the CPU device); beyond it, timed again, and flagged noisy_reference if it stays")
       ->check(CLI::Range(0.0, 1e6));
-  cmd->add_option("--reference-attempts", j.reference_attempts, "timings of the reference in the same judges, until one is stable")
+  cmd->add_option("--reference-attempts", j.reference_attempts,
+                  "timings of the reference in the same judges, until one is stable (before fresh judges)")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
   cmd->add_option("--reference-redraws", j.reference_redraws,

@@ -97,7 +97,7 @@ struct Stability {
   static constexpr double kMaxRelIqr = 0.10;  // on CUDA, unless the job says otherwise
   double max_rel_iqr = kMaxRelIqr;            // < 0: no limit on the spread
   double min_clock_fraction = 0.90;
-  int attempts = 3;  // timings of the reference at most, until one is stable (1 with no limit)
+  int attempts = 1;  // timings in the same judges at most, until one is stable (1 with no limit)
 
   // The job's rule on this device (rank::Job::reference_max_iqr, reference_attempts): with
   // no limit given, kMaxRelIqr on CUDA and none on the CPU device.

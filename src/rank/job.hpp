@@ -77,12 +77,14 @@ struct Job {
   // A reference timing becomes a baseline only when stable (jobs/timing.hpp, Stability):
   // its calls' IQR at most reference_max_iqr of their median (< 0: the device's rule, 0.10
   // on CUDA and none on the CPU device, whose timings never count for speed) and the SM
-  // clock up. An unstable one is timed again in the same judge processes (reference_attempts
-  // timings in all), then by fresh ones: on VMs a disturbance follows a process for its whole
-  // life, so the judges end the ranks before any candidate rank starts and the parent starts
-  // them again, at most reference_redraws times (on a rank: the starts still left after it).
+  // clock up. An unstable one is timed again by fresh judges: on VMs a disturbance follows a
+  // process for its whole life, so the judges end the ranks before any candidate rank starts
+  // and the parent starts them again, at most reference_redraws times (on a rank: the starts
+  // still left after it). reference_attempts > 1 times it again in the same judges first;
+  // not by default, since a process's second timing ran faster than first ones (H200, call
+  // 24) where the candidate is timed once, after the same warm-up.
   double reference_max_iqr = -1;
-  int reference_attempts = 3, reference_redraws = 2;
+  int reference_attempts = 1, reference_redraws = 3;
   // pkb eval, one per problem of `specs` (several only for the reference as the candidate):
   // what the parent planned for it.
   struct EvalProblem {
