@@ -192,7 +192,7 @@ static json host_summary(const CallTimes& t) {
 json JudgedReference::cache() const {
   if (!stable) return nullptr;
   return {{"stats", stats.to_json()}, {"counts", counts}, {"peak_bytes", peak_bytes}, {"samples", calls},
-          {"attempts", attempts}};
+          {"attempts", attempts}, {"host", host}};
 }
 
 JudgedReference judged_reference(const std::vector<JudgeReport>& judges) {
@@ -224,6 +224,7 @@ JudgedReference judged_reference(const std::vector<JudgeReport>& judges) {
   out.unstable = judges[0].reference_unstable;
   for (auto& j : judges) out.peak_bytes = std::max(out.peak_bytes, j.reference_peak_bytes);
   out.counts = {{"warmup", judges[0].reference.at(kept).times.warmup}, {"iters", out.calls.size()}};
+  if (judges[0].reference.at(kept).times.host) out.host = host_summary(judges[0].reference.at(kept).times);
   return out;
 }
 
@@ -317,7 +318,7 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
   std::vector<double> cand_calls = slowest_per_call(cand);
   Stats cs = stats_of(cand_calls);
   // The reference: the attempt the judges kept, or the cache's (or an earlier start's).
-  json to_cache, ref_counts, attempts;
+  json to_cache, ref_counts, attempts, ref_host;
   std::vector<double> ref_calls;
   Stats rs;
   bool ref_stable = true;
@@ -325,7 +326,10 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
     rs = Stats::from_json(c.cached_reference.at("stats"));
     ref_counts = c.cached_reference.at("counts");
     ref_calls = c.cached_reference.value("samples", std::vector<double>{});
-    if (c.reference_timed_here) attempts = c.cached_reference.value("attempts", json());
+    if (c.reference_timed_here) {
+      attempts = c.cached_reference.value("attempts", json());
+      ref_host = c.cached_reference.value("host", json());
+    }
   } else {
     JudgedReference t = judged_reference(judges);
     rs = t.stats;
@@ -333,6 +337,7 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
     ref_counts = t.counts;
     attempts = t.attempts;
     ref_stable = t.stable;
+    ref_host = t.host;
     // Only a stable baseline is kept for later evaluations: a disturbed one would inflate
     // every speedup measured against it.
     to_cache = t.cache();
@@ -344,8 +349,7 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
   if (!c.reference_redraws.empty()) res["timing"]["reference_redraws"] = c.reference_redraws;
   // Where a launch-bound call's time goes: each side's host, rank 0's (diagnostic only).
   json host;
-  if (!judges[0].reference.empty() && judges[0].reference.at(judges[0].reference_kept).times.host)
-    host["reference"] = host_summary(judges[0].reference.at(judges[0].reference_kept).times);
+  if (!ref_host.is_null()) host["reference"] = ref_host;
   if (cands[0].timing && cands[0].timing->host) {
     host["candidate"] = host_summary(*cands[0].timing);
     if (judges[0].machine_busy >= 0) host["candidate"]["machine_busy"] = judges[0].machine_busy;

@@ -76,6 +76,7 @@ struct JudgedReference {
   Stats stats;
   std::vector<double> calls;
   nlohmann::json counts, attempts;
+  nlohmann::json host;  // the kept attempt's host on judge rank 0 (timing.host.reference), or null
   bool stable = true;
   std::string unstable;  // why not
   double peak_bytes = 0;

@@ -329,10 +329,11 @@ namespace {
 
 std::string spread_unstable(const std::vector<double>& times, const Stability& rule) {
   eval::Stats st = eval::stats_of(times);
-  if (rule.max_rel_iqr < 0 || st.median <= 0 || st.iqr <= rule.max_rel_iqr * st.median) return "";
+  if (rule.max_rel_iqr < 0 || st.median <= 0 || st.iqr <= std::max(rule.max_rel_iqr * st.median, rule.min_iqr_us))
+    return "";
   char buf[160];
-  std::snprintf(buf, sizeof buf, "IQR %.1f us on a median of %.1f us (over %.0f%%)", st.iqr, st.median,
-                100 * rule.max_rel_iqr);
+  std::snprintf(buf, sizeof buf, "IQR %.1f us on a median of %.1f us (over %.0f%% and %.0f us)", st.iqr, st.median,
+                100 * rule.max_rel_iqr, rule.min_iqr_us);
   return buf;
 }
 

@@ -96,6 +96,7 @@ eval::CallTimes time_reference(ProblemContext& pc, void* stream);
 struct Stability {
   static constexpr double kMaxRelIqr = 0.10;  // on CUDA, unless the job says otherwise
   double max_rel_iqr = kMaxRelIqr;            // < 0: no limit on the spread
+  double min_iqr_us = 1.0;  // a spread this small is the timer's and the launches' own (7 us calls)
   double min_clock_fraction = 0.90;
   int attempts = 1;  // timings in the same judges at most, until one is stable (1 with no limit)
 
