@@ -272,6 +272,47 @@ std::optional<std::vector<std::vector<eval::JudgeReport>>> redrawn_references(co
   return out;
 }
 
+// The ranks started (rank::Job's reference_redraws at most again, with fresh judges, while a
+// reference timing stays unstable; each stable one kept, and cached, as its start ends):
+// the last start's report, and the seconds the earlier ones took.
+struct Started {
+  launch::GroupReport rep;
+  double redraws_s = 0;
+};
+
+Started start_ranks(const EvalRequest& q, const launch::Placement& p, rank::Job& job, std::vector<ProblemRun>& runs,
+                    const std::string& label, const Say& say) {
+  std::vector<const spec::ProblemSpec*> problems;
+  for (auto& r : runs) problems.push_back(r.spec);
+  Started out;
+  for (int left = job.timing ? q.job.reference_redraws : 0;; --left) {
+    job.reference_redraws = left;
+    auto t0 = Clock::now();
+    out.rep = run_ranks(p, q.ranks, job, slowest_of(problems), label, /*judged=*/true);
+    auto timed = out.rep.outcome == launch::Outcome::Interrupted ? std::nullopt
+                                                                 : redrawn_references(out.rep, p.world, runs.size());
+    if (!timed) return out;
+    out.redraws_s += seconds_since(t0);
+    for (size_t k = 0; k < runs.size(); ++k) {
+      if ((*timed)[k].empty()) continue;
+      ProblemRun& r = runs[k];
+      eval::JudgedReference t = eval::judged_reference((*timed)[k]);
+      if (!t.stable) {
+        r.ctx.reference_redraws.push_back(t.attempts);
+        const int next = q.job.reference_redraws - left + 2, most = q.job.reference_redraws + 1;
+        say(line("%s: the reference's timing stayed unstable (%s); the ranks start again with fresh judges (start %d "
+                 "of at most %d)",
+                 r.spec->slug.c_str(), t.unstable.c_str(), next, most));
+        continue;
+      }
+      r.ctx.cached_reference = t.cache();
+      r.ctx.reference_timed_here = true;
+      job.eval_problems[k].time_reference = false;
+      io::write_file_atomically(r.cache_file, r.ctx.cached_reference.dump() + "\n");
+    }
+  }
+}
+
 }  // namespace
 
 // A candidate runs on one device only: a .cu file on the CUDA device, a .cpp file on the
@@ -424,42 +465,14 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
     if (ec) throw io::InputError("cannot make --save-outputs " + q.save + ": " + ec.message());
   }
 
-  // The ranks: judges, then candidate ranks beside them, every problem in turn; started
-  // again with fresh judges while a reference timing stays unstable (rank::Job's
-  // reference_redraws), each stable timing kept as it comes.
+  // The ranks: judges, then candidate ranks beside them, every problem in turn.
   auto t_launch = Clock::now();
-  launch::GroupReport rep;
-  double redraws_s = 0;
-  for (int left = job.timing ? q.job.reference_redraws : 0;; --left) {
-    job.reference_redraws = left;
-    auto t_start = Clock::now();
-    rep = run_ranks(p, q.ranks, job, slowest_of(problems), "eval " + what + " W=" + std::to_string(p.world),
-                    /*judged=*/true);
-    if (rep.outcome == launch::Outcome::Interrupted) {
-      out.interrupted = true;
-      out.exit_code = eval::kInterrupted;
-      return out;
-    }
-    auto timed = redrawn_references(rep, p.world, runs.size());
-    if (!timed) break;
-    redraws_s += seconds_since(t_start);
-    for (size_t k = 0; k < runs.size(); ++k) {
-      if ((*timed)[k].empty()) continue;
-      ProblemRun& r = runs[k];
-      eval::JudgedReference t = eval::judged_reference((*timed)[k]);
-      if (!t.stable) {
-        r.ctx.reference_redraws.push_back(t.attempts);
-        const int next = q.job.reference_redraws - left + 2, most = q.job.reference_redraws + 1;
-        say(line("%s: the reference's timing stayed unstable (%s); the ranks start again with fresh judges (start %d "
-                 "of at most %d)",
-                 r.spec->slug.c_str(), t.unstable.c_str(), next, most));
-        continue;
-      }
-      r.ctx.cached_reference = t.cache();
-      r.ctx.reference_timed_here = true;
-      job.eval_problems[k].time_reference = false;
-      io::write_file_atomically(r.cache_file, r.ctx.cached_reference.dump() + "\n");
-    }
+  Started started = start_ranks(q, p, job, runs, "eval " + what + " W=" + std::to_string(p.world), say);
+  const launch::GroupReport& rep = started.rep;
+  if (rep.outcome == launch::Outcome::Interrupted) {
+    out.interrupted = true;
+    out.exit_code = eval::kInterrupted;
+    return out;
   }
   if (rep.outcome != launch::Outcome::Ok) out.details = rep.details();
 
@@ -471,7 +484,7 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
     json to_cache = eval::judge(r.record, mine, r.ctx);
     r.record["costs_s"] = costs(mine, p.world, std::chrono::duration<double>(t_launch - q.started).count() - b.seconds,
                                 b.seconds, job.timing);
-    if (redraws_s > 0) r.record["costs_s"]["reference_redraws"] = redraws_s;
+    if (started.redraws_s > 0) r.record["costs_s"]["reference_redraws"] = started.redraws_s;
     r.record["run"]["leftovers_ended"] = rep.leftovers_ended;
     if (!to_cache.is_null()) io::write_file_atomically(r.cache_file, to_cache.dump() + "\n");
     int code = eval::verdict_exit_code(r.record["verdict"].get<std::string>());
