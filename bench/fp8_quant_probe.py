@@ -13,20 +13,7 @@ import sys
 
 import torch
 
-
-def median_ms(fn, reps=30):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return sorted(times)[len(times) // 2]
+from event_timing import median_ms
 
 
 def main():
@@ -72,7 +59,7 @@ def main():
         ("gather at W = 1: copy of the codes", lambda: y.view(torch.uint8).clone()),
         ("the whole body (gathers as copies)", body),
     ]:
-        print(f"| {name} | {median_ms(fn):.3f} |")
+        print(f"| {name} | {median_ms(fn, reps=30, warm=3):.3f} |")
 
 
 if __name__ == "__main__":
