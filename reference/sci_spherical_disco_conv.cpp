@@ -5,7 +5,8 @@
 // contraction with weight, plus bias.
 // Origin: ParallelKernelBench 62_torchharmonics_spherical_convolution.
 // Deviations: psi random per trial with a local support, in a dense (polar, K, nlat, E)
-// index/value layout; weight and bias shared; E*K gathers instead of nlon bmm calls.
+// index/value layout; weight and bias shared; one weighted gather-sum instead of nlon bmm
+// calls.
 #include <ATen/ATen.h>
 
 #include "pkb/reference.hpp"
@@ -52,19 +53,20 @@ struct DiscoConv : pkb::Reference {
     azimuth->all_to_all(recv, send);
     at::Tensor xl = recv.view({az, cl, b, nl, nlon_l}).permute({2, 1, 3, 0, 4}).reshape({b * cl, nl, nlon});
 
-    // y[., k, t, q] = sum_e val[k, t, e] * x[., lat_e, (lon_e + q) mod nlon], through x
-    // doubled along longitude so every (lat, lon) start reads nlon consecutive values.
+    // y[n, k, t, q] = sum_e val[k, t, e] * x[n, lat_e, (lon_e + q) mod nlon], through x
+    // doubled along longitude so every (lat, lon) start reads nlon consecutive values: one
+    // weighted gather-sum (embedding_bag, sum mode) over the grid's positions as rows, every
+    // (k, t, q) a bag of its E taps added in order, not K x E passes over the feature map.
     at::Tensor xd = at::cat({xl, xl}, -1).reshape({b * cl, nl * 2 * nlon});
-    at::Tensor idx = in["psi_idx"][pr], val = in["psi_val"][pr];      // (K, T, E)
+    at::Tensor idx = in["psi_idx"][pr], val = in["psi_val"][pr];  // (K, T, E)
     at::Tensor start = at::div(idx, nlon, "floor") * (2 * nlon) + at::remainder(idx, nlon);
     at::Tensor q = at::arange(nlon, idx.options());
-    at::Tensor y = at::zeros({b * cl, k, t, nlon}, x.options());
-    for (int64_t kk = 0; kk < k; ++kk)
-      for (int64_t ee = 0; ee < e; ++ee) {
-        at::Tensor where = (start.select(0, kk).select(1, ee).unsqueeze(1) + q).reshape({-1});  // (T * nlon)
-        at::Tensor g = xd.index_select(1, where).view({b * cl, t, nlon});
-        y.select(1, kk).add_(g * val.select(0, kk).select(1, ee).view({1, t, 1}));
-      }
+    at::Tensor taps = (start.unsqueeze(2) + q.view({1, 1, nlon, 1})).reshape({-1});  // (K, T, nlon, E)
+    at::Tensor weights = val.unsqueeze(2).expand({k, t, nlon, e}).reshape({-1});
+    at::Tensor bags = at::arange(0, taps.numel(), e, taps.options());
+    at::Tensor sums = std::get<0>(at::embedding_bag(xd.t().contiguous(), taps, bags, /*scale_grad_by_freq=*/false,
+                                                    /*mode=sum*/ 0, /*sparse=*/false, weights));  // (K*T*nlon, B*Cl)
+    at::Tensor y = sums.t().contiguous().view({b * cl, k, t, nlon});
 
     // Partial sums over the polar group; keep the own latitudes.
     polar->all_reduce(y);
