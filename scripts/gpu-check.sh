@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, fresh10h, fp8_probe, shared2,
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, fresh10h, fp8_probe, disco37, shared2,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -638,6 +638,14 @@ stage_fresh10h() {
   # machine's THP setting is madvise): does the per-process host disturbance follow how a
   # process's memory is mapped?
   GLIBC_TUNABLES=glibc.malloc.hugetlb=1 FRESH_TAG=h FRESH_ARGS="--pass-env GLIBC_TUNABLES" stage_fresh10
+}
+
+stage_disco37() {
+  # Issue 37: sci_spherical_disco_conv's gather-sum at large (the audit's method), then the
+  # reference as its candidate at the default size, W=1 and W=2 sharing the GPU.
+  AUDIT_REST=0 AUDIT_MARGIN_S=${AUDIT_MARGIN_S:-40} stage_audit '^sci_spherical_disco_conv$'
+  eval_json "@reference sci_spherical_disco_conv W=1" 0 -p sci_spherical_disco_conv -s @reference -w 1 --trials 5
+  eval_json "@reference sci_spherical_disco_conv W=2 shared" 0 -p sci_spherical_disco_conv -s @reference -w 2 --trials 5
 }
 
 stage_fp8_probe() {
