@@ -23,7 +23,7 @@ WHY = {
     "cp_kda_attention_cp_tp": "sequential delta-rule recurrence, one 64-token chunk after another (launch-bound), with per-key-dim decay tensors",
     "cp_magi_cso_attention": "the bound counts each range's own chunk of keys; the random windows average 2.5 chunks (the spec's deviation 1)",
     "cp_magi_tile_vae_decode": "one tile at a time (decode, blend, crop: hundreds of small kernels for 224 tiles at the large preset)",
-    "sci_spherical_disco_conv": "the kernel's K x E shifted-row gathers, each a full pass over the feature map; the bound counts reading x and writing y once",
+    "sci_spherical_disco_conv": "after issue 37 (one weighted gather-sum, ATen's embedding_bag, for the K x E shifted-row passes): 34.9 -> 18.5 ms; each output still reads its K x E taps from memory (~13 GB of gathered rows at large) where the bound reads x once: no ATen op keeps a row's taps in cache (a library limit)",
     "ep_fused_moe_fwd": "one local expert at a time (256 at W = 1: three small GEMMs each, ~2300 launches a call): host-bound, its time follows the host's; torch's grouped GEMM takes no bias, and adding it after rounds twice (0.38-0.45 of the tolerance against 0.27-0.42, measured on the CPU device)",
     "ep_fused_moe_fwd_lora": "one local expert at a time (256 at W = 1: three small GEMMs and their LoRA terms each): host-bound, its time follows the host's; torch's grouped GEMM takes no bias, and adding it after rounds twice (0.38-0.45 of the tolerance against 0.27-0.42, measured on the CPU device)",
     "tp_muon_newton_schulz": "fp32 GEMMs by the spec (the original's); the bound uses the bf16 rate",
