@@ -383,8 +383,9 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
   cmd->add_option("--min-trials", j.min_trials, "trials whatever the budget")->check(CLI::Range(1, 100000))->capture_default_str();
   cmd->add_flag("--no-reference-cache", o.no_ref_cache, "time the reference even when a cached timing exists");
   cmd->add_option("--reference-max-iqr", j.reference_max_iqr,
-                  "the IQR over the median that a reference timing may reach to be kept and cached (default 0.10 on "
-                  "CUDA; no limit on the CPU device); beyond it, timed again, and flagged noisy_reference if it stays")
+                  "the IQR over the median that a reference timing may reach (or 1 us) to be kept and cached (default "
+                  "0.10 on CUDA; no limit on the CPU device); beyond it, timed again, and flagged noisy_reference if "
+                  "it stays")
       ->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--reference-attempts", j.reference_attempts,
                   "timings of the reference in the same judges, until one is stable (before fresh judges)")
