@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "eval/stats.hpp"
+
 namespace pkb::eval {
 
 // The verdicts of an evaluation (docs/results.md), spelled as in results.
@@ -102,7 +104,7 @@ struct GateOverhead {
   double taken_us = 0;  // the lower quartile
 
   // Spread enough that what is taken off is in doubt (the flag `noisy_gate`).
-  bool noisy() const { return iqr_us > std::max(1.0, 0.1 * median_us); }
+  bool noisy() const { return spread_beyond(iqr_us, median_us, 0.1, 1.0); }
 };
 
 struct JudgeReport {

@@ -2,6 +2,7 @@
 // hardware profile. No torch here.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,13 @@ struct Stats {
 };
 
 Stats stats_of(std::vector<double> us);
+
+// Whether calls spread too much to be a baseline: an IQR over `rel` of their median and over
+// `floor_us` (below it, the spread is the timer's and the launches' own). The reference's
+// stability check and the gate's calibration both judge by it.
+inline bool spread_beyond(double iqr_us, double median_us, double rel, double floor_us) {
+  return iqr_us > std::max(rel * median_us, floor_us);
+}
 
 // The speedup (reference median / candidate median) with a confidence interval: a
 // percentile bootstrap, each side's calls resampled on their own (`resamples` times, from a

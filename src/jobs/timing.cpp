@@ -329,7 +329,7 @@ namespace {
 
 std::string spread_unstable(const std::vector<double>& times, const Stability& rule) {
   eval::Stats st = eval::stats_of(times);
-  if (rule.max_rel_iqr < 0 || st.median <= 0 || st.iqr <= std::max(rule.max_rel_iqr * st.median, rule.min_iqr_us))
+  if (rule.max_rel_iqr < 0 || st.median <= 0 || !eval::spread_beyond(st.iqr, st.median, rule.max_rel_iqr, rule.min_iqr_us))
     return "";
   char buf[160];
   std::snprintf(buf, sizeof buf, "IQR %.1f us on a median of %.1f us (over %.0f%% and %.0f us)", st.iqr, st.median,
@@ -359,11 +359,6 @@ Stability Stability::of(const rank::Job& job, bool cuda) {
   s.max_rel_iqr = job.reference_max_iqr >= 0 ? job.reference_max_iqr : cuda ? kMaxRelIqr : -1;
   s.attempts = s.max_rel_iqr < 0 ? 1 : std::max(job.reference_attempts, 1);
   return s;
-}
-
-std::string unstable_because(const std::vector<double>& times, const eval::Clocks& clocks, const Stability& rule) {
-  std::string why = spread_unstable(times, rule);
-  return why.empty() ? clocks_unstable(clocks, rule) : why;
 }
 
 ReferenceTiming time_reference_until_stable(ProblemContext& pc, void* stream, const Stability& rule) {

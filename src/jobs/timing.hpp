@@ -104,8 +104,6 @@ struct Stability {
   // no limit given, kMaxRelIqr on CUDA and none on the CPU device.
   static Stability of(const rank::Job& job, bool cuda);
 };
-// "" when `times` (the slowest rank's per call) and `clocks` make a stable timing, else why not.
-std::string unstable_because(const std::vector<double>& times, const eval::Clocks& clocks, const Stability& rule = {});
 
 // The reference timed until a timing is stable (at most rule.attempts times), every judge
 // agreeing on each attempt from the slowest rank's calls. Kept: the stable attempt with the
