@@ -106,6 +106,21 @@ inline at::Tensor unpermute(const at::Tensor& rows, const at::Tensor& weights, c
   return out.to(rows.scalar_type());
 }
 
+// unpermute's sum where the weights come in the rows' dtype (problem 29's routing_weights):
+// one weighted gather-sum (embedding_bag, sum mode: each product and the sum in fp32, rounded
+// once), each token a bag of its K rows, so every row is read once where widening, weighting
+// and index_add_ are a pass each. `order` is expert-major, so a stable sort of it lists each
+// token's rows together in expert order; its weights sorted by expert go with them.
+inline at::Tensor unpermute_rows(const at::Tensor& rows, const at::Tensor& weights, const at::Tensor& selected,
+                                 const at::Tensor& order) {
+  int64_t m = selected.size(0), k = selected.size(1);
+  at::Tensor by_token = std::get<1>(order.sort(/*stable=*/true, 0, false));
+  at::Tensor w = weights.gather(1, std::get<1>(selected.sort(1))).reshape({-1});
+  at::Tensor bags = at::arange(0, m * k, k, order.options());
+  return std::get<0>(at::embedding_bag(rows, by_token, bags, /*scale_grad_by_freq=*/false, /*mode=sum*/ 0,
+                                       /*sparse=*/false, w));
+}
+
 // One expert applied to its rows: (rows, N) -> (rows, N), for local expert j.
 using ExpertFn = std::function<at::Tensor(const at::Tensor& x, int64_t j)>;
 

@@ -34,8 +34,7 @@ struct CombineUnpermute : pkb::Reference {
     at::Tensor by_source = at::empty_like(grouped).index_copy_(0, idx, grouped);
     at::Tensor returned =
         pkb_ep::all_to_all_rows(ctx.comm(), by_source, pkb_ep::to_vec(in["input_splits"]), pkb_ep::to_vec(in["output_splits"]));
-    const at::Tensor& w = in["routing_weights"];
-    return {pkb_ep::unpermute(returned, w, in["selected_experts"], in["routing_map"], in["permutation_mapping"], w.size(0))};
+    return {pkb_ep::unpermute_rows(returned, in["routing_weights"], in["selected_experts"], in["permutation_mapping"])};
   }
 };
 
