@@ -5,7 +5,8 @@
 // Origin: ParallelKernelBench 24_load_balancing_loss_fn.
 // Deviations: skewed logits (a shared per-expert bias and a per-rank bias, drawn per trial)
 // instead of plain randn, under which the loss was ~top_k in every trial; fp32 arithmetic
-// throughout (the original's softmax was dt), the loss fp32 as the original's.
+// throughout (the original's softmax was dt), the loss fp32 as the original's; the token
+// fractions summed over the k slots before the product (the same sum, in another order).
 #include <ATen/ATen.h>
 
 #include "pkb/reference.hpp"
@@ -24,12 +25,16 @@ struct LoadBalancingLoss : pkb::Reference {
 
   std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
     int64_t e = ctx.size("E"), k = ctx.size("top_k");
-    at::Tensor p = in["gate_logits"].to(at::kFloat).softmax(-1);  // (M, E)
-    at::Tensor selected = std::get<1>(p.topk(k, -1));             // (M, K)
-    at::Tensor sel_t = selected.t().contiguous();                 // (K, M)
-    at::Tensor f = at::zeros({k, e}, p.options()).scatter_add_(1, sel_t, at::ones(sel_t.sizes(), p.options()));
-    f.div_(double(p.size(0)));                                     // (K, E): fraction of tokens
-    at::Tensor loss = (f * p.mean(0).unsqueeze(0)).sum() * double(e);
+    const at::Tensor& logits = in["gate_logits"];
+    int64_t m = logits.size(0);
+    at::Tensor p = at::softmax(logits, -1, at::kFloat);  // (M, E) fp32
+    // sum_{j,e} f[j, e] P[e] = sum_e n_e P[e] / M, with n_e the tokens that chose e in any
+    // slot: the choices as a mask summed down its columns (counts, exact in fp32), no
+    // atomics on E x K counters and no order among the k choices.
+    at::Tensor selected = std::get<1>(p.topk(k, -1, /*largest=*/true, /*sorted=*/false));  // (M, K)
+    at::Tensor chose = at::zeros({m, e}, p.options().dtype(at::kBool)).scatter_(1, selected, true);
+    at::Tensor n = chose.sum(0, false, at::kFloat);  // (E,)
+    at::Tensor loss = at::dot(n, p.mean(0)).mul_(double(e) / double(m));
     ctx.comm().all_reduce(loss);
     return {loss / double(ctx.world())};
   }

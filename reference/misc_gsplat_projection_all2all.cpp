@@ -40,7 +40,9 @@ Projection project(const at::Tensor& means, const at::Tensor& quats, const at::T
                    double near_plane, double far_plane, bool margins) {
   at::Tensor rot = quat_to_rotmat(quats);
   at::Tensor m = rot * scales.unsqueeze(-2);                       // R diag(s)
-  at::Tensor cov = at::matmul(m, m.transpose(-1, -2));             // (n, 3, 3)
+  // The 3x3 and 2x3 products per Gaussian as broadcast sums: batched matmuls of millions of
+  // tiny matrices are far slower on CUDA than the elementwise passes.
+  at::Tensor cov = (m.unsqueeze(-2) * m.unsqueeze(-3)).sum(-1);    // (n, 3, 3): M M^T
   at::Tensor rc = viewmats.narrow(-2, 0, 3).narrow(-1, 0, 3);      // (C, 3, 3)
   at::Tensor tc = viewmats.narrow(-2, 0, 3).select(-1, 3);         // (C, 3)
   at::Tensor mc = at::einsum("cij,nj->cni", {rc, means}) + tc.unsqueeze(1);          // (C, n, 3)
@@ -56,7 +58,8 @@ Projection project(const at::Tensor& means, const at::Tensor& quats, const at::T
   at::Tensor zero = at::zeros_like(tz), tz2 = tz * tz;
   at::Tensor jac = at::stack({fx / tz, zero, -fx * txc / tz2, zero, fy / tz, -fy * tyc / tz2}, -1)
                        .view({tz.size(0), tz.size(1), 2, 3});
-  at::Tensor cov2d = at::matmul(at::matmul(jac, covc), jac.transpose(-1, -2));       // (C, n, 2, 2)
+  at::Tensor jcov = (jac.unsqueeze(-1) * covc.unsqueeze(-3)).sum(-2);                // (C, n, 2, 3): J cov
+  at::Tensor cov2d = (jcov.unsqueeze(-2) * jac.unsqueeze(-3)).sum(-1);                // (C, n, 2, 2): J cov J^T
   at::Tensor kk = ks.narrow(-2, 0, 2);                                              // (C, 2, 3)
   at::Tensor means2d = at::einsum("cij,cnj->cni", {kk, mc}) / tz.unsqueeze(-1);
   at::Tensor a = cov2d.select(-1, 0).select(-1, 0) + eps2d, d = cov2d.select(-1, 1).select(-1, 1) + eps2d;

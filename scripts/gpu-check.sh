@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, fresh10h, fp8_probe, disco37, shared2,
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, fresh10h, fp8_probe, disco37, refs37c, shared2,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -646,6 +646,20 @@ stage_disco37() {
   AUDIT_REST=0 AUDIT_MARGIN_S=${AUDIT_MARGIN_S:-40} stage_audit '^sci_spherical_disco_conv$'
   eval_json "@reference sci_spherical_disco_conv W=1" 0 -p sci_spherical_disco_conv -s @reference -w 1 --trials 5
   eval_json "@reference sci_spherical_disco_conv W=2 shared" 0 -p sci_spherical_disco_conv -s @reference -w 2 --trials 5
+}
+
+stage_refs37c() {
+  # Issue 37 (session 7): where ep_load_balancing_loss spends its time at large, the four
+  # references rewritten in session 7 at large (the audit's method), then each as its own
+  # candidate at the default size, W=1 timed and W=2 sharing the GPU.
+  echo "| load-balancing probe (bench/load_balancing_probe.py) | | | |" >>"$SUM"
+  python3 "$SRC/bench/load_balancing_probe.py" >>"$SUM" 2>>"$LOG"
+  local p refs="ep_moe_combine_unpermute cp_magi_tile_vae_decode ep_load_balancing_loss misc_gsplat_projection_all2all"
+  AUDIT_REST=0 AUDIT_MARGIN_S=${AUDIT_MARGIN_S:-40} stage_audit "^($(echo $refs | tr ' ' '|'))\$"
+  for p in $refs; do
+    eval_json "@reference $p W=1" 0 -p $p -s @reference -w 1 --trials 5
+    eval_json "@reference $p W=2 shared" 0 -p $p -s @reference -w 2 --trials 5
+  done
 }
 
 stage_fp8_probe() {
