@@ -17,7 +17,10 @@ took longer over its calls than the judge's (`timing.host`: each side's median t
 call to return; it counts where it outlasts the head start a host gets, the L2 eviction,
 or where the call waits on the device), "judge's host" where the candidate is faster and the
 judge's host took the longer (a judge process slow throughout: bench/results/h200-2026-12-03,
-calls 20-23), else **no**; "noisy" marks a reference timing flagged `noisy_reference`.
+calls 20-23), "host (probe)" / "judge's host (probe)" where the calls' return times do not
+tell (a call that waits on the device returns when the device is done) but the host probe
+does: the same fixed ATen op timed on each side's timing thread before its loop (`op_us`)
+took over 15% longer on the slower side; else **no**; "noisy" marks a reference timing flagged `noisy_reference`.
 """
 import json
 import sys
@@ -58,19 +61,26 @@ def main():
             enq_c = (host.get("candidate") or {}).get("enqueue_median_us")
             enq_r = (host.get("reference") or {}).get("enqueue_median_us")
             enq = f"{enq_c:.1f} / {enq_r:.1f}" if enq_c and enq_r else (f"{enq_c:.1f} / -" if enq_c else "")
+            op_c = ((host.get("candidate") or {}).get("probe") or {}).get("op_us", -1)
+            op_r = ((host.get("reference") or {}).get("probe") or {}).get("op_us", -1)
+            probe_c_slower = op_c > 0 and op_r > 0 and op_c > 1.15 * op_r
+            probe_r_slower = op_c > 0 and op_r > 0 and op_r > 1.15 * op_c
             if ref and cand:
                 adjusted = ref / max(cand - copy, 1e-9)
                 ok = 0.95 <= adjusted <= 1.05 or 0.95 <= d["speedup"] <= 1.05  # with the copy or without
                 by_copy = not ok and d["speedup"] < 0.95 and adjusted > 1.05
-                by_host = not ok and not by_copy and adjusted < 0.95 and bool(enq_c and enq_r and enq_c > 1.05 * enq_r)
-                by_judge = not ok and adjusted > 1.05 and bool(enq_c and enq_r and enq_r > 1.05 * enq_c)
+                enq_host = bool(enq_c and enq_r and enq_c > 1.05 * enq_r)
+                enq_judge = bool(enq_c and enq_r and enq_r > 1.05 * enq_c)
+                by_host = not ok and not by_copy and adjusted < 0.95 and (enq_host or probe_c_slower)
+                by_judge = not ok and not by_copy and adjusted > 1.05 and (enq_judge or probe_r_slower)
                 counted += 1
                 inside += ok
                 by_copy_n += by_copy
                 by_host_n += by_host
                 by_judge_n += by_judge
-                why = ("yes" if ok else "no: copy" if by_copy else "no: host" if by_host
-                       else "no: judge's host" if by_judge else "**no**")
+                why = ("yes" if ok else "no: copy" if by_copy
+                       else ("no: host" if enq_host else "no: host (probe)") if by_host
+                       else ("no: judge's host" if enq_judge else "no: judge's host (probe)") if by_judge else "**no**")
                 if "noisy_reference" in (d.get("flags") or []):
                     why += ", noisy"
                 row += [f"{ref:.1f}", f"{cand:.1f}",
@@ -84,7 +94,7 @@ def main():
     print()
     print(f"W=1: {correct} of {len(w1)} correct; speedup (with the copy or without) within [0.95, 1.05] for {inside} of {counted} "
           f"timed; {by_copy_n} where the speedups with and without the copy straddle the band; {by_host_n} below it "
-          f"where the candidate rank's host took longer over the calls; {by_judge_n} above it where the judge's did; "
+          f"where the candidate rank's host took longer over the calls or its probe; {by_judge_n} above it where the judge's did; "
           f"{counted - inside - by_copy_n - by_host_n - by_judge_n} else."
           + (f" W=2 shared: {w2_correct} of {len(w2)} correct." if w2 else ""))
 

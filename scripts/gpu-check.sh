@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, fresh10h, fp8_probe, disco37, refs37c, magi_probe, shared2,
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, fresh10h, fp8_probe, disco37, refs37c, magi_probe, combine_probe, shared2,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -666,6 +666,12 @@ stage_magi_probe() {
   # Issue 37: where cp_magi_tile_vae_decode's batched reference spends its time at large.
   echo "| magi decode probe (bench/magi_decode_probe.py) | | | |" >>"$SUM"
   python3 "$SRC/bench/magi_decode_probe.py" >>"$SUM" 2>>"$LOG"
+}
+
+stage_combine_probe() {
+  # Issue 37: where ep_moe_combine_unpermute's reference spends its time at large.
+  echo "| combine probe (bench/combine_probe.py) | | | |" >>"$SUM"
+  python3 "$SRC/bench/combine_probe.py" >>"$SUM" 2>>"$LOG"
 }
 
 stage_fp8_probe() {
