@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, fresh10h, fp8_probe, disco37, refs37c, magi_probe, combine_probe, shared2,
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, fresh10h, fp8_probe, disco37, refs37c, magi_probe, combine_probe, combine37, shared2,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -672,6 +672,14 @@ stage_combine_probe() {
   # Issue 37: where ep_moe_combine_unpermute's reference spends its time at large.
   echo "| combine probe (bench/combine_probe.py) | | | |" >>"$SUM"
   python3 "$SRC/bench/combine_probe.py" >>"$SUM" 2>>"$LOG"
+}
+
+stage_combine37() {
+  # Issue 37: ep_moe_combine_unpermute's regroup as a gather at large (the audit's method), then
+  # the reference as its candidate at the default size, W=1 and W=2 sharing the GPU.
+  AUDIT_REST=0 AUDIT_MARGIN_S=${AUDIT_MARGIN_S:-40} stage_audit '^ep_moe_combine_unpermute$'
+  eval_json "@reference ep_moe_combine_unpermute W=1" 0 -p ep_moe_combine_unpermute -s @reference -w 1 --trials 5
+  eval_json "@reference ep_moe_combine_unpermute W=2 shared" 0 -p ep_moe_combine_unpermute -s @reference -w 2 --trials 5
 }
 
 stage_fp8_probe() {
