@@ -21,6 +21,9 @@ calls 20-23), "host (probe)" / "judge's host (probe)" where the calls' return ti
 tell (a call that waits on the device returns when the device is done) but the host probe
 does: the same fixed ATen op timed on each side's timing thread before its loop (`op_us`)
 took over 15% longer on the slower side; else **no**; "noisy" marks a reference timing flagged `noisy_reference`.
+The last line is the two sides' host per call over the whole sweep: a disturbed process moves
+one problem either way, while a median away from 1 is a difference between the two sides'
+call paths (1.5 in every sweep since call 11 of bench/results/h200-2026-12-03: call 32).
 """
 import json
 import sys
@@ -44,6 +47,7 @@ def main():
           "| enqueue us (cand / ref) | W=2 shared |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     inside = counted = correct = by_copy_n = by_host_n = by_judge_n = 0
+    host_ratios = []  # candidate / judge, each side's median time for a call to return
     for slug in sorted(set(w1) | set(w2)):
         d = w1.get(slug)
         row = [slug]
@@ -65,6 +69,8 @@ def main():
             op_r = ((host.get("reference") or {}).get("probe") or {}).get("op_us", -1)
             probe_c_slower = op_c > 0 and op_r > 0 and op_c > 1.15 * op_r
             probe_r_slower = op_c > 0 and op_r > 0 and op_r > 1.15 * op_c
+            if enq_c and enq_r:
+                host_ratios.append(enq_c / enq_r)
             if ref and cand:
                 adjusted = ref / max(cand - copy, 1e-9)
                 ok = 0.95 <= adjusted <= 1.05 or 0.95 <= d["speedup"] <= 1.05  # with the copy or without
@@ -97,6 +103,13 @@ def main():
           f"where the candidate rank's host took longer over the calls or its probe; {by_judge_n} above it where the judge's did; "
           f"{counted - inside - by_copy_n - by_host_n - by_judge_n} else."
           + (f" W=2 shared: {w2_correct} of {len(w2)} correct." if w2 else ""))
+    if host_ratios:
+        # The two sides' host per call over the whole sweep: a per-process disturbance moves
+        # it either way; a median away from 1 is a difference between the sides' call paths.
+        host_ratios.sort()
+        print(f"Host per call, candidate rank / judge: median {host_ratios[len(host_ratios) // 2]:.2f} over "
+              f"{len(host_ratios)} problems; the candidate's the longer by over 5% in "
+              f"{sum(x > 1.05 for x in host_ratios)}, the judge's in {sum(x < 1 / 1.05 for x in host_ratios)}.")
 
 
 if __name__ == "__main__":
