@@ -39,9 +39,9 @@ struct Axis {
 
 using Ext = std::array<int64_t, 3>;  // per axis (t, h, w)
 
-// The tiles of one decoded shape. They form a block of the grid (along an axis, every tile
-// but the last has the full extent, or the same one as the next), and every rank keeps its
-// decoded and blended tiles of the shape as consecutive rows, ordered by cell.
+// The tiles of one decoded shape. They form a block of the grid (along an axis the tiles of
+// full extent come first, then each shorter one alone), and every rank keeps its decoded and
+// blended tiles of the shape as consecutive rows, ordered by cell.
 struct Shape {
   Ext extent{}, first{}, count{};         // latent extent; the block's grid origin and size
   std::vector<std::vector<size_t>> rows;  // per rank: its tiles, as rows of the gathered tensors
@@ -75,7 +75,7 @@ struct Tiling {
     return c;
   }
 
-  Tiling(pkb::Ctx& ctx) {
+  explicit Tiling(pkb::Ctx& ctx) {
     auto sz = [&](const char* n) { return ctx.size(n); };
     ax = {Axis{sz("T"), sz("Lt"), sz("stt"), sz("tu")}, Axis{sz("H"), sz("Th"), sz("sth"), sz("su")},
           Axis{sz("Wd"), sz("Tw"), sz("stw"), sz("su")}};
