@@ -12,7 +12,7 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from event_timing import median_ms
+from event_timing import print_steps
 
 
 def main():
@@ -46,9 +46,7 @@ def main():
         ("the weighted sum: widen and weight, index_add into fp32, round (before)", index_add_form),
     ]
     print(f"ep_moe_combine_unpermute steps, M={m} top_k={k} E={e} N={n}, {torch.cuda.get_device_name()}\n")
-    print("| step | ms |\n| --- | --- |")
-    for name, fn in steps:
-        print(f"| {name} | {median_ms(fn):.3f} |")
+    print_steps(steps)
 
 
 if __name__ == "__main__":

@@ -15,3 +15,10 @@ def median_ms(fn, reps=20, warm=1):
         b.synchronize()
         times.append(a.elapsed_time(b))
     return sorted(times)[len(times) // 2]
+
+
+def print_steps(steps, **timing):
+    """A probe's markdown table: each (name, fn) step's median_ms."""
+    print("| step | ms |\n| --- | --- |")
+    for name, fn in steps:
+        print(f"| {name} | {median_ms(fn, **timing):.3f} |")

@@ -9,7 +9,7 @@ import sys
 
 import torch
 
-from event_timing import median_ms
+from event_timing import print_steps
 
 
 def main():
@@ -47,9 +47,7 @@ def main():
         ("whole body now", after),
     ]
     print(f"ep_load_balancing_loss steps, M={m} E={e} top_k={k}, {torch.cuda.get_device_name()}\n")
-    print("| step | ms |\n| --- | --- |")
-    for name, fn in steps:
-        print(f"| {name} | {median_ms(fn):.3f} |")
+    print_steps(steps)
     print(f"\nloss before {before().item():.6f}, now {after().item():.6f}")
 
 

@@ -12,7 +12,7 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from event_timing import median_ms
+from event_timing import print_steps
 
 
 def main():
@@ -32,9 +32,7 @@ def main():
     gb = dec.numel() * 2 / 1e9
     print(f"cp_magi_tile_vae_decode steps, {n} tiles 3x3x32x32 -> 3x12x256x256 ({gb:.2f} GB in bf16), "
           f"{torch.cuda.get_device_name()}\n")
-    print("| step | ms |\n| --- | --- |")
-    for name, fn in steps:
-        print(f"| {name} | {median_ms(fn):.3f} |")
+    print_steps(steps)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, fresh10h, fp8_probe, disco37, refs37c, magi_probe, combine_probe, combine37, asym35, shared2,
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, fresh10h, fp8_probe, refcheck:P,..., disco37, refs37c, magi_probe, combine_probe, combine37, asym35, shared2,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -640,21 +640,16 @@ stage_fresh10h() {
   GLIBC_TUNABLES=glibc.malloc.hugetlb=1 FRESH_TAG=h FRESH_ARGS="--pass-env GLIBC_TUNABLES" stage_fresh10
 }
 
-stage_disco37() {
-  # Issue 37: sci_spherical_disco_conv's gather-sum at large (the audit's method), then the
-  # reference as its candidate at the default size, W=1 and W=2 sharing the GPU.
-  AUDIT_REST=0 AUDIT_MARGIN_S=${AUDIT_MARGIN_S:-40} stage_audit '^sci_spherical_disco_conv$'
-  eval_json "@reference sci_spherical_disco_conv W=1" 0 -p sci_spherical_disco_conv -s @reference -w 1 --trials 5
-  eval_json "@reference sci_spherical_disco_conv W=2 shared" 0 -p sci_spherical_disco_conv -s @reference -w 2 --trials 5
+# A bench probe's table (bench/NAME.py) into the summary.
+probe() {
+  echo "| $1 (bench/$1.py) | | | |" >>"$SUM"
+  python3 "$SRC/bench/$1.py" >>"$SUM" 2>>"$LOG"
 }
 
-stage_refs37c() {
-  # Issue 37 (session 7): where ep_load_balancing_loss spends its time at large, the four
-  # references rewritten in session 7 at large (the audit's method), then each as its own
-  # candidate at the default size, W=1 timed and W=2 sharing the GPU.
-  echo "| load-balancing probe (bench/load_balancing_probe.py) | | | |" >>"$SUM"
-  python3 "$SRC/bench/load_balancing_probe.py" >>"$SUM" 2>>"$LOG"
-  local p refs="ep_moe_combine_unpermute cp_magi_tile_vae_decode ep_load_balancing_loss misc_gsplat_projection_all2all"
+stage_refcheck() {
+  # Issue 37: rewritten references (ARG: their names, comma-separated) at large (the audit's
+  # method), then each as its own candidate at the default size, W=1 and W=2 sharing the GPU.
+  local p refs=${1//,/ }
   AUDIT_REST=0 AUDIT_MARGIN_S=${AUDIT_MARGIN_S:-40} stage_audit "^($(echo $refs | tr ' ' '|'))\$"
   for p in $refs; do
     eval_json "@reference $p W=1" 0 -p $p -s @reference -w 1 --trials 5
@@ -662,25 +657,18 @@ stage_refs37c() {
   done
 }
 
-stage_magi_probe() {
-  # Issue 37: where cp_magi_tile_vae_decode's batched reference spends its time at large.
-  echo "| magi decode probe (bench/magi_decode_probe.py) | | | |" >>"$SUM"
-  python3 "$SRC/bench/magi_decode_probe.py" >>"$SUM" 2>>"$LOG"
+stage_disco37() { stage_refcheck sci_spherical_disco_conv; }
+
+stage_refs37c() {
+  # Issue 37 (session 7): where ep_load_balancing_loss spends its time at large, then the four
+  # references rewritten in session 7.
+  probe load_balancing_probe
+  stage_refcheck ep_moe_combine_unpermute,cp_magi_tile_vae_decode,ep_load_balancing_loss,misc_gsplat_projection_all2all
 }
 
-stage_combine_probe() {
-  # Issue 37: where ep_moe_combine_unpermute's reference spends its time at large.
-  echo "| combine probe (bench/combine_probe.py) | | | |" >>"$SUM"
-  python3 "$SRC/bench/combine_probe.py" >>"$SUM" 2>>"$LOG"
-}
-
-stage_combine37() {
-  # Issue 37: ep_moe_combine_unpermute's regroup as a gather at large (the audit's method), then
-  # the reference as its candidate at the default size, W=1 and W=2 sharing the GPU.
-  AUDIT_REST=0 AUDIT_MARGIN_S=${AUDIT_MARGIN_S:-40} stage_audit '^ep_moe_combine_unpermute$'
-  eval_json "@reference ep_moe_combine_unpermute W=1" 0 -p ep_moe_combine_unpermute -s @reference -w 1 --trials 5
-  eval_json "@reference ep_moe_combine_unpermute W=2 shared" 0 -p ep_moe_combine_unpermute -s @reference -w 2 --trials 5
-}
+stage_magi_probe() { probe magi_decode_probe; }
+stage_combine_probe() { probe combine_probe; }
+stage_combine37() { stage_refcheck ep_moe_combine_unpermute; }
 
 stage_asym35() {
   # Issue 35: is the candidate rank's slower host (its calls' median return time 1.4-2.1x the
@@ -700,11 +688,7 @@ stage_asym35() {
   done
 }
 
-stage_fp8_probe() {
-  # Issue 37: where tp_fp8_block_quant_allgather's reference spends its time at large.
-  echo "| fp8 block-quant probe (bench/fp8_quant_probe.py) | | | |" >>"$SUM"
-  python3 "$SRC/bench/fp8_quant_probe.py" >>"$SUM" 2>>"$LOG"
-}
+stage_fp8_probe() { probe fp8_quant_probe; }  # Issue 37: tp_fp8_block_quant_allgather at large
 
 stage_shared2() {
   # W=2 on the one GPU with timing: the honest example and the reference as the candidate.
