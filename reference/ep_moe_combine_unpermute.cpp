@@ -31,9 +31,7 @@ struct CombineUnpermute : pkb::Reference {
     const at::Tensor& per_local = in["num_global_tokens_per_local_expert"];
     at::Tensor idx = pkb_ep::regroup_index(per_local);
     at::Tensor grouped = in["expert_outputs"].narrow(0, 0, idx.numel());
-    // idx is a permutation: gathering by its inverse moves the rows where index_copy_ would
-    // scatter them, at a copy's pace (the scatter took three times that on the H200).
-    at::Tensor by_source = grouped.index_select(0, std::get<1>(idx.sort()));
+    at::Tensor by_source = pkb_ep::ungroup(grouped, idx);
     at::Tensor returned =
         pkb_ep::all_to_all_rows(ctx.comm(), by_source, pkb_ep::to_vec(in["input_splits"]), pkb_ep::to_vec(in["output_splits"]));
     return {pkb_ep::unpermute_rows(returned, in["routing_weights"], in["selected_experts"], in["permutation_mapping"])};
