@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, fresh10h, fp8_probe, refcheck:P,..., disco37, refs37c, magi_probe, combine_probe, combine37, asym35, diag35, shared2,
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, fresh10h, fp8_probe, refcheck:P,..., disco37, refs37c, magi_probe, combine_probe, combine37, asym35, shared2,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -686,46 +686,6 @@ stage_asym35() {
       done
     done
   done
-}
-
-stage_diag35() {
-  # Issue 35 (a temporary knob, PKB_DIAG_FILE): @reference on ten launch-bound problems with
-  # every third call warmed by 16 tiny ATen ops on the stream just before it, every third
-  # after a 100 us CPU spin, the rest as they are; each call's host split (the gate's ops,
-  # the reference's run, the copy) and the judge's clock by class.
-  local p
-  export PKB_DIAG_FILE=$OUT/diag35.jsonl
-  for p in dp_ddp_adam_step fsdp_zero1_adam_step tp_vocab_parallel_logprob_topk cp_ring_attention \
-    pp_ring_attention_pp dp_importance_sampling_loss coll_allgather tp_gemm_reducescatter \
-    rec_torchrec_kjt_all2all fsdp_tp_2d_mlp; do
-    [ $((END - $(date +%s))) -lt 25 ] && break
-    eval_json "diag35 $p" 0 -p $p -s @reference -w 1 --trials 3 --no-reference-cache --no-sandbox
-  done
-  unset PKB_DIAG_FILE
-  python3 - "$OUT/diag35.jsonl" "$RES" >>"$SUM" <<'EOF2'
-import json, sys, statistics as st
-rows, judge, ref = {}, {}, {}
-for l in open(sys.argv[1]):
-    d = json.loads(l)
-    (rows if d["side"] == "candidate" else judge)[d["problem"]] = d.get("rows") or d.get("us")
-for l in open(sys.argv[2]):
-    d = json.loads(l)
-    if d.get("step", "").startswith("diag35"):
-        t = d.get("timing") or {}
-        ref[d["problem"]] = ((t.get("reference") or {}).get("median_us"), ((t.get("host") or {}).get("reference") or {}).get("enqueue_median_us"))
-print("\n| problem | class | calls | gate before | run | copy | gate after | whole | own events | judge's clock | ref us | ref host |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-names = ["as is", "16 ops before", "100 us spin before"]
-for p, rs in rows.items():
-    j = judge.get(p) or []
-    for c in range(3):
-        sel = [(i, r) for i, r in enumerate(rs) if int(r[0]) == c]
-        if not sel: continue
-        m = lambda k: f"{st.median(r[k] for _, r in sel):.1f}"
-        jm = f"{st.median(j[i] for i, _ in sel if i < len(j)):.1f}" if j else "-"
-        rm, rh = ref.get(p, (None, None))
-        print(f"| {p} | {names[c]} | {len(sel)} | {m(1)} | {m(2)} | {m(3)} | {m(4)} | {m(5)} | {m(6)} | {jm} | {rm or 0:.1f} | {rh or 0:.1f} |")
-EOF2
 }
 
 stage_fp8_probe() { probe fp8_quant_probe; }  # Issue 37: tp_fp8_block_quant_allgather at large

@@ -16,11 +16,6 @@
 
 namespace pkb::eval {
 
-// DIAG (issue 35, temporary): the last call's host split, microseconds.
-namespace diag {
-extern thread_local double run_us, copy_us;
-}
-
 // The reference of `spec` as a candidate on this rank, set up (its sub-communicators made)
 // over `comm` now: construct it before the sandbox, which denies the sockets a new NCCL
 // communicator opens. `comm` must outlive it. Its calls copy the reference's outputs into

@@ -13,9 +13,6 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <array>
-#include <cstdlib>
-#include <fstream>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -295,51 +292,16 @@ class CandidateProblem {
     auto t0 = Clock::now();
     timing::HostMeter host;
     host.start(probe);
-    // DIAG (issue 35, temporary): PKB_DIAG_FILE set: call i % 3 == 1 runs 16 tiny ATen ops
-    // on the stream just before it, i % 3 == 2 spins 100 us on the CPU; every call's host
-    // split (gate before, the run, the copy, the gate after) goes to the file.
-    const char* diag_file = std::getenv("PKB_DIAG_FILE");
-    at::Tensor diag_x;
-    if (diag_file) diag_x = at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(r_.device));
-    std::vector<std::array<double, 6>> diag_rows;  // class, before, run, copy, after, whole
     for (int i = 0; i < n && !fail; ++i) {
       uint32_t seq = request_call(i);
-      int cls = diag_file ? i % 3 : 0;
-      if (cls == 1)
-        for (int k = 0; k < 16; ++k) diag_x.add_(1);
-      if (cls == 2) {
-        auto s = Clock::now();
-        while (std::chrono::duration<double, std::micro>(Clock::now() - s).count() < 100) {
-        }
-      }
-      auto d0 = Clock::now();
-      Clock::time_point d1, d2;
       host.call_started();  // before `ready` and after `done`: its samples are not timed
-      fail = gate_->call(seq, [&] {
-        d1 = Clock::now();
-        auto f = call(phase::kCandidateTiming, timing::kTimedKey + i);
-        d2 = Clock::now();
-        return f;
-      }, own.get(), i);
+      fail = gate_->call(seq, [&] { return call(phase::kCandidateTiming, timing::kTimedKey + i); }, own.get(), i);
       host.call_returned();
-      auto d3 = Clock::now();
-      auto us = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::micro>(b - a).count(); };
-      if (diag_file)
-        diag_rows.push_back({double(cls), us(d0, d1), eval::diag::run_us, eval::diag::copy_us, us(d2, d3), us(d0, d3)});
       sizes.push_back(reported_sizes());
     }
     eval::CallTimes t;
     t.us = own->elapsed_us();
     t.us.resize(sizes.size());
-    if (diag_file) {
-      json rows = json::array();
-      for (size_t i = 0; i < diag_rows.size(); ++i) {
-        json row = diag_rows[i];
-        row.push_back(t.us[i]);
-        rows.push_back(row);
-      }
-      std::ofstream(diag_file, std::ios::app) << json{{"side", "candidate"}, {"problem", spec_.slug}, {"rows", rows}}.dump() << "\n";
-    }
     t.loop_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
     t.host = host.stop();
     t.warmup = w.calls;

@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -424,8 +423,6 @@ class JudgeProblem {
         us.resize(i);
         for (double& x : us) x = std::max(0.0, x - report_.gate->taken_us);
         report_.candidate = eval::CallTimes{us, 0, 0};
-        if (const char* diag = std::getenv("PKB_DIAG_FILE"))  // DIAG (issue 35, temporary)
-          std::ofstream(diag, std::ios::app) << json{{"side", "judge"}, {"problem", pc_.spec.slug}, {"us", us}}.dump() << "\n";
       }
       fail = reported_failure(timed);
     } catch (const std::exception& e) {
