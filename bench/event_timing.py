@@ -1,4 +1,6 @@
 """The bench probes' clock: the median of a function's CUDA-event times (ms), after warm calls."""
+import time
+
 import torch
 
 
@@ -17,8 +19,33 @@ def median_ms(fn, reps=20, warm=1):
     return sorted(times)[len(times) // 2]
 
 
-def print_steps(steps, **timing):
-    """A probe's markdown table: each (name, fn) step's median_ms."""
+def host_median_ms(fn, reps=20, warm=1):
+    """median_ms by time.perf_counter, for a probe's smoke test on the CPU (no CUDA events there)."""
+    for _ in range(warm):
+        fn()
+    times = []
+    for _ in range(reps):
+        a = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - a) * 1e3)
+    return sorted(times)[len(times) // 2]
+
+
+def print_steps(steps, clock=median_ms, **timing):
+    """A probe's markdown table: each (name, fn) step's median time by clock (median_ms unless told)."""
     print("| step | ms |\n| --- | --- |")
     for name, fn in steps:
-        print(f"| {name} | {median_ms(fn, **timing):.3f} |")
+        print(f"| {name} | {clock(fn, **timing):.3f} |")
+
+
+def runnable(steps):
+    """The (name, fn) steps that run once here; each that raises (an op this torch build lacks
+    on the device, say) is left out with a line saying why, so that one does not end the table."""
+    kept = []
+    for name, fn in steps:
+        try:
+            fn()
+            kept.append((name, fn))
+        except (RuntimeError, NotImplementedError, TypeError) as e:
+            print(f"left out: {name}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    return kept

@@ -20,10 +20,14 @@ judge's host took the longer (a judge process slow throughout: bench/results/h20
 calls 20-23), "host (probe)" / "judge's host (probe)" where the calls' return times do not
 tell (a call that waits on the device returns when the device is done) but the host probe
 does: the same fixed ATen op timed on each side's timing thread before its loop (`op_us`)
-took over 15% longer on the slower side; else **no**; "noisy" marks a reference timing flagged `noisy_reference`.
+took over 15% longer on the slower side; else **no**; "noisy" marks a reference timing flagged `noisy_reference`,
+"host_mismatch" one pkb flagged so (the two processes' probes apart where it matters).
+The candidate's host per call is its own call less @reference's copy of the outputs
+(`copy_median_us`, records since bench/results/h200-2026-12-04 call 2; earlier records counted
+the gate's ops and the copy in it, which made the sweeps' median 1.5: call 1 there).
 The last line is the two sides' host per call over the whole sweep: a disturbed process moves
 one problem either way, while a median away from 1 is a difference between the two sides'
-call paths (1.5 in every sweep since call 11 of bench/results/h200-2026-12-03: call 32).
+call paths.
 """
 import json
 import sys
@@ -46,7 +50,7 @@ def main():
     print("| problem | W=1 | ref us | cand us | speedup [95%] | copy us | copy-adjusted | in [0.95, 1.05] "
           "| enqueue us (cand / ref) | W=2 shared |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    inside = counted = correct = by_copy_n = by_host_n = by_judge_n = 0
+    inside = counted = correct = by_copy_n = by_host_n = by_judge_n = mismatch_n = 0
     host_ratios = []  # candidate / judge, each side's median time for a call to return
     for slug in sorted(set(w1) | set(w2)):
         d = w1.get(slug)
@@ -63,6 +67,8 @@ def main():
             ci = d.get("speedup_interval") or {}
             host = t.get("host") or {}
             enq_c = (host.get("candidate") or {}).get("enqueue_median_us")
+            if enq_c and (host.get("candidate") or {}).get("copy_median_us") is not None:
+                enq_c -= host["candidate"]["copy_median_us"]  # the reference's run alone, as the judges time it
             enq_r = (host.get("reference") or {}).get("enqueue_median_us")
             enq = f"{enq_c:.1f} / {enq_r:.1f}" if enq_c and enq_r else (f"{enq_c:.1f} / -" if enq_c else "")
             op_c = ((host.get("candidate") or {}).get("probe") or {}).get("op_us", -1)
@@ -89,6 +95,9 @@ def main():
                        else ("no: judge's host" if enq_judge else "no: judge's host (probe)") if by_judge else "**no**")
                 if "noisy_reference" in (d.get("flags") or []):
                     why += ", noisy"
+                if "host_mismatch" in (d.get("flags") or []):
+                    why += ", host_mismatch"
+                    mismatch_n += not ok
                 row += [f"{ref:.1f}", f"{cand:.1f}",
                         f"{d['speedup']:.3f} [{ci.get('lo', 0):.3f}, {ci.get('hi', 0):.3f}]",
                         f"{copy:.1f}", f"{adjusted:.3f}", why, enq]
@@ -101,7 +110,8 @@ def main():
     print(f"W=1: {correct} of {len(w1)} correct; speedup (with the copy or without) within [0.95, 1.05] for {inside} of {counted} "
           f"timed; {by_copy_n} where the speedups with and without the copy straddle the band; {by_host_n} below it "
           f"where the candidate rank's host took longer over the calls or its probe; {by_judge_n} above it where the judge's did; "
-          f"{counted - inside - by_copy_n - by_host_n - by_judge_n} else."
+          f"{counted - inside - by_copy_n - by_host_n - by_judge_n} else; {mismatch_n} of those outside the band "
+          f"flagged host_mismatch."
           + (f" W=2 shared: {w2_correct} of {len(w2)} correct." if w2 else ""))
     if host_ratios:
         # The two sides' host per call over the whole sweep: a per-process disturbance moves

@@ -34,6 +34,9 @@ class Candidate {
   virtual std::string returned(const char* entry, int rc) const {
     return std::string(entry) + " returned " + std::to_string(rc);
   }
+  // The host time (us) pkb itself spent inside the last run on the candidate's behalf: the
+  // copy of @reference's outputs into pkb's buffers; 0 for a real candidate.
+  virtual double adapter_us() const { return 0; }
 };
 
 // The shared object of a .cu or .cpp candidate, checked against the solution ABI.

@@ -62,6 +62,8 @@ CallTimes call_times_from_json(const json& j) {
     }
     u.call_cycles = h.value("call_cycles", std::vector<double>{});
     u.call_instructions = h.value("call_instructions", std::vector<double>{});
+    u.gate_us = h.value("gate_us", std::vector<double>{});
+    u.copy_us = h.value("copy_us", std::vector<double>{});
     u.thp_anon_kib = h.value("thp_anon_kib", -1L);
     u.thp_file_kib = h.value("thp_file_kib", -1L);
     t.host = u;
@@ -125,7 +127,9 @@ json to_json(const HostUse& h) {
           {"call_cycles", h.call_cycles},
           {"call_instructions", h.call_instructions},
           {"thp_anon_kib", h.thp_anon_kib},
-          {"thp_file_kib", h.thp_file_kib}};
+          {"thp_file_kib", h.thp_file_kib},
+          {"gate_us", h.gate_us},
+          {"copy_us", h.copy_us}};
 }
 
 json to_json(const CallTimes& t) {

@@ -56,8 +56,9 @@ struct HostProbe {
 };
 
 struct HostUse {
-  std::vector<double> enqueue_us;                   // per timed call
-  std::vector<double> enqueue_cpu_us;               // the thread's CPU time in each (less: it waited)
+  std::vector<double> enqueue_us;                   // per timed call: the reference's run, the candidate's call
+  std::vector<double> enqueue_cpu_us;               // the thread's CPU time in each (less: it waited); a
+                                                    // candidate rank's over the gate's ops too
   long call_switches = 0;                           // context switches inside the calls
   double thread_cpu_us = 0, process_cpu_us = 0;     // over the loop
   long switches_voluntary = 0, switches_involuntary = 0;  // the timing thread's
@@ -70,7 +71,9 @@ struct HostUse {
   std::vector<double> call_cycles, call_instructions;
   // The process's memory on huge pages as the loop starts (/proc/self/smaps_rollup, KiB):
   // anonymous (the heap) and file-backed (libraries' code); -1 where unreadable.
-  long thp_anon_kib = -1, thp_file_kib = -1;
+  long thp_anon_kib = -1, thp_file_kib = -1;  // A candidate rank's, per call: pkb's gate ops around the call (outside enqueue_us), and
+  // the host time of @reference's copy of its outputs inside it (0 for a real candidate).
+  std::vector<double> gate_us, copy_us;
 };
 
 // The timed calls of one side on one rank.

@@ -186,7 +186,33 @@ static json host_summary(const CallTimes& t) {
           {"cpu", h.cpu},
           {"call_counters", counters_summary(h)},
           {"thp_anon_kib", h.thp_anon_kib},
-          {"thp_file_kib", h.thp_file_kib}};
+          {"thp_file_kib", h.thp_file_kib},
+          {"gate_median_us", h.gate_us.empty() ? json() : json(stats_of(h.gate_us).median)},
+          {"copy_median_us", h.copy_us.empty() ? json() : json(stats_of(h.copy_us).median)}};
+}
+
+// Why the two sides' processes, rather than their code, may set a speedup (flag
+// host_mismatch), or "": where one side's host probe (a fixed ATen op on its timing thread,
+// just before its loop) ran slower than the other's by more than rules.host_mismatch, and
+// that side's calls are launch-bound (their host took most of their time), so its time
+// follows its process's speed. On the H200 VM a process runs such host work up to 1.8x
+// slower than another for its whole life (bench/results/h200-2026-12-04, call 1).
+static std::string host_mismatch(const json& host, double ref_us, double cand_us, const Rules& rules) {
+  auto probe = [&](const char* side) { return host.value(side, json::object()).value("probe", json::object()).value("op_us", -1.0); };
+  auto enqueue = [&](const char* side) { return host.value(side, json::object()).value("enqueue_median_us", 0.0); };
+  double ref = probe("reference"), cand = probe("candidate");
+  if (ref <= 0 || cand <= 0) return "";
+  bool cand_slower = cand > ref;
+  const char* side = cand_slower ? "candidate" : "reference";
+  double ratio = cand_slower ? cand / ref : ref / cand, device_us = cand_slower ? cand_us : ref_us;
+  if (ratio <= rules.host_mismatch || enqueue(side) < rules.launch_bound_fraction * device_us) return "";
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "the %s's process ran the host probe %.2fx slower (%.2f against %.2f us) and its calls are "
+                "launch-bound (host %.1f us a call for %.1f us): the speedup follows the processes",
+                cand_slower ? "candidate rank" : "judges", ratio, cand_slower ? cand : ref, cand_slower ? ref : cand,
+                enqueue(side), device_us);
+  return buf;
 }
 
 json JudgedReference::cache() const {
@@ -362,6 +388,13 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
       if (judges[0].gate->noisy()) flags.push_back("noisy_gate");
     }
   }
+  if (judge_clock && !host.is_null()) {
+    std::string why = host_mismatch(host, rs.median, cs.median, rules);
+    if (!why.empty()) {
+      flags.push_back("host_mismatch");
+      res["timing"]["host_mismatch"] = why;
+    }
+  }
   if (!ref_stable) {
     flags.push_back("noisy_reference");
     res["timing"]["reference_unstable"] = judges[0].reference_unstable;
@@ -429,7 +462,8 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
 bool timing_in_doubt(const json& flags) {
   for (auto& f : flags)
     if (f == "throttled" || f == "shared_gpu" || f == "left_processes" || f == "faster_than_roofline" ||
-        f == "timing_escape" || f == "timing_unverified" || f == "noisy_reference" || f == "noisy_gate")
+        f == "timing_escape" || f == "timing_unverified" || f == "noisy_reference" || f == "noisy_gate" ||
+        f == "host_mismatch")
       return true;
   return false;
 }

@@ -47,6 +47,10 @@ struct Rules {
   // which is what counts: a median far below the judge's (by this fraction and more than
   // this many us) was rewritten inside the candidate's process. Held on CUDA.
   double self_report_fraction = 0.75, self_report_min_us = 2;
+  // The two sides' host probes (rank 0's) apart by more than this factor, where the slower
+  // side's calls are launch-bound (their host took at least this fraction of their device
+  // time): the speedup follows the processes, not the code (flag host_mismatch).
+  double host_mismatch = 1.25, launch_bound_fraction = 0.8;
 };
 
 // What the verdict is judged on besides the ranks' reports.

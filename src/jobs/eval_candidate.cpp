@@ -295,7 +295,12 @@ class CandidateProblem {
     for (int i = 0; i < n && !fail; ++i) {
       uint32_t seq = request_call(i);
       host.call_started();  // before `ready` and after `done`: its samples are not timed
-      fail = gate_->call(seq, [&] { return call(phase::kCandidateTiming, timing::kTimedKey + i); }, own.get(), i);
+      fail = gate_->call(seq, [&] {
+        auto begin = Clock::now();  // the candidate's own call, as the judges time the reference's run
+        auto f = call(phase::kCandidateTiming, timing::kTimedKey + i);
+        host.call_ran(begin, Clock::now(), cand_->adapter_us());
+        return f;
+      }, own.get(), i);
       host.call_returned();
       sizes.push_back(reported_sizes());
     }

@@ -88,6 +88,8 @@ HostMeter::Sample HostMeter::sample(bool whole) {
 void HostMeter::start(const eval::HostProbe& probe) {
   enqueue_us_.clear();
   enqueue_cpu_us_.clear();
+  gate_us_.clear();
+  copy_us_.clear();
   cycles_.clear();
   instructions_.clear();
   counters_ = std::make_unique<CpuCounters>();
@@ -113,11 +115,24 @@ void HostMeter::start(const eval::HostProbe& probe) {
 void HostMeter::call_started() {
   call_sample_ = sample(false);
   if (counters_) call_count_ = counters_->read();
+  ran_us_ = -1;
   call_ = Clock::now();
 }
 
+void HostMeter::call_ran(Clock::time_point begin, Clock::time_point end, double copy_us) {
+  ran_us_ = std::chrono::duration<double, std::micro>(end - begin).count();
+  ran_copy_us_ = copy_us;
+}
+
 void HostMeter::call_returned() {
-  enqueue_us_.push_back(std::chrono::duration<double, std::micro>(Clock::now() - call_).count());
+  double span = std::chrono::duration<double, std::micro>(Clock::now() - call_).count();
+  if (ran_us_ >= 0) {
+    enqueue_us_.push_back(ran_us_);
+    gate_us_.push_back(span - ran_us_);
+    copy_us_.push_back(ran_copy_us_);
+  } else {
+    enqueue_us_.push_back(span);
+  }
   if (counters_) {
     CpuCounters::Reading c = counters_->read();
     cycles_.push_back(static_cast<double>(c.cycles - call_count_.cycles));
@@ -135,6 +150,8 @@ eval::HostUse HostMeter::stop() {
   eval::HostUse h;
   h.enqueue_us = enqueue_us_;
   h.enqueue_cpu_us = enqueue_cpu_us_;
+  h.gate_us = gate_us_;
+  h.copy_us = copy_us_;
   h.call_switches = call_switches_;
   h.thread_cpu_us = end.thread_cpu_us - at_start_.thread_cpu_us;
   h.process_cpu_us = end.process_cpu_us - at_start_.process_cpu_us;

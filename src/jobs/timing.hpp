@@ -32,6 +32,12 @@ class HostMeter {
   // `probe`: the fixed work of probe_host, timed first (outside the loop's calls).
   void start(const eval::HostProbe& probe = {});
   void call_started();
+  // A candidate rank's: the candidate's own call ran from `begin` to `end` inside this call's
+  // span (the rest is pkb's gate), and pkb's copy for @reference took `copy_us` of it. The
+  // call's enqueue time is then the candidate's call alone, as the judges' is the
+  // reference's run alone: the two sides' host per call compare like with like.
+  void call_ran(std::chrono::steady_clock::time_point begin, std::chrono::steady_clock::time_point end,
+                double copy_us = 0);
   void call_returned();
   eval::HostUse stop();
 
@@ -45,7 +51,8 @@ class HostMeter {
   Sample at_start_;
   std::chrono::steady_clock::time_point call_;
   Sample call_sample_;
-  std::vector<double> enqueue_us_, enqueue_cpu_us_, cycles_, instructions_;
+  std::vector<double> enqueue_us_, enqueue_cpu_us_, cycles_, instructions_, gate_us_, copy_us_;
+  double ran_us_ = -1, ran_copy_us_ = 0;  // the candidate's call in this span (call_ran), -1: none
   std::unique_ptr<CpuCounters> counters_;  // the thread's, where the machine counts them
   CpuCounters::Reading call_count_;
   long call_switches_ = 0, call_minor_faults_ = 0, call_major_faults_ = 0;

@@ -216,6 +216,42 @@ TEST(HostMeter, ACallsCpuTimeIsItsOwnAndUpToDate) {
   }
 }
 
+// A candidate rank's span holds pkb's gate ops around the candidate's own call: the call's
+// time is the candidate's alone (as the judges' is the reference's run), the rest the gate's.
+TEST(HostMeter, ACandidateRanksCallIsItsOwnTheRestIsTheGates) {
+  using Clock = std::chrono::steady_clock;
+  auto spin = [](int us) {
+    auto t = Clock::now();
+    while (Clock::now() - t < std::chrono::microseconds(us)) {
+    }
+  };
+  pkb::jobs::timing::HostMeter m;
+  m.start();
+  for (int call = 0; call < 3; ++call) {
+    m.call_started();
+    spin(200);  // the gate before
+    auto begin = Clock::now();
+    spin(400);  // the call
+    m.call_ran(begin, Clock::now(), 7.5);
+    spin(100);  // the gate after
+    m.call_returned();
+  }
+  m.call_started();  // a judge's call: no call_ran, the whole span is the call
+  spin(300);
+  m.call_returned();
+  pkb::eval::HostUse h = m.stop();
+  ASSERT_EQ(h.enqueue_us.size(), 4u);
+  ASSERT_EQ(h.gate_us.size(), 3u);
+  ASSERT_EQ(h.copy_us.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_GE(h.enqueue_us[i], 400);
+    EXPECT_LT(h.enqueue_us[i], 600) << "the gate's 300 us counted in call " << i;
+    EXPECT_GE(h.gate_us[i], 300);
+    EXPECT_EQ(h.copy_us[i], 7.5);
+  }
+  EXPECT_GE(h.enqueue_us[3], 300);
+}
+
 TEST(CpuCounters, CountTheThreadsWorkWhereTheMachineCounts) {
   pkb::jobs::timing::CpuCounters c;
   if (!c.ok()) {

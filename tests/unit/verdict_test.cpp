@@ -395,6 +395,34 @@ TEST(Verdict, ANoisyGateCalibrationIsFlagged) {
   EXPECT_FALSE(eval::timing_counts(n.res));
 }
 
+// Two processes that run the same fixed host work at different speeds (the host probe) set a
+// launch-bound call's speedup rather than its code: flagged, and the timing does not count.
+// Not where the slower side's calls are device-bound, nor for a small difference.
+TEST(Verdict, ProcessesWhoseHostsRunApartAreFlaggedWhereLaunchBound) {
+  auto run = [](double ref_probe, double cand_probe, double cand_host_us) {
+    Ranks r = timed(100, 50);
+    r.judges[0].reference[0].times.host = eval::HostUse{{45, 48, 50}, {45, 48, 50}, 0, 300, 600, 0, 0, 0.1};
+    r.judges[0].reference[0].times.host->probe = eval::HostProbe{40, 3.5, ref_probe, 1};
+    r.cands[0].timing->host = eval::HostUse{{cand_host_us, cand_host_us}, {cand_host_us, cand_host_us}, 0, 300, 600, 0, 0, 0.1};
+    r.cands[0].timing->host->probe = eval::HostProbe{40, 3.5, cand_probe, 1};
+    Judged j = judge(finished(r), cuda(2));
+    j.res["run"] = {{"device", "cuda"}, {"ranks_per_gpu", 1}};
+    return j.res;
+  };
+  auto flagged = [](const json& res) { return res["flags"].dump().find("host_mismatch") != std::string::npos; };
+  json slow_cand = run(5, 7, 95);  // 1.4x, and 95 of its 100 us on the host
+  EXPECT_TRUE(flagged(slow_cand)) << slow_cand["flags"];
+  EXPECT_NE(slow_cand["timing"]["host_mismatch"].get<std::string>().find("candidate rank's process"), std::string::npos);
+  EXPECT_FALSE(eval::timing_counts(slow_cand));
+  EXPECT_EQ(slow_cand["verdict"], "correct");
+  EXPECT_FALSE(flagged(run(5, 7, 30)));   // its calls wait on the device: the host's speed does not set them
+  EXPECT_FALSE(flagged(run(5, 5.5, 95)));  // 1.1x: within what the probe itself varies
+  json slow_judges = run(8, 5, 30);  // the judges' process slower, the reference's calls launch-bound (48 of 50 us)
+  EXPECT_TRUE(flagged(slow_judges)) << slow_judges["flags"];
+  EXPECT_NE(slow_judges["timing"]["host_mismatch"].get<std::string>().find("judges"), std::string::npos);
+  EXPECT_TRUE(eval::timing_counts(run(5, 5, 95)));
+}
+
 // The speedup's interval: resampled medians, seeded, so the same samples give the same
 // interval; it covers the point estimate, brackets 1 for two draws of one distribution and
 // leaves it out for two that differ.
