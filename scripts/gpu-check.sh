@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, fresh10h, fp8_probe, refcheck:P,..., disco37, refs37c, magi_probe, combine_probe, combine37, asym35, probes37, shared2,
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, fresh10h, fp8_probe, refcheck:P,..., disco37, refs37c, magi_probe, combine_probe, combine37, asym35, probes37, refs37d, shared2,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -694,6 +694,16 @@ stage_probes37() {
   probe vocab_ce_probe
   probe rope_allgather_probe
   probe int8_quant_probe
+}
+
+stage_refs37d() {
+  # Issue 35: which of the VM's CPUs slow each other (a hidden shared core); issue 37: the
+  # three references rewritten after probes37 (audit at large, @reference W=1 and W=2
+  # shared), and their saved outputs on CUDA at W=1 recomputed in Python (the fused
+  # cross-entropy runs only there).
+  probe cpu_sibling_probe
+  stage_refcheck tp_vocab_parallel_cross_entropy,cp_rope_allgather,dp_int8_quant_grad_allreduce
+  ONLY='^(tp_vocab_parallel_cross_entropy|cp_rope_allgather|dp_int8_quant_grad_allreduce)$' stage_allrefs 1
 }
 
 stage_fp8_probe() { probe fp8_quant_probe; }  # Issue 37: tp_fp8_block_quant_allgather at large
