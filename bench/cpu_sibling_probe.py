@@ -9,9 +9,11 @@ a serial arithmetic loop) on a thread pinned to CPU A, alone and then with a pro
 spinning on each other CPU B in turn. A B that slows A's work is its sibling.
 
     python3 bench/cpu_sibling_probe.py [A ...]      (default: CPUs 0 and 1)
+    python3 bench/cpu_sibling_probe.py --matrix     (every A against every B, the allocator only)
 
-Prints a markdown table: for each A and B, each work's median (us) and its ratio to alone.
-Needs CUDA (the allocator and add are torch's CUDA ones).
+Prints a markdown table: for each A and B, each work's median (us) and its ratio to alone;
+with --matrix one row an A: its allocator time alone, then the ratio with the spinner on
+each B. Needs CUDA (the allocator and add are torch's CUDA ones).
 """
 import os
 import statistics
@@ -52,10 +54,12 @@ def measure(x):
 
 def main():
     cpus = sorted(os.sched_getaffinity(0))
-    targets = [int(a) for a in sys.argv[1:]] or cpus[:2]
     x = torch.zeros(1, device="cuda")
     measure(x)  # warm: the allocator's pool, the kernel looked up
     print(f"{len(cpus)} CPUs, {torch.cuda.get_device_name()}\n")
+    if sys.argv[1:] == ["--matrix"]:
+        return matrix(cpus)
+    targets = [int(a) for a in sys.argv[1:]] or cpus[:2]
     print("| A | spinner on | alloc us | x alone | add_ us | x alone | arithmetic us | x alone |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for a in targets:
@@ -73,6 +77,26 @@ def main():
             ratios = [m[k] / alone[k] for k in range(3)]
             mark = " **" if max(ratios[:2]) > 1.3 else ""
             print(f"| {a} | {b}{mark} | {m[0]:.2f} | {ratios[0]:.2f} | {m[1]:.2f} | {ratios[1]:.2f} | {m[2]:.2f} | {ratios[2]:.2f} |")
+
+
+def matrix(cpus):
+    alloc = lambda: timed(lambda: torch.empty(256, device="cuda"), reps=9, n=200)
+    print("| A | alone us | " + " | ".join(f"B={b}" for b in cpus) + " |")
+    print("| --- | --- | " + " | ".join("---" for _ in cpus) + " |")
+    for a in cpus:
+        os.sched_setaffinity(0, {a})
+        alone = alloc()
+        row = []
+        for b in cpus:
+            if b == a:
+                row.append("-")
+                continue
+            p = subprocess.Popen([sys.executable, "-c", SPIN, str(b)])
+            time.sleep(0.05)
+            row.append(f"{alloc() / alone:.2f}")
+            p.kill()
+            p.wait()
+        print(f"| {a} | {alone:.2f} | " + " | ".join(row) + " |")
 
 
 if __name__ == "__main__":

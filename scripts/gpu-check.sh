@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, fresh10h, fp8_probe, refcheck:P,..., disco37, refs37c, magi_probe, combine_probe, combine37, asym35, probes37, refs37d, shared2,
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, fresh10h, fp8_probe, refcheck:P,..., disco37, refs37c, magi_probe, combine_probe, combine37, asym35, probes37, refs37d, place35, shared2,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -704,6 +704,25 @@ stage_refs37d() {
   probe cpu_sibling_probe
   stage_refcheck tp_vocab_parallel_cross_entropy,cp_rope_allgather,dp_int8_quant_grad_allreduce
   ONLY='^(tp_vocab_parallel_cross_entropy|cp_rope_allgather|dp_int8_quant_grad_allreduce)$' stage_allrefs 1
+}
+
+stage_place35() {
+  # Issue 35: which CPUs slow which (every pair, the allocator), then @reference on sp and
+  # fsdp as the sweep runs them, on any CPU and then with every pkb process on CPUs 0-2:
+  # does where the processes run set the two sides' host speeds?
+  echo "| cpu_sibling_probe --matrix | | | |" >>"$SUM"
+  python3 "$SRC/bench/cpu_sibling_probe.py" --matrix >>"$SUM" 2>>"$LOG"
+  local c cpus
+  for cpus in all 0-2; do
+    for c in sp fsdp; do
+      if [ $cpus = all ]; then
+        step "sweep @reference $c, any CPU" 0 "$PKB" sweep --solutions @reference --problems $c -w 1 --out "$OUT/place_$cpus.jsonl"
+      else
+        step "sweep @reference $c, CPUs $cpus" 0 taskset -c $cpus "$PKB" sweep --solutions @reference --problems $c -w 1 --out "$OUT/place_$cpus.jsonl"
+      fi
+    done
+    echo "| placement $cpus | | | $(python3 "$SRC/bench/reference_as_candidate.py" "$OUT/place_$cpus.jsonl" | tail -2 | tr '\n' ' ') |" >>"$SUM"
+  done
 }
 
 stage_fp8_probe() { probe fp8_quant_probe; }  # Issue 37: tp_fp8_block_quant_allgather at large
