@@ -1,7 +1,11 @@
 """The bench probes' clock: the median of a function's CUDA-event times (ms), after warm calls."""
+import os
 import time
 
 import torch
+
+# Where a probe runs: CUDA, or the CPU (PKB_PROBE_DEVICE=cpu) only to smoke-test it.
+DEVICE = os.environ.get("PKB_PROBE_DEVICE", "cuda")
 
 
 def median_ms(fn, reps=20, warm=1):
@@ -48,4 +52,13 @@ def runnable(steps):
             kept.append((name, fn))
         except (RuntimeError, NotImplementedError, TypeError) as e:
             print(f"left out: {name}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    return kept
+
+
+def print_probe(title, steps, alternatives, label):
+    """A probe's title (with the device's name), then the table of its steps and of each
+    alternative (name, fn) that runs here, named `label` + its name; returns those."""
+    print(f"{title}, {torch.cuda.get_device_name() if DEVICE == 'cuda' else 'CPU smoke test'}\n")
+    kept = runnable(alternatives)
+    print_steps(steps + [(label + name, fn) for name, fn in kept], clock=median_ms if DEVICE == "cuda" else host_median_ms)
     return kept

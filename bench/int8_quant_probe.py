@@ -15,18 +15,20 @@ division rounded into bf16 in one op - beside one read of the gradient (the memo
 pace). The reference quantizes one flat tensor, so no _foreach form applies. Prints a
 markdown table, then each alternative's agreement with the reference's mean. Needs CUDA.
 
+It times the reference as it was before its call (bench/results/h200-2026-12-04, call 2):
+the reference now does the fp32-throughout form without the clamp, dividing into bf16 in one
+op (the alternatives "no clamp" and "the tail").
+
 Smoke test on the CPU (host clock, small shapes): PKB_PROBE_DEVICE=cpu python3
 bench/int8_quant_probe.py 256 1000 (n not a multiple of the block: the padded path).
 """
-import os
 import sys
 
 import torch
 import torch.nn.functional as F
 
-from event_timing import host_median_ms, median_ms, print_steps, runnable
+from event_timing import DEVICE as DEV, print_probe
 
-DEV = os.environ.get("PKB_PROBE_DEVICE", "cuda")
 W, BLOCK = 1, 128
 
 
@@ -130,12 +132,8 @@ def main():
         ("whole body (the reference's; the all-reduce a no-op at W = 1)", body),
     ]
     gb = n * 2 / 1e9
-    name = torch.cuda.get_device_name() if DEV == "cuda" else "CPU smoke test"
-    print(f"dp_int8_quant_grad_allreduce steps, n={n} (M={m} N={k}, blocks of {BLOCK}, W=1, "
-          f"{gb:.2f} GB of bf16 gradient), {name}\n")
-    alternatives = runnable(alternatives)
-    steps += [(f"alt, whole body: {name}", fn) for name, fn in alternatives]
-    print_steps(steps, clock=median_ms if DEV == "cuda" else host_median_ms)
+    alternatives = print_probe(f"dp_int8_quant_grad_allreduce steps, n={n} (M={m} N={k}, blocks of {BLOCK}, W=1, "
+                               f"{gb:.2f} GB of bf16 gradient)", steps, alternatives, "alt, whole body: ")
 
     ref = body()
     wild = (torch.div(x, scale).round_().abs() > 127).sum().item()

@@ -13,17 +13,18 @@ the 2 x 2 rotation as one broadcast product and a sum, and a complex product - b
 read and one copy of q (the memory's pace). Prints a markdown table, then each form's
 agreement with the reference's q_embed. Needs CUDA.
 
+It times the reference as it was before its call (bench/results/h200-2026-12-04, call 2):
+the reference now does the alternative "addcmul by halves".
+
 Smoke test on the CPU (host clock, small shapes): PKB_PROBE_DEVICE=cpu python3
 bench/rope_allgather_probe.py 2 64 4 64.
 """
-import os
 import sys
 
 import torch
 
-from event_timing import host_median_ms, median_ms, print_steps, runnable
+from event_timing import DEVICE as DEV, print_probe
 
-DEV = os.environ.get("PKB_PROBE_DEVICE", "cuda")
 
 
 def tables(b, s, d, g):  # as make_inputs: base 10000, cat(freqs, freqs), positions offset per row
@@ -116,11 +117,8 @@ def main():
         ("whole body (q and k rotated and gathered)", body),
     ]
     gb = q.numel() * 2 / 1e9
-    name = torch.cuda.get_device_name() if DEV == "cuda" else "CPU smoke test"
-    print(f"cp_rope_allgather steps, B={b} T={t} H={h} D={d} (W=1, q and k {gb:.2f} GB each in bf16), {name}\n")
-    alternatives = runnable(alternatives)
-    steps += [(f"alt, rotation of q: {name}", fn) for name, fn in alternatives]
-    print_steps(steps, clock=median_ms if DEV == "cuda" else host_median_ms)
+    alternatives = print_probe(f"cp_rope_allgather steps, B={b} T={t} H={h} D={d} (W=1, q and k {gb:.2f} GB each in bf16)",
+                               steps, alternatives, "alt, rotation of q: ")
 
     print("\nagreement with the reference's q_embed (bf16):")
     for name, fn in alternatives:

@@ -11,18 +11,19 @@ W = 1 so Vl = V, bf16 logits), the whole body, and the other ATen ways to the sa
 the fp32 temporaries in L2), beside one read of the logits (the memory's pace). Prints a
 markdown table, then each alternative's agreement with the reference's loss. Needs CUDA.
 
+It times the reference as it was before its call (bench/results/h200-2026-12-04, call 2):
+the reference now, at one rank on CUDA, does the alternative "cross_entropy on bf16".
+
 Smoke test on the CPU (host clock, small shapes): PKB_PROBE_DEVICE=cpu python3
 bench/vocab_ce_probe.py 2 64 1024.
 """
-import os
 import sys
 
 import torch
 import torch.nn.functional as F
 
-from event_timing import host_median_ms, median_ms, print_steps, runnable
+from event_timing import DEVICE as DEV, print_probe
 
-DEV = os.environ.get("PKB_PROBE_DEVICE", "cuda")
 
 
 def main():
@@ -100,11 +101,8 @@ def main():
         ("whole body (the reference's; all-reduces no-ops at W = 1)", body),
     ]
     gb = x.numel() * 2 / 1e9
-    name = torch.cuda.get_device_name() if DEV == "cuda" else "CPU smoke test"
-    print(f"tp_vocab_parallel_cross_entropy steps, B={b} S={s} V={v} (W=1, {gb:.2f} GB of bf16 logits), {name}\n")
-    alternatives = runnable(alternatives)
-    steps += [(f"alt: {name}", fn) for name, fn in alternatives]
-    print_steps(steps, clock=median_ms if DEV == "cuda" else host_median_ms)
+    alternatives = print_probe(f"tp_vocab_parallel_cross_entropy steps, B={b} S={s} V={v} (W=1, {gb:.2f} GB of bf16 logits)",
+                               steps, alternatives, "alt: ")
 
     ref32, ref = body32(), body()
     print("\nagreement with the reference's loss (fp32 before its rounding; bf16 outputs as rounded):")
