@@ -71,7 +71,8 @@ struct HostUse {
   std::vector<double> call_cycles, call_instructions;
   // The process's memory on huge pages as the loop starts (/proc/self/smaps_rollup, KiB):
   // anonymous (the heap) and file-backed (libraries' code); -1 where unreadable.
-  long thp_anon_kib = -1, thp_file_kib = -1;  // A candidate rank's, per call: pkb's gate ops around the call (outside enqueue_us), and
+  long thp_anon_kib = -1, thp_file_kib = -1;
+  // A candidate rank's, per call: pkb's gate ops around the call (outside enqueue_us), and
   // the host time of @reference's copy of its outputs inside it (0 for a real candidate).
   std::vector<double> gate_us, copy_us;
 };

@@ -195,8 +195,9 @@ static json host_summary(const CallTimes& t) {
 // host_mismatch), or "": where one side's host probe (a fixed ATen op on its timing thread,
 // just before its loop) ran slower than the other's by more than rules.host_mismatch, and
 // that side's calls are launch-bound (their host took most of their time), so its time
-// follows its process's speed. On the H200 VM a process runs such host work up to 1.8x
-// slower than another for its whole life (bench/results/h200-2026-12-04, call 1).
+// follows its process's speed. On the lent H200 (a VM) host work that misses the caches runs
+// up to ~2x slower or faster with which other CPUs are busy, more often against the
+// candidate rank (bench/results/h200-2026-12-04, calls 2-4).
 static std::string host_mismatch(const json& host, double ref_us, double cand_us, const Rules& rules) {
   auto probe = [&](const char* side) { return host.value(side, json::object()).value("probe", json::object()).value("op_us", -1.0); };
   auto enqueue = [&](const char* side) { return host.value(side, json::object()).value("enqueue_median_us", 0.0); };
