@@ -153,6 +153,29 @@ TEST(Compare, TimingsThatDoNotCountAreComparedForVerdictsOnly) {
   EXPECT_STREQ(change_name(p.change), "broke") << "a verdict change counts on any device";
 }
 
+// Why a correct CUDA timing does not count is said by name: a noisy timing, hosts whose
+// speeds were apart (host_mismatch), or a timing violation proper.
+TEST(Compare, EachDoubtAboutATimingSaysItsOwnName) {
+  std::string dir = temp_dir("compare-doubts");
+  std::vector<std::pair<json, std::string>> cases = {{json::array({"noisy_reference"}), "noisy timing"},
+                                                     {json::array({"noisy_gate"}), "noisy timing"},
+                                                     {json::array({"host_mismatch"}), "hosts apart"},
+                                                     {json::array({"timing_escape"}), "timing violation"},
+                                                     {json::array(), ""}};
+  for (auto& [flags, note] : cases) {
+    rewrite(kNow, dir + "/now.jsonl", [&](json& j) { j["flags"] = flags; });
+    Results r = load_results({dir + "/now.jsonl"});
+    int seen = 0;
+    for (auto& e : r.evaluations)
+      if (e.correct() && e.device == "cuda" && e.speedup) {
+        EXPECT_EQ(e.timing_note, note) << flags.dump() << " " << e.problem;
+        EXPECT_EQ(e.timing_counts, note.empty()) << flags.dump();
+        ++seen;
+      }
+    EXPECT_GT(seen, 0) << "the fixture has correct CUDA timings";
+  }
+}
+
 // Nights on other hardware or software are compared all the same, with a warning per field
 // that differs; pairs are made only at the same W and size.
 TEST(Compare, MismatchedEnvironmentsAreComparedWithAWarningSayingWhatDiffers) {
