@@ -129,6 +129,8 @@ void print_table(const json& r) {
     for (auto& x : r["flags"]) f += (f.empty() ? "" : ", ") + x.get<std::string>();
     printf("flags: %s\n", f.c_str());
   }
+  if (r["timing"].contains("host_mismatch"))
+    printf("hosts apart: %s\n", r["timing"]["host_mismatch"].get<std::string>().c_str());
   if (!eval::timing_counts(r))
     printf("note: %s timings say nothing about speed; reports count this run as correct, never as fast\n",
            r["run"].value("device", "") != "cuda" ? "CPU-device" : "these");
