@@ -198,7 +198,8 @@ static json host_summary(const CallTimes& t) {
 // follows its process's speed. On the lent H200 (a VM) host work that misses the caches runs
 // up to ~2x slower or faster with which other CPUs are busy, more often against the
 // candidate rank (bench/results/h200-2026-12-04, calls 2-4).
-static std::string host_mismatch(const json& host, double ref_us, double cand_us, const Rules& rules) {
+static std::string host_mismatch(const json& host, double ref_us, double cand_us, const Rules& rules,
+                                  const char* judges = "judges") {
   auto probe = [&](const char* side) { return host.value(side, json::object()).value("probe", json::object()).value("op_us", -1.0); };
   auto enqueue = [&](const char* side) { return host.value(side, json::object()).value("enqueue_median_us", 0.0); };
   double ref = probe("reference"), cand = probe("candidate");
@@ -211,7 +212,7 @@ static std::string host_mismatch(const json& host, double ref_us, double cand_us
   std::snprintf(buf, sizeof buf,
                 "the %s's process ran the host probe %.2fx slower (%.2f against %.2f us) and its calls are "
                 "launch-bound (host %.1f us a call for %.1f us): the speedup follows the processes",
-                cand_slower ? "candidate rank" : "judges", ratio, cand_slower ? cand : ref, cand_slower ? ref : cand,
+                cand_slower ? "candidate rank" : judges, ratio, cand_slower ? cand : ref, cand_slower ? ref : cand,
                 enqueue(side), device_us);
   return buf;
 }
@@ -389,8 +390,16 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
       if (judges[0].gate->noisy()) flags.push_back("noisy_gate");
     }
   }
-  if (judge_clock && !host.is_null()) {
-    std::string why = host_mismatch(host, rs.median, cs.median, rules);
+  if (judge_clock && host.contains("candidate")) {
+    // Against the host of the judges that timed the baseline: this run's, or a cached
+    // timing's (kept with its host), which is what the speedup divides by all the same.
+    json sides = host;
+    const char* judges = "judges";
+    if (!sides.contains("reference") && c.cached_reference.is_object() && c.cached_reference.contains("host")) {
+      sides["reference"] = c.cached_reference["host"];
+      judges = "judges of the cached reference timing";
+    }
+    std::string why = host_mismatch(sides, rs.median, cs.median, rules, judges);
     if (!why.empty()) {
       flags.push_back("host_mismatch");
       res["timing"]["host_mismatch"] = why;

@@ -421,6 +421,24 @@ TEST(Verdict, ProcessesWhoseHostsRunApartAreFlaggedWhereLaunchBound) {
   EXPECT_TRUE(flagged(slow_judges)) << slow_judges["flags"];
   EXPECT_NE(slow_judges["timing"]["host_mismatch"].get<std::string>().find("judges"), std::string::npos);
   EXPECT_TRUE(eval::timing_counts(run(5, 5, 95)));
+
+  // A cached reference timing keeps its judges' host: the candidate is held to that.
+  Ranks cached = timed(100, 0);
+  for (auto& j : cached.judges) {
+    j.reference.clear();
+    j.reference_kept = -1;
+  }
+  cached.cands[0].timing->host = eval::HostUse{{95, 95}, {95, 95}, 0, 300, 600, 0, 0, 0.1};
+  cached.cands[0].timing->host->probe = eval::HostProbe{40, 3.5, 7, 1};
+  eval::Context c = cuda(2);
+  c.cached_reference = {{"stats", eval::stats_of(std::vector<double>(7, 50)).to_json()},
+                        {"counts", {{"warmup", 3}, {"iters", 7}}},
+                        {"host", {{"enqueue_median_us", 48}, {"probe", {{"op_us", 5.0}}}}}};
+  Judged j = judge(finished(cached), c);
+  EXPECT_NE(j.res["flags"].dump().find("host_mismatch"), std::string::npos) << j.res["flags"];
+  EXPECT_FALSE(j.res["timing"]["host"].contains("reference")) << "the record's host block stays this run's";
+  c.cached_reference.erase("host");  // cached before hosts were kept: nothing to compare
+  EXPECT_EQ(judge(finished(cached), c).res["flags"].dump().find("host_mismatch"), std::string::npos);
 }
 
 // The speedup's interval: resampled medians, seeded, so the same samples give the same
