@@ -44,6 +44,26 @@ def records(path):
     return out
 
 
+def measures(d):
+    """One record's figures: both medians, the output copy, the speedup without it and whether
+    either is within [0.95, 1.05]; each side's host per call (the candidate's less the copy)
+    and host probe (op_us; -1 where absent)."""
+    t = d.get("timing") or {}
+    host = t.get("host") or {}
+    hc, hr = host.get("candidate") or {}, host.get("reference") or {}
+    m = {"ref": (t.get("reference") or {}).get("median_us"), "cand": (t.get("candidate") or {}).get("median_us"),
+         "copy": (d.get("device_copy") or {}).get("median_us", 0.0),
+         "enq_c": hc.get("enqueue_median_us"), "enq_r": hr.get("enqueue_median_us"),
+         "op_c": (hc.get("probe") or {}).get("op_us", -1), "op_r": (hr.get("probe") or {}).get("op_us", -1),
+         "cpu_c": hc.get("cpu"), "cpu_r": hr.get("cpu"), "adjusted": None, "in_band": None}
+    if m["enq_c"] and hc.get("copy_median_us") is not None:
+        m["enq_c"] -= hc["copy_median_us"]  # the reference's run alone, as the judges time it
+    if m["ref"] and m["cand"]:
+        m["adjusted"] = m["ref"] / max(m["cand"] - m["copy"], 1e-9)
+        m["in_band"] = 0.95 <= m["adjusted"] <= 1.05 or 0.95 <= d["speedup"] <= 1.05  # with the copy or without
+    return m
+
+
 def main():
     w1 = records(sys.argv[1])
     w2 = records(sys.argv[2]) if len(sys.argv) > 2 else {}
@@ -60,26 +80,16 @@ def main():
         else:
             correct += d["verdict"] == "correct"
             row.append(d["verdict"])
-            t = d.get("timing") or {}
-            ref = (t.get("reference") or {}).get("median_us")
-            cand = (t.get("candidate") or {}).get("median_us")
-            copy = (d.get("device_copy") or {}).get("median_us", 0.0)
-            ci = d.get("speedup_interval") or {}
-            host = t.get("host") or {}
-            enq_c = (host.get("candidate") or {}).get("enqueue_median_us")
-            if enq_c and (host.get("candidate") or {}).get("copy_median_us") is not None:
-                enq_c -= host["candidate"]["copy_median_us"]  # the reference's run alone, as the judges time it
-            enq_r = (host.get("reference") or {}).get("enqueue_median_us")
+            m = measures(d)
+            ref, cand, copy, ci = m["ref"], m["cand"], m["copy"], d.get("speedup_interval") or {}
+            enq_c, enq_r, op_c, op_r = m["enq_c"], m["enq_r"], m["op_c"], m["op_r"]
             enq = f"{enq_c:.1f} / {enq_r:.1f}" if enq_c and enq_r else (f"{enq_c:.1f} / -" if enq_c else "")
-            op_c = ((host.get("candidate") or {}).get("probe") or {}).get("op_us", -1)
-            op_r = ((host.get("reference") or {}).get("probe") or {}).get("op_us", -1)
             probe_c_slower = op_c > 0 and op_r > 0 and op_c > 1.15 * op_r
             probe_r_slower = op_c > 0 and op_r > 0 and op_r > 1.15 * op_c
             if enq_c and enq_r:
                 host_ratios.append(enq_c / enq_r)
             if ref and cand:
-                adjusted = ref / max(cand - copy, 1e-9)
-                ok = 0.95 <= adjusted <= 1.05 or 0.95 <= d["speedup"] <= 1.05  # with the copy or without
+                adjusted, ok = m["adjusted"], m["in_band"]
                 by_copy = not ok and d["speedup"] < 0.95 and adjusted > 1.05
                 enq_host = bool(enq_c and enq_r and enq_c > 1.05 * enq_r)
                 enq_judge = bool(enq_c and enq_r and enq_r > 1.05 * enq_c)

@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, fresh10h, fp8_probe, refcheck:P,..., disco37, refs37c, magi_probe, combine_probe, combine37, asym35, probes37, refs37d, place35, shared2,
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, fresh10h, fp8_probe, refcheck:P,..., disco37, refs37c, magi_probe, combine_probe, combine37, asym35, probes37, refs37d, place35, pin35[:PROBLEMS], shared2,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -753,6 +753,23 @@ stage_final35b() {
     --html "$OUT/reference_w1.html"
   [ -n "${REF_W2-1}" ] && step "@reference all W=2 shared, no timing" 0 "$PKB" eval -p all -s @reference -w 2 --no-timing --trials 10 \
     --json "$OUT/reference_w2.jsonl"
+}
+
+stage_pin35() {
+  # Issue 35: does pinning each side's timed thread to one CPU (--pin-cpus, launch/cpus.hpp)
+  # bring the two sides' timings together? @reference over launch-bound categories (arg,
+  # default coll,sp,dp,fsdp,rec) at W=1, every run timing its references afresh, unpinned
+  # and pinned runs alternating (the machine drifts between runs); bench/pin_ab.py's table.
+  local problems=${1:-coll,sp,dp,fsdp,rec} k mode runs=()
+  for k in 1 2; do
+    for mode in off auto; do
+      step "@reference $problems W=1 --pin-cpus $mode ($k)" 0 "$PKB" eval -p "$problems" -s @reference -w 1 \
+        --no-reference-cache --trials 10 --pin-cpus $mode --json "$OUT/pin_${mode}_$k.jsonl"
+      [ -f "$OUT/pin_${mode}_$k.jsonl" ] && runs+=("$mode=$OUT/pin_${mode}_$k.jsonl")
+    done
+  done
+  python3 "$SRC/bench/pin_ab.py" "${runs[@]}" >"$OUT/pin_ab.md"
+  tail -4 "$OUT/pin_ab.md" | sed 's/^/| pin_ab /' >>"$SUM"
 }
 
 stage_final37() {

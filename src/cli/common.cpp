@@ -115,6 +115,11 @@ void RunOptions::add_to(CLI::App* app) {
                   "the references' communicator where ranks do not each have a GPU: shm (shared memory; the "
                   "default where ranks share a GPU) or gloo (the CPU device's default); NCCL with a GPU per rank")
       ->check(CLI::IsMember({"auto", "shm", "gloo"}));
+  app->add_option("--pin-cpus", place.pin,
+                  "each rank's timed thread on a CPU of its own, the judge's and the candidate rank's the same "
+                  "one, the rest of both on a second: auto (on CUDA where two CPUs a rank and one more are "
+                  "allowed), on, or off")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   app->add_flag("--no-sandbox", no_sandbox,
                 "run candidates unconfined: every environment variable, any file, the network (debugging only)");
   app->add_option("--pass-env", pass_env, "an environment variable ranks keep although it looks secret (repeatable)");

@@ -171,13 +171,14 @@ class CandidateProblem {
   // inputs (for up to kAwaitInputsSpinS, then sleeps): one that slept enqueues the call after
   // it slower, and the judges' reference calls follow a spinning synchronise (call 19 in
   // bench/results/h200-2026-12-03). Not where a spin would take a core from a judge: on the
-  // CPU device (its timings count for nothing) or with fewer CPUs than every rank and the
-  // parent need (an allocation of few cores beside several GPUs).
+  // CPU device (its timings count for nothing) or, unpinned, with fewer CPUs than every rank
+  // and the parent need (an allocation of few cores beside several GPUs). A pinned rank's
+  // CPU is its own (launch/cpus.hpp).
   static constexpr double kAwaitInputsSpinS = 0.05;
   bool spin_for_inputs() const {
     cpu_set_t cpus;
-    return r_.device.is_cuda() && sched_getaffinity(0, sizeof cpus, &cpus) == 0 &&
-           CPU_COUNT(&cpus) >= 2 * r_.world + 1;
+    return r_.device.is_cuda() && (job_.timing_cpu >= 0 || (sched_getaffinity(0, sizeof cpus, &cpus) == 0 &&
+                                                            CPU_COUNT(&cpus) >= 2 * r_.world + 1));
   }
   uint32_t request_call(int i) {
     pair_.send(proto::kFill, {{"call", i}});
@@ -381,6 +382,10 @@ class CandidateRank {
   explicit CandidateRank(rank::Rank& r) : r_(r), job_(r.job) {}
 
   json run() {
+    // From here on, on the CPU its judge timed the reference on (launch/cpus.hpp): the gate's
+    // calibration, the candidate's calls and any thread the candidate starts. For good: the
+    // sandbox denies moving later.
+    r_.to_timing_cpu();
     sh_.stream = device::make_stream(r_.device);
     sh_.pair = std::make_unique<Pair>(r_.client, Pair::Side::candidate, r_.rank);
     make_regions();

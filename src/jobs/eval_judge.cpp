@@ -504,6 +504,7 @@ class JudgeRank {
     const size_t n = job_.specs.size();
     const bool several = n > 1;
     std::vector<std::optional<ReferenceTimed>> timed(n);
+    r_.to_timing_cpu();  // where the candidate rank will time its calls (launch/cpus.hpp)
     for (size_t k = 0; k < n; ++k) {
       if (!job_.timing || !job_.eval_problem(k).time_reference) continue;
       if (several) r_.client.set_problem(std::filesystem::path(job_.specs[k]).stem().string());
@@ -517,6 +518,7 @@ class JudgeRank {
       timed[k] = t;
       device::release_cached_memory(r_.device);
     }
+    r_.to_partner_cpu();  // off the CPU its candidate rank times on
     // Every judge agreed on each timing's stability (they decide on the same numbers).
     bool redraw = false;
     for (auto& t : timed) redraw = redraw || (t && !t->timing.stable && job_.reference_redraws > 0);

@@ -52,6 +52,31 @@ void place_on_gpus(const PlaceRequest& req, Placement& p) {
   }
 }
 
+// The timed threads' CPUs: near each rank's GPU where the system says which those are.
+CpuPlan plan_pinning(const PlaceRequest& req, const Placement& p) {
+  CpuPlan none;
+  if (req.pin == "off") {
+    none.why_not = "--pin-cpus off";
+    return none;
+  }
+  if (req.pin == "auto" && p.device != Device::cuda) {
+    none.why_not = "the CPU device (its timings count for nothing)";
+    return none;
+  }
+  std::vector<std::vector<int>> near;
+  const json devices = p.probe.value("devices", json::array());
+  for (int r = 0; r < p.world; ++r) {
+    int g = p.gpu_of(r);
+    near.push_back(g >= 0 && g < static_cast<int>(devices.size())
+                       ? cpus_near_pci(devices[g].value("pci_bus_id", std::string()))
+                       : std::vector<int>{});
+  }
+  CpuPlan plan = plan_cpus(p.world, allowed_cpus(), near, req.pin == "on" ? 0 : 1);
+  if (req.pin == "on" && !plan.pinned())
+    throw io::InputError("--pin-cpus on: " + plan.why_not + "; use --pin-cpus auto, or fewer ranks");
+  return plan;
+}
+
 }  // namespace
 
 Placement place(const PlaceRequest& req, const spec::ProblemSpec* spec, const std::string& size) {
@@ -86,6 +111,10 @@ Placement place(const PlaceRequest& req, const spec::ProblemSpec* spec, const st
     std::string err = spec->world_size_error(p.world, size);
     if (!err.empty()) throw io::InputError(err + "; pick another --world-size or --size");
   }
+  p.cpus = plan_pinning(req, p);
+  if (p.device == Device::cuda && !p.cpus.pinned() && req.pin != "off")
+    p.warnings.push_back("timed threads not pinned (" + p.cpus.why_not +
+                         "): the reference and the candidate may be timed on CPUs of different speeds");
   if (!req.multicast) {
     p.env.push_back({"NCCL_NVLS_ENABLE", "0"});
     p.env.push_back({"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"});

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "launch/cpus.hpp"
 #include "launch/kinds.hpp"
 #include "launch/mps.hpp"
 #include "spec/spec.hpp"
@@ -31,6 +32,9 @@ struct PlaceRequest {
   // Without a GPU per rank: "shm" or "gloo"; "auto" is shm where ranks share a GPU, gloo
   // on the CPU device. A GPU per rank always takes NCCL.
   std::string ref_comm = "auto";
+  // Timed threads on CPUs of their own (launch/cpus.hpp): "auto" on CUDA where two CPUs a
+  // rank and one more are allowed, "on" wherever two a rank are (else an error), "off".
+  std::string pin = "auto";
 };
 
 struct Placement {
@@ -42,6 +46,7 @@ struct Placement {
   std::string gpu_name;
   nlohmann::json probe = nlohmann::json::object();
   std::unique_ptr<MpsDaemon> mps;
+  CpuPlan cpus;  // where each rank's timed thread and the rest of it run
   std::vector<std::pair<std::string, std::string>> env;  // for every rank
   std::vector<std::string> warnings;
   // Rank r on GPU r / ranks_per_gpu: co-resident ranks are neighbours.

@@ -26,6 +26,8 @@ void fields(J&& visit, Job& j) {
   visit("rank", j.rank);
   visit("world", j.world);
   visit("gpu", j.gpu);
+  visit("timing_cpu", j.timing_cpu);
+  visit("partner_cpu", j.partner_cpu);
   visit("specs", j.specs);
   visit("size", j.size);
   visit("dtype", j.dtype);

@@ -42,6 +42,9 @@ struct Job {
   launch::Device device = launch::Device::cpu;
   int gpu = -1;                // CUDA ordinal, -1 on the CPU device
   launch::Comm comm = launch::Comm::gloo;  // the references' communicator
+  // The CPU the rank's timed thread runs on while it times, and the one every other thread
+  // of it runs on (launch/cpus.hpp); -1: wherever the system puts them.
+  int timing_cpu = -1, partner_cpu = -1;
 
   // The problem: eval's one, or for dryrun and validate several, run in turn on the same
   // ranks (one start of the ranks for a whole family).

@@ -27,8 +27,12 @@ struct Rank {
   std::unique_ptr<Comm> comm;  // the references' (a candidate rank's: the candidate's NCCL, or none)
   std::unique_ptr<heap::Heap> heap;
 
-  // Loads reference libraries, selects the device, makes the communicator (collective).
+  // Loads reference libraries, selects the device, makes the communicator (collective), on
+  // the partner CPU (Job::partner_cpu): the threads CUDA, NCCL and the rest start inherit it.
   Rank(launch::Client& c, Job j);
+  // The calling thread onto the job's timing CPU (while it times), or back onto its partner.
+  void to_timing_cpu() const;
+  void to_partner_cpu() const;
   // Maps a heap of `bytes` per rank (collective).
   void make_heap(size_t bytes, size_t pad_bytes = size_t{1} << 16);
 };

@@ -107,7 +107,8 @@ std::string reference_timing_file(const EvalRequest& q, const spec::ProblemSpec&
   k << "v3|" << PKB_VERSION << "|" << io::read_file(s.path) << "|" << io::read_file(q.registry->reference_source(s))
     << "|" << j.size << "|" << dtype << "|" << p.world << "|" << p.ranks_per_gpu << "|" << launch::name(p.device) << "|"
     << p.gpu_name << "|" << j.warmup << "|" << j.iters << "|" << j.min_iters << "|" << j.warmup_budget_s << "|"
-    << j.timing_budget_s << "|" << j.cache << "|" << (p.mps ? "mps" : "") << "|" << j.reference_max_iqr;
+    << j.timing_budget_s << "|" << j.cache << "|" << (p.mps ? "mps" : "") << "|" << j.reference_max_iqr << "|"
+    << (p.cpus.pinned() ? "pinned" : "");
   return build::default_cache_dir() + "/reference-timing/" + build::sha256_hex(k.str()).substr(0, 32) + ".json";
 }
 
@@ -184,7 +185,7 @@ json new_eval_record(const EvalRequest& q, const spec::ProblemSpec& s, const lau
               {"ranks_per_gpu", p.ranks_per_gpu}, {"comm", launch::name(p.comm)}, {"hardware_profile", hw ? hw->name : ""},
               {"size", job.size}, {"dtype", dtype}, {"seed", std::to_string(job.seed)}, {"trials", job.trials},
               {"warmup", job.warmup}, {"iters", job.iters}, {"cache", job.cache}, {"sandbox", q.ranks.sandbox},
-              {"mps", mps},
+              {"mps", mps}, {"cpus", p.cpus.to_json()},
               {"budgets_s", {{"warmup", job.warmup_budget_s}, {"timing", job.timing_budget_s},
                              {"trials", job.trials_budget_s}}}};
   json res = eval::new_record(head);

@@ -75,6 +75,10 @@ launch::GroupReport run_ranks(const launch::Placement& p, const RankSettings& s,
     j.world = w;
     j.device = p.device;
     j.gpu = p.gpu_of(q % w);
+    if (p.cpus.pinned()) {
+      j.timing_cpu = p.cpus.timing.at(q % w);
+      j.partner_cpu = p.cpus.partner.at(q % w);
+    }
     j.comm = p.comm;
     j.reference_libs = s.reference_libs;
     j.sandbox = job.sandbox && s.sandbox;

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "launch/cpus.hpp"
 #include "launch/subprocess.hpp"
 #include "support.hpp"
 
@@ -398,6 +399,35 @@ TEST(Eval, ReferenceOverSharedMemory) {
   EXPECT_EQ(j["verdict"], "correct") << j["message"];
   EXPECT_EQ(j["run"]["comm"], "shm");
   EXPECT_TRUE(survivors(r.tag).empty());
+}
+
+// --pin-cpus on: the judge times the reference on the CPU its candidate rank times its
+// calls on (both recorded), the rest of both on another; a pin that does not fit the
+// allowed CPUs is one clear line.
+TEST(Eval, BothSidesTimeOnTheSameCpu) {
+  const std::vector<int> cpus = pkb::launch::allowed_cpus();
+  if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs, this process may use " << cpus.size();
+  std::string out = temp_dir("pin") + "/r.json";
+  PkbRun r = eval("coll_allreduce", kSrc + "/solutions_cpu/coll_allreduce.cpp", out,
+                  {"--trials", "3", "--pin-cpus", "on", "--no-reference-cache"}, {}, 1);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  json j = read_json(out);
+  EXPECT_EQ(j["verdict"], "correct") << j["message"];
+  ASSERT_EQ(j["run"]["cpus"]["pinned"], true) << j["run"].dump();
+  int timing = j["run"]["cpus"]["timing"][0], partner = j["run"]["cpus"]["partner"][0];
+  EXPECT_NE(timing, partner);
+  EXPECT_EQ(j["timing"]["host"]["reference"]["cpu"], timing) << j["timing"]["host"].dump();
+  EXPECT_EQ(j["timing"]["host"]["candidate"]["cpu"], timing) << j["timing"]["host"].dump();
+
+  // The CPU device pins nothing unless asked.
+  PkbRun a = eval("coll_allreduce", kSrc + "/solutions_cpu/coll_allreduce.cpp", out, {"--trials", "1"}, {}, 1);
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(read_json(out)["run"]["cpus"]["pinned"], false);
+
+  int world = static_cast<int>(cpus.size());  // two CPUs a rank cannot fit
+  PkbRun bad = eval("coll_allreduce", kSrc + "/solutions_cpu/coll_allreduce.cpp", out, {"--pin-cpus", "on"}, {}, world);
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.err.find("--pin-cpus on: " + std::to_string(cpus.size()) + " CPU(s) allowed"), std::string::npos) << bad.err;
 }
 
 // On a terminal, pkb eval says where it is on one line refreshed in place: the reference's

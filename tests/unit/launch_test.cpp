@@ -139,6 +139,42 @@ TEST(Placement, PhaseBudgetsScaleWithDeviceSizeAndOverride) {
   EXPECT_EQ(o.at(phase::kInterpreter), 300);  // nor starting a .py candidate's Python and torch
 }
 
+// Two CPUs a rank, none shared, near each rank's GPU first and highest first; none pinned
+// where they (and the spare) do not fit.
+TEST(Placement, TimedThreadsGetTwoCpusARankNearTheirGpu) {
+  using pkb::launch::plan_cpus;
+  std::vector<int> sixteen(16);
+  for (int c = 0; c < 16; ++c) sixteen[c] = c;
+  auto one = plan_cpus(1, sixteen, {}, 1);
+  ASSERT_TRUE(one.pinned());
+  EXPECT_EQ(one.timing, std::vector<int>({15}));
+  EXPECT_EQ(one.partner, std::vector<int>({14}));
+  // Two GPUs, one on each half of the machine; rank 1's near CPUs partly taken already.
+  auto two = plan_cpus(3, sixteen, {{0, 1, 2, 3}, {0, 1, 2, 3}, {8}}, 1);
+  EXPECT_EQ(two.timing, std::vector<int>({3, 1, 8}));
+  EXPECT_EQ(two.partner, std::vector<int>({2, 0, 15}));
+  EXPECT_EQ(two.to_json()["timing"], nlohmann::json({3, 1, 8}));
+  // Near CPUs outside the allowed set are not taken.
+  EXPECT_EQ(plan_cpus(1, {4, 5, 6}, {{0, 1}}, 1).timing, std::vector<int>({6}));
+  auto tight = plan_cpus(2, {0, 1, 2, 3}, {}, 1);
+  EXPECT_FALSE(tight.pinned());
+  EXPECT_EQ(tight.why_not, "4 CPU(s) allowed, 5 needed (two a rank and 1 for the rest)");
+  EXPECT_EQ(tight.to_json()["pinned"], false);
+  EXPECT_TRUE(plan_cpus(2, {0, 1, 2, 3}, {}, 0).pinned());
+}
+
+TEST(Placement, CpuListsParseAsTheKernelWritesThem) {
+  using pkb::launch::parse_cpu_list;
+  EXPECT_EQ(parse_cpu_list("0-3,8,10-11\n"), std::vector<int>({0, 1, 2, 3, 8, 10, 11}));
+  EXPECT_EQ(parse_cpu_list("5"), std::vector<int>({5}));
+  EXPECT_TRUE(parse_cpu_list("").empty());
+  EXPECT_THROW(parse_cpu_list("3-1"), std::invalid_argument);
+  EXPECT_THROW(parse_cpu_list("a"), std::invalid_argument);
+  EXPECT_TRUE(pkb::launch::cpus_near_pci("0000:ff:1f.7-no-such-device").empty());
+  auto mine = pkb::launch::allowed_cpus();
+  EXPECT_FALSE(mine.empty());
+}
+
 // The scans read /proc files of processes that may be reaped between the open and the
 // read (seen in CI: a Python candidate's short-lived compiler runs ended pkb with
 // "basic_filebuf::underflow error reading the file: No such process").

@@ -1,0 +1,45 @@
+// Which CPU each rank's timed thread runs on. pkb eval times the two sides in different
+// processes at different times (the judges the reference, then the candidate ranks their
+// calls). On VMs a CPU's speed at host work that misses its caches (allocation, dispatch)
+// depends on which CPU it is and on which other CPUs are busy, up to 2x either way
+// (bench/results/h200-2026-12-04): left to the scheduler, the two sides' launch-bound calls
+// ran on different hosts. So judge r and candidate rank r time on one CPU of their own (the
+// judge while it times the reference, the candidate rank for all its calls), and every
+// other thread of both, and the judge while its candidate is timed, runs on a second one
+// (the partner). Torch-free.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace pkb::launch {
+
+struct CpuPlan {
+  std::vector<int> timing, partner;  // per rank; empty: nothing pinned
+  std::string why_not;               // why nothing is pinned ("" when pinned)
+  bool pinned() const { return !timing.empty(); }
+  nlohmann::json to_json() const;
+};
+
+// Two CPUs a rank, none shared, from `allowed` (the CPUs this process may use), each rank's
+// from the CPUs near its GPU first (`near[r]`; empty: no preference), highest-numbered first
+// (low CPUs take the system's own work). `spare` CPUs stay free for the parent and the rest.
+CpuPlan plan_cpus(int world, const std::vector<int>& allowed, const std::vector<std::vector<int>>& near, int spare);
+
+// "0-3,8,10-11" (the kernel's cpulist format) as a sorted list; throws std::invalid_argument.
+std::vector<int> parse_cpu_list(const std::string& list);
+
+// The CPUs this process may run on.
+std::vector<int> allowed_cpus();
+
+// The CPUs local to a PCI device ("0000:18:00.0", as CUDA names it), or none where the
+// system does not say.
+std::vector<int> cpus_near_pci(const std::string& pci_bus_id);
+
+// Pins the calling thread (only it; threads it starts later inherit the CPU) to `cpu`; -1
+// does nothing. Returns false where the system refused.
+bool pin_thread(int cpu);
+
+}  // namespace pkb::launch
