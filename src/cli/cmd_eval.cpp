@@ -124,6 +124,20 @@ void print_table(const json& r) {
            c.value("iters", 0), c.value("captured", 0), f.value("warmup", 0), f.value("iters", 0),
            r["timing"].value("reference_cached", false) ? " (cached)" : "");
   }
+  // Where both sides' timed threads ran (launch/cpus.hpp), where it can matter.
+  const json& cpus = r["run"].value("cpus", json());
+  if (cpus.is_object() && r["run"].value("device", "") == "cuda") {
+    auto list = [](const json& a) {
+      std::string s;
+      for (auto& c : a) s += (s.empty() ? "" : ",") + std::to_string(c.get<int>());
+      return s;
+    };
+    if (cpus.value("pinned", false))
+      printf("CPUs: both sides timed on %s, the rest on %s\n", list(cpus["timing"]).c_str(), list(cpus["partner"]).c_str());
+    else
+      printf("CPUs: not pinned (%s): the two sides may be timed on CPUs of different speeds\n",
+             cpus.value("why_not", "").c_str());
+  }
   if (!r["flags"].empty()) {
     std::string f;
     for (auto& x : r["flags"]) f += (f.empty() ? "" : ", ") + x.get<std::string>();

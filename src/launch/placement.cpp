@@ -112,9 +112,6 @@ Placement place(const PlaceRequest& req, const spec::ProblemSpec* spec, const st
     if (!err.empty()) throw io::InputError(err + "; pick another --world-size or --size");
   }
   p.cpus = plan_pinning(req, p);
-  if (p.device == Device::cuda && !p.cpus.pinned() && req.pin != "off")
-    p.warnings.push_back("timed threads not pinned (" + p.cpus.why_not +
-                         "): the reference and the candidate may be timed on CPUs of different speeds");
   if (!req.multicast) {
     p.env.push_back({"NCCL_NVLS_ENABLE", "0"});
     p.env.push_back({"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"});
