@@ -63,7 +63,8 @@ void check_solution_is_a_file(Globals& g, const std::string& problem, const std:
   static const Backend kBackends[] = {{"cuda", "solutions_cuda", ".cu"},         {"triton", "solutions_triton", ".py"},
                                       {"tk", "solutions_tk", ".cu"},             {"parallelkittens", "solutions_tk", ".cu"},
                                       {"thunderkittens", "solutions_tk", ".cu"}, {"cpu", "solutions_cpu", ".cpp"}};
-  if (fs::exists(solution) || rank::is_reference_solution(solution)) return;
+  // A folder of that name (the repository's reference/, in its root) is no candidate file.
+  if ((fs::exists(solution) && !fs::is_directory(solution)) || rank::is_reference_solution(solution)) return;
   if (solution == "reference")
     throw UsageError("-s reference: pkb eval always runs the reference beside the candidate; `-s @reference` runs "
                      "the reference as the candidate too (a sanity run of pkb), `pkb dryrun -p " +
