@@ -348,8 +348,9 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
   auto* cmd = app.add_subcommand("eval", "Check a candidate against the reference on every rank, then time both");
   cmd->add_option("-p,--problem", o.problems,
                   "slug, original id or original stem; with --solution @reference also several, a category key or all "
-                  "(evaluated in turn on one start of the ranks)")
-      ->required();
+                  "(evaluated in turn on one start of the ranks), comma-separated or repeated")
+      ->required()
+      ->delimiter(',');
   cmd->add_option("-s,--solution", o.solution,
                   "the candidate: .cu (CUDA, ThunderKittens), .py (Triton; torch on the CPU device) or .cpp (CPU "
                   "device); @reference: the problem's own reference as the candidate, a sanity run of pkb (it should "
