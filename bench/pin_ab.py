@@ -12,7 +12,11 @@ over the judge's (op_us; both sides' timing threads, just before their loops) an
 each side's timing thread ran on (reference / candidate). Per label: how many timed
 evaluations fall within [0.95, 1.05], how many have the probes more than 1.25x apart (each
 way), the probes' ratio at the median and the 90th percentile of |log|, the host per call
-(candidate / judge) at the median, and how many pkb flagged host_mismatch.
+(candidate / judge) at the median, how many pkb flagged host_mismatch, and (records with the
+judge's own probe at the candidate's time, `timing.host.judge_at_candidate`) in how many the
+judge's probe moved over 1.25x between its two times (the machine's host changed) and in how
+many the two processes' probes at the candidate's time are over 1.25x apart (the processes
+differ). Cells: speedup, p(candidate / judge probe), j(judge's moved / processes apart).
 """
 import math
 import os
@@ -42,7 +46,7 @@ def main():
                 continue
             m = measures(d)
             p = pooled.setdefault(lab, {"n": 0, "timed": 0, "band": 0, "slow_c": 0, "slow_r": 0, "logs": [], "host": [],
-                                        "mismatch": 0, "correct": 0})
+                                        "mismatch": 0, "correct": 0, "moved": 0, "apart": 0, "judged": 0})
             p["n"] += 1
             p["correct"] += d["verdict"] == "correct"
             if m["in_band"] is None:
@@ -58,6 +62,14 @@ def main():
                 p["slow_c"] += r > 1.25
                 p["slow_r"] += r < 1 / 1.25
                 probe = f" p{r:.2f}"
+            if m["op_j"] > 0 and m["op_c"] > 0 and m["op_r"] > 0:
+                # the judge's process at the two times (the machine moved?), and the two
+                # processes at one time (they differ?)
+                moved, apart = m["op_j"] / m["op_r"], m["op_c"] / m["op_j"]
+                p["judged"] += 1
+                p["moved"] += not (1 / 1.25 <= moved <= 1.25)
+                p["apart"] += not (1 / 1.25 <= apart <= 1.25)
+                probe += f" j{moved:.2f}/{apart:.2f}"
             if m["enq_c"] and m["enq_r"]:
                 p["host"].append(m["enq_c"] / m["enq_r"])
             s = m["adjusted"] if (0.95 <= m["adjusted"] <= 1.05 and not 0.95 <= d["speedup"] <= 1.05) else d["speedup"]
@@ -66,12 +78,14 @@ def main():
         print(f"| {slug} | " + " | ".join(cells) + " |")
     print()
     print("| runs | evaluations | correct | timed | within [0.95, 1.05] | probes >1.25x apart (candidate's / judge's slower) "
-          "| probe ratio: median, p90 | host per call, candidate / judge: median | host_mismatch |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "| probe ratio: median, p90 | host per call, candidate / judge: median | host_mismatch "
+          "| judge's probe moved >1.25x between the timings / processes >1.25x apart at the candidate's time |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for lab, p in pooled.items():
         print(f"| {lab} | {p['n']} | {p['correct']} | {p['timed']} | {p['band']} | {p['slow_c']} / {p['slow_r']} "
               f"| {math.exp(pct(p['logs'], 0.5)):.2f}, {math.exp(pct(p['logs'], 0.9)):.2f} "
-              f"| {pct(p['host'], 0.5):.2f} | {p['mismatch']} |")
+              f"| {pct(p['host'], 0.5):.2f} | {p['mismatch']} "
+              f"| {p['moved']} / {p['apart']} of {p['judged']} |")
 
 
 if __name__ == "__main__":

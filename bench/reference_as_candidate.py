@@ -47,7 +47,8 @@ def records(path):
 def measures(d):
     """One record's figures: both medians, the output copy, the speedup without it and whether
     either is within [0.95, 1.05]; each side's host per call (the candidate's less the copy)
-    and host probe (op_us; -1 where absent)."""
+    and host probe (op_us; -1 where absent), and the judge's own probe at the candidate's time
+    (op_j)."""
     t = d.get("timing") or {}
     host = t.get("host") or {}
     hc, hr = host.get("candidate") or {}, host.get("reference") or {}
@@ -55,7 +56,9 @@ def measures(d):
          "copy": (d.get("device_copy") or {}).get("median_us", 0.0),
          "enq_c": hc.get("enqueue_median_us"), "enq_r": hr.get("enqueue_median_us"),
          "op_c": (hc.get("probe") or {}).get("op_us", -1), "op_r": (hr.get("probe") or {}).get("op_us", -1),
-         "cpu_c": hc.get("cpu"), "cpu_r": hr.get("cpu"), "adjusted": None, "in_band": None}
+         "cpu_c": hc.get("cpu"), "cpu_r": hr.get("cpu"), "adjusted": None, "in_band": None,
+         # the judge's own probe at the candidate's time, before its warm-up (records since 12-04)
+         "op_j": ((host.get("judge_at_candidate") or [{}])[0]).get("op_us", -1)}
     if m["enq_c"] and hc.get("copy_median_us") is not None:
         m["enq_c"] -= hc["copy_median_us"]  # the reference's run alone, as the judges time it
     if m["ref"] and m["cand"]:

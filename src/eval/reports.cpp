@@ -55,11 +55,7 @@ CallTimes call_times_from_json(const json& j) {
     u.call_minor_faults = h.value("call_minor_faults", 0L);
     u.call_major_faults = h.value("call_major_faults", 0L);
     u.cpu = h.value("cpu", -1);
-    if (h.contains("probe")) {
-      const json& p = h["probe"];
-      u.probe = HostProbe{p.value("cpu_us", -1.0), p.value("launch_us", -1.0), p.value("op_us", -1.0),
-                          p.value("alloc_us", -1.0), p.value("cpu_ghz", -1.0), p.value("mem_ns", -1.0)};
-    }
+    if (h.contains("probe")) u.probe = host_probe_from_json(h["probe"]);
     u.call_cycles = h.value("call_cycles", std::vector<double>{});
     u.call_instructions = h.value("call_instructions", std::vector<double>{});
     u.gate_us = h.value("gate_us", std::vector<double>{});
@@ -107,6 +103,11 @@ Failure Failure::from_json(const json& j) {
   return f;
 }
 
+HostProbe host_probe_from_json(const json& p) {
+  return HostProbe{p.value("cpu_us", -1.0), p.value("launch_us", -1.0), p.value("op_us", -1.0),
+                   p.value("alloc_us", -1.0), p.value("cpu_ghz", -1.0), p.value("mem_ns", -1.0)};
+}
+
 json to_json(const HostProbe& p) {
   return {{"cpu_us", p.cpu_us}, {"launch_us", p.launch_us}, {"op_us", p.op_us}, {"alloc_us", p.alloc_us}, {"cpu_ghz", p.cpu_ghz}, {"mem_ns", p.mem_ns}};
 }
@@ -141,6 +142,12 @@ json to_json(const Clocks& c) {
           {"throttle_reasons", c.throttle_reasons}, {"throttled", c.throttled}};
 }
 
+static json probes_json(const std::vector<HostProbe>& probes) {
+  json a = json::array();
+  for (auto& p : probes) a.push_back(to_json(p));
+  return a;
+}
+
 json to_json(const JudgeReport& r) {
   json attempts = json::array();
   for (auto& a : r.reference) attempts.push_back({{"times", to_json(a.times)}, {"clocks", to_json(a.clocks)}});
@@ -159,6 +166,7 @@ json to_json(const JudgeReport& r) {
           {"gate", optional_json(r.gate)},
           {"clocks", optional_json(r.clocks)},
           {"machine_busy", r.machine_busy},
+          {"probes_at_candidate", probes_json(r.probes_at_candidate)},
           {"device_copy", r.device_copy},
           {"phase_ms", r.phase_ms}};
 }
@@ -192,6 +200,7 @@ JudgeReport judge_report_from_json(const json& j) {
   }
   if (!j.at("clocks").is_null()) r.clocks = clocks_from_json(j["clocks"]);
   r.machine_busy = j.value("machine_busy", -1.0);
+  for (auto& p : j.value("probes_at_candidate", json::array())) r.probes_at_candidate.push_back(host_probe_from_json(p));
   r.device_copy = j.at("device_copy");
   r.phase_ms = j.value("phase_ms", json::object());
   return r;

@@ -55,6 +55,8 @@ struct HostProbe {
   double mem_ns = -1;     // a dependent load from a page not touched since the last: memory's latency
 };
 
+HostProbe host_probe_from_json(const nlohmann::json& j);
+
 struct HostUse {
   std::vector<double> enqueue_us;                   // per timed call: the reference's run, the candidate's call
   std::vector<double> enqueue_cpu_us;               // the thread's CPU time in each (less: it waited); a
@@ -129,6 +131,12 @@ struct JudgeReport {
   std::optional<GateOverhead> gate;
   std::optional<Clocks> clocks;        // around the candidate's timed calls (CUDA)
   double machine_busy = -1;            // the machine's CPUs over the candidate's timed calls, as HostUse
+  // The judge's own host probe, on the CPU it timed the reference on, just before the
+  // candidate's warm-up and just after its timed calls (CUDA): the same process and CPU as
+  // the reference's probe, at the candidate's time. Against the reference's probe it says
+  // whether the machine's host moved between the two timings; against the candidate's,
+  // whether the two processes differ at one time.
+  std::vector<HostProbe> probes_at_candidate;
   nlohmann::json device_copy;          // {"bytes", "median_us"}: rank 0 on CUDA, else null
   nlohmann::json phase_ms = nlohmann::json::object();
 };

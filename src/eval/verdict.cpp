@@ -382,6 +382,10 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
     host["candidate"] = host_summary(*cands[0].timing);
     if (judges[0].machine_busy >= 0) host["candidate"]["machine_busy"] = judges[0].machine_busy;
   }
+  if (!judges[0].probes_at_candidate.empty()) {
+    host["judge_at_candidate"] = json::array();
+    for (auto& p : judges[0].probes_at_candidate) host["judge_at_candidate"].push_back(to_json(p));
+  }
   if (!host.is_null()) res["timing"]["host"] = host;
   if (judge_clock) {
     res["timing"]["candidate_self"] = stats_of(slowest_per_call(self)).to_json();

@@ -371,6 +371,7 @@ class JudgeProblem {
       for (auto& y : harness_->out) bytes += y.nbytes();
       report_.device_copy = {{"bytes", bytes}, {"median_us", device::copy_us(r_.device, bytes)}};
     }
+    probe_at_candidate();
     pair_.send(proto::kInputs, {{"warm", true}});
     r_.client.phase(phase::kAwaitCandidate);
     std::optional<Failure> fail;
@@ -414,6 +415,7 @@ class JudgeProblem {
       }
       device::Clocks after = device::read_clocks(r_.device);
       report_.machine_busy = machine.stop().machine_busy;
+      probe_at_candidate();
       report_.clocks = eval::Clocks{before.sm_mhz, after.sm_mhz, after.max_sm_mhz, after.throttle_reasons,
                                     before.throttled || after.throttled};
       report_.captured_calls = static_cast<int>(captured.size());
@@ -431,6 +433,16 @@ class JudgeProblem {
     r_.client.phase(phase::kTimingChecks);
     if (!fail) fail = check_timed(timed, n, captured);
     return agree(fail, false);
+  }
+
+  // The judge's own host probe on the CPU it timed the reference on (JudgeReport::
+  // probes_at_candidate), while its candidate rank waits on it: before the warm-up's inputs
+  // are announced, and once the last timed call is in.
+  void probe_at_candidate() {
+    if (!r_.device.is_cuda()) return;
+    r_.to_timing_cpu();
+    report_.probes_at_candidate.push_back(timing::probe_host(r_.device, stream_));
+    r_.to_partner_cpu();
   }
 
   // The timed calls whose outputs are captured: all when the slots hold them, else a

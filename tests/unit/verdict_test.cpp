@@ -491,6 +491,8 @@ TEST(Verdict, EachSidesHostReachesTheRecord) {
   r.cands[0].timing->host = eval::HostUse{{40, 50, 60}, {20, 25, 30}, 12, 500, 1500, 30, 7, 0.1};
   r.cands[0].timing->host->call_minor_faults = 6;
   r.cands[0].timing->host->probe = eval::HostProbe{40, 3.5, 6, 1.25};
+  // The judge's own probe at the candidate's time, before its warm-up and after its calls.
+  r.judges[0].probes_at_candidate = {eval::HostProbe{40, 3, 5.5, 1.0}, eval::HostProbe{41, 3, 7, 1.9}};
   Judged j = judge(finished(r), cuda(2));
   ASSERT_TRUE(j.res["timing"].contains("host")) << j.res["timing"];
   const json& ref = j.res["timing"]["host"]["reference"];
@@ -508,6 +510,10 @@ TEST(Verdict, EachSidesHostReachesTheRecord) {
   EXPECT_DOUBLE_EQ(cand["probe"]["launch_us"].get<double>(), 3.5);
   EXPECT_DOUBLE_EQ(cand["probe"]["alloc_us"].get<double>(), 1.25);
   EXPECT_DOUBLE_EQ(ref["probe"]["cpu_us"].get<double>(), -1);  // not probed: unknown, not zero
+  const json& at = j.res["timing"]["host"]["judge_at_candidate"];
+  ASSERT_EQ(at.size(), 2u) << j.res["timing"]["host"];
+  EXPECT_DOUBLE_EQ(at[0]["op_us"].get<double>(), 5.5);
+  EXPECT_DOUBLE_EQ(at[1]["alloc_us"].get<double>(), 1.9);
   EXPECT_EQ(j.res["verdict"], "correct");  // a diagnostic: the verdict and speedup are as without it
   EXPECT_DOUBLE_EQ(j.res["speedup"].get<double>(), 0.5);
 }
