@@ -441,6 +441,34 @@ TEST(Verdict, ProcessesWhoseHostsRunApartAreFlaggedWhereLaunchBound) {
   EXPECT_EQ(judge(finished(cached), c).res["flags"].dump().find("host_mismatch"), std::string::npos);
 }
 
+// The machine moved between the two timings: the judges' own probe at the candidate's time
+// (outside the candidate's process) against the reference's probe, either way; it speaks
+// before the two processes' probes, which may then agree (both slow at their own times).
+TEST(Verdict, AMachineWhoseHostMovedBetweenTheTimingsIsFlagged) {
+  auto run = [](double ref_probe, std::vector<double> judges_then, double cand_probe, double cand_host_us) {
+    Ranks r = timed(100, 50);
+    r.judges[0].reference[0].times.host = eval::HostUse{{45, 48, 50}, {45, 48, 50}, 0, 300, 600, 0, 0, 0.1};
+    r.judges[0].reference[0].times.host->probe = eval::HostProbe{40, 3.5, ref_probe, 1};
+    for (double x : judges_then) r.judges[0].probes_at_candidate.push_back(eval::HostProbe{40, 3.5, x, 1});
+    r.cands[0].timing->host = eval::HostUse{{cand_host_us, cand_host_us}, {cand_host_us, cand_host_us}, 0, 300, 600, 0, 0, 0.1};
+    r.cands[0].timing->host->probe = eval::HostProbe{40, 3.5, cand_probe, 1};
+    return judge(finished(r), cuda(2)).res;
+  };
+  auto why = [](const json& res) { return res["timing"].value("host_mismatch", std::string()); };
+  // Slow after the candidate's calls though its own probe, before them, read fast.
+  json later = run(5, {5, 7.5}, 5, 95);
+  EXPECT_NE(why(later).find("the machine's host ran 1.50x slower at the candidate's timing"), std::string::npos) << why(later);
+  EXPECT_FALSE(eval::timing_counts(later));
+  EXPECT_EQ(why(run(5, {5, 7.5}, 5, 30)), "");  // the candidate's calls wait on the device
+  // Slow at the reference's timing, fast throughout the candidate's.
+  json earlier = run(7, {5, 5.2}, 5, 30);
+  EXPECT_NE(why(earlier).find("slower at the reference's timing"), std::string::npos) << why(earlier);
+  EXPECT_EQ(why(run(7, {5, 7}, 7, 30)), "");  // not fast throughout: the processes' probes decide, and agree here
+  EXPECT_EQ(why(run(5, {5.5, 5}, 5.2, 95)), "");  // a machine that held still
+  // No judges' probes (a CPU-device run, an older record): the two processes' probes, as before.
+  EXPECT_NE(why(run(5, {}, 7, 95)).find("candidate rank's process"), std::string::npos);
+}
+
 // The speedup's interval: resampled medians, seeded, so the same samples give the same
 // interval; it covers the point estimate, brackets 1 for two draws of one distribution and
 // leaves it out for two that differ.
