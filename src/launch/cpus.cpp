@@ -15,29 +15,53 @@ nlohmann::json CpuPlan::to_json() const {
   return {{"pinned", true}, {"timing", timing}, {"partner", partner}};
 }
 
-CpuPlan plan_cpus(int world, const std::vector<int>& allowed, const std::vector<std::vector<int>>& near, int spare) {
+CpuPlan plan_cpus(int world, const std::vector<int>& allowed, const std::vector<std::vector<int>>& near, int spare,
+                  const std::map<int, std::vector<int>>& siblings) {
   CpuPlan plan;
-  std::set<int> free(allowed.begin(), allowed.end());
+  std::set<int> free(allowed.begin(), allowed.end()), shadowed;  // shadowed: a sibling is taken
   const int need = 2 * world + spare;
   if (static_cast<int>(free.size()) < need) {
     plan.why_not = std::to_string(free.size()) + " CPU(s) allowed, " + std::to_string(need) + " needed (two a rank" +
                    (spare ? " and " + std::to_string(spare) + " for the rest)" : ")");
     return plan;
   }
-  // Highest first, near the rank's GPU before any other.
-  auto take = [&](int r) {
-    if (r < static_cast<int>(near.size()))
-      for (auto it = near[r].rbegin(); it != near[r].rend(); ++it)
-        if (free.erase(*it)) return *it;
-    int cpu = *free.rbegin();
+  auto claim = [&](int cpu) {
     free.erase(cpu);
+    if (auto it = siblings.find(cpu); it != siblings.end())
+      for (int s : it->second)
+        if (s != cpu) shadowed.insert(s);
     return cpu;
+  };
+  // Near the rank's GPU before any other, a core of its own before a shared one, highest first.
+  auto take = [&](int r) {
+    for (bool alone : {true, false}) {
+      if (r < static_cast<int>(near.size()))
+        for (auto it = near[r].rbegin(); it != near[r].rend(); ++it)
+          if (free.count(*it) && (!alone || !shadowed.count(*it))) return claim(*it);
+      for (auto it = free.rbegin(); it != free.rend(); ++it)
+        if (!alone || !shadowed.count(*it)) return claim(*it);
+    }
+    return claim(*free.rbegin());  // not reached: `free` holds enough
   };
   for (int r = 0; r < world; ++r) {
     plan.timing.push_back(take(r));
     plan.partner.push_back(take(r));
   }
   return plan;
+}
+
+std::map<int, std::vector<int>> smt_siblings(const std::vector<int>& cpus) {
+  std::map<int, std::vector<int>> out;
+  for (int c : cpus) {
+    std::ifstream f("/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/thread_siblings_list");
+    std::string line;
+    if (!f || !std::getline(f, line)) continue;
+    try {
+      out[c] = parse_cpu_list(line);
+    } catch (const std::invalid_argument&) {
+    }
+  }
+  return out;
 }
 
 std::vector<int> parse_cpu_list(const std::string& list) {

@@ -9,6 +9,7 @@
 // (the partner). Torch-free.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,8 +26,15 @@ struct CpuPlan {
 
 // Two CPUs a rank, none shared, from `allowed` (the CPUs this process may use), each rank's
 // from the CPUs near its GPU first (`near[r]`; empty: no preference), highest-numbered first
-// (low CPUs take the system's own work). `spare` CPUs stay free for the parent and the rest.
-CpuPlan plan_cpus(int world, const std::vector<int>& allowed, const std::vector<std::vector<int>>& near, int spare);
+// (low CPUs take the system's own work), and none on a core (`siblings[c]`: the CPUs sharing
+// CPU c's core) whose other hardware thread is taken while a CPU on a core of its own is left:
+// a judge's partner thread on the timing CPU's sibling would slow its candidate's calls.
+// `spare` CPUs stay free for the parent and the rest.
+CpuPlan plan_cpus(int world, const std::vector<int>& allowed, const std::vector<std::vector<int>>& near, int spare,
+                  const std::map<int, std::vector<int>>& siblings = {});
+
+// Each of `cpus`' hardware-thread siblings (itself included), where the system says.
+std::map<int, std::vector<int>> smt_siblings(const std::vector<int>& cpus);
 
 // "0-3,8,10-11" (the kernel's cpulist format) as a sorted list; throws std::invalid_argument.
 std::vector<int> parse_cpu_list(const std::string& list);

@@ -71,7 +71,8 @@ CpuPlan plan_pinning(const PlaceRequest& req, const Placement& p) {
                        ? cpus_near_pci(devices[g].value("pci_bus_id", std::string()))
                        : std::vector<int>{});
   }
-  CpuPlan plan = plan_cpus(p.world, allowed_cpus(), near, req.pin == "on" ? 0 : 1);
+  const std::vector<int> allowed = allowed_cpus();
+  CpuPlan plan = plan_cpus(p.world, allowed, near, req.pin == "on" ? 0 : 1, smt_siblings(allowed));
   if (req.pin == "on" && !plan.pinned())
     throw io::InputError("--pin-cpus on: " + plan.why_not + "; use --pin-cpus auto, or fewer ranks");
   return plan;

@@ -161,6 +161,19 @@ TEST(Placement, TimedThreadsGetTwoCpusARankNearTheirGpu) {
   EXPECT_EQ(tight.why_not, "4 CPU(s) allowed, 5 needed (two a rank and 1 for the rest)");
   EXPECT_EQ(tight.to_json()["pinned"], false);
   EXPECT_TRUE(plan_cpus(2, {0, 1, 2, 3}, {}, 0).pinned());
+  // Hardware threads: CPU c and c + 4 share a core. A partner never on its timing CPU's
+  // sibling while a core of its own is left; once none is, siblings after all.
+  std::map<int, std::vector<int>> smt;
+  for (int c = 0; c < 4; ++c) smt[c] = smt[c + 4] = {c, c + 4};
+  auto ht = plan_cpus(2, {0, 1, 2, 3, 4, 5, 6, 7}, {}, 1, smt);
+  EXPECT_EQ(ht.timing, std::vector<int>({7, 5}));  // cores 3 and 1
+  EXPECT_EQ(ht.partner, std::vector<int>({6, 4}));  // cores 2 and 0: 3 and 2, the siblings of 7 and 6, stay free
+  auto three = plan_cpus(3, {0, 1, 2, 3, 4, 5, 6, 7}, {}, 1, smt);
+  EXPECT_EQ(three.timing, std::vector<int>({7, 5, 3}));
+  EXPECT_EQ(three.partner, std::vector<int>({6, 4, 2}));
+  // This machine's own topology reads as lists that hold the CPU itself.
+  for (auto& [cpu, sibs] : pkb::launch::smt_siblings(pkb::launch::allowed_cpus()))
+    EXPECT_NE(std::find(sibs.begin(), sibs.end(), cpu), sibs.end()) << cpu;
 }
 
 TEST(Placement, CpuListsParseAsTheKernelWritesThem) {
