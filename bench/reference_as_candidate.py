@@ -21,7 +21,8 @@ calls 20-23), "host (probe)" / "judge's host (probe)" where the calls' return ti
 tell (a call that waits on the device returns when the device is done) but the host probe
 does: the same fixed ATen op timed on each side's timing thread before its loop (`op_us`)
 took over 15% longer on the slower side; else **no**; "noisy" marks a reference timing flagged `noisy_reference`,
-"host_mismatch" one pkb flagged so (the two processes' probes apart where it matters).
+"host_mismatch" one pkb flagged so (the two sides' hosts apart where it matters: the machine moved
+between the two timings, or the processes differ).
 The candidate's host per call is its own call less @reference's copy of the outputs
 (`copy_median_us`, records since bench/results/h200-2026-12-04 call 2; earlier records counted
 the gate's ops and the copy in it, which made the sweeps' median 1.5: call 1 there).
