@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, fresh10h, fp8_probe, refcheck:P,..., disco37, refs37c, magi_probe, combine_probe, combine37, asym35, probes37, refs37d, place35, pin35[:PROBLEMS], shared2,
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, fresh10h, fp8_probe, refcheck:P,..., disco37, refs37c, magi_probe, combine_probe, combine37, asym35, probes37, refs37d, place35, pin35[:PROBLEMS], pinned_examples, shared2,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -770,6 +770,18 @@ stage_pin35() {
   done
   python3 "$SRC/bench/pin_ab.py" "${runs[@]}" >"$OUT/pin_ab.md"
   tail -4 "$OUT/pin_ab.md" | sed 's/^/| pin_ab /' >>"$SUM"
+}
+
+stage_pinned_examples() {
+  # Issue 35: every example candidate judged with the timed threads pinned (the default),
+  # W=1, a short run each: CUDA, Triton (a Python interpreter and Triton's compiler on the
+  # candidate rank's one CPU) and ThunderKittens; then the side-stream saboteur.
+  local f
+  for f in "$SRC"/solutions_cuda/*.cu "$SRC"/solutions_triton/*.py "$SRC"/solutions_tk/*.cu; do
+    eval_json "pinned $(basename "$(dirname "$f")")/$(basename "$f") W=1" 0 -p "$(basename "${f%.*}")" -s "$f" -w 1 --trials 10
+  done
+  stage_escape_only
+  echo "| CPUs line | | | $(grep -m1 '^CPUs:' "$LOG") |" >>"$SUM"
 }
 
 stage_final37() {
