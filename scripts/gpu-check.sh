@@ -777,6 +777,7 @@ stage_pinned_examples() {
   # W=1, a short run each: CUDA, Triton (a Python interpreter and Triton's compiler on the
   # candidate rank's one CPU) and ThunderKittens; then the side-stream saboteur.
   local f
+  export PKB_TK_DIR=$PWD/.gpu/tk
   for f in "$SRC"/solutions_cuda/*.cu "$SRC"/solutions_triton/*.py "$SRC"/solutions_tk/*.cu; do
     eval_json "pinned $(basename "$(dirname "$f")")/$(basename "$f") W=1" 0 -p "$(basename "${f%.*}")" -s "$f" -w 1 --trials 10
   done
