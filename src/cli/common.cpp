@@ -120,6 +120,9 @@ void RunOptions::add_to(CLI::App* app) {
                   "one, the rest of both on a second: auto (on CUDA where two CPUs a rank and one more are "
                   "allowed), on, or off")
       ->check(CLI::IsMember({"auto", "on", "off"}));
+  app->add_option("--cpus", place.cpus,
+                  "the CPUs --pin-cpus may take, as a list (0-7,16-23): one run's share where several run on one "
+                  "node (pkb sweep --parallel gives each its own)");
   app->add_flag("--no-sandbox", no_sandbox,
                 "run candidates unconfined: every environment variable, any file, the network (debugging only)");
   app->add_option("--pass-env", pass_env, "an environment variable ranks keep although it looks secret (repeatable)");

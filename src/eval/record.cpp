@@ -52,6 +52,7 @@ std::vector<std::string> EvalCommand::argv() const {
     t << timeout;
     a.insert(a.end(), {"--timeout", t.str()});
   }
+  if (!cpus.empty()) a.insert(a.end(), {"--cpus", cpus});
   if (!json_out.empty()) a.insert(a.end(), {"--json", json_out});
   return a;
 }

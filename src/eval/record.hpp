@@ -45,6 +45,7 @@ struct EvalCommand {
   int trials = -1, warmup = -1, iters = -1;  // negative: pkb eval's defaults
   bool timing = true;
   double timeout = 0;  // --timeout per phase; 0: pkb's budgets
+  std::string cpus;    // --cpus: the CPUs its pinning may take ("": any)
   std::string json_out;
 
   std::vector<std::string> argv() const;

@@ -1,5 +1,6 @@
 #include "launch/placement.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <unistd.h>
@@ -52,8 +53,26 @@ void place_on_gpus(const PlaceRequest& req, Placement& p) {
   }
 }
 
+// The CPUs pinning may take: this process's, or those of them --cpus names.
+std::vector<int> pinnable_cpus(const std::string& cpus) {
+  std::vector<int> allowed = allowed_cpus();
+  if (cpus.empty()) return allowed;
+  std::vector<int> given;
+  try {
+    given = parse_cpu_list(cpus);
+  } catch (const std::invalid_argument&) {
+    throw io::InputError("--cpus " + cpus + ": not a CPU list; give one as 0-7,16-23");
+  }
+  std::vector<int> both;
+  for (int c : given)
+    if (std::find(allowed.begin(), allowed.end(), c) != allowed.end()) both.push_back(c);
+  if (both.empty()) throw io::InputError("--cpus " + cpus + ": none of these CPUs is allowed to this process");
+  return both;
+}
+
 // The timed threads' CPUs: near each rank's GPU where the system says which those are.
 CpuPlan plan_pinning(const PlaceRequest& req, const Placement& p) {
+  const std::vector<int> allowed = pinnable_cpus(req.cpus);  // a bad --cpus is told whatever --pin-cpus says
   CpuPlan none;
   if (req.pin == "off") {
     none.why_not = "--pin-cpus off";
@@ -71,7 +90,6 @@ CpuPlan plan_pinning(const PlaceRequest& req, const Placement& p) {
                        ? cpus_near_pci(devices[g].value("pci_bus_id", std::string()))
                        : std::vector<int>{});
   }
-  const std::vector<int> allowed = allowed_cpus();
   CpuPlan plan = plan_cpus(p.world, allowed, near, req.pin == "on" ? 0 : 1, smt_siblings(allowed));
   if (req.pin == "on" && !plan.pinned())
     throw io::InputError("--pin-cpus on: " + plan.why_not + "; use --pin-cpus auto, or fewer ranks");

@@ -35,6 +35,7 @@ struct PlaceRequest {
   // Timed threads on CPUs of their own (launch/cpus.hpp): "auto" on CUDA where two CPUs a
   // rank and one more are allowed, "on" wherever two a rank are (else an error), "off".
   std::string pin = "auto";
+  std::string cpus;  // the CPUs pinning may take, a CPU list ("": every CPU this process may use)
 };
 
 struct Placement {

@@ -15,6 +15,7 @@
 #include "eval/record.hpp"
 #include "eval/verdict.hpp"
 #include "io/files.hpp"
+#include "launch/cpus.hpp"
 #include "sweep/scheduler.hpp"
 
 namespace pkb::sweep {
@@ -163,7 +164,19 @@ class Running {
 
 }  // namespace
 
-std::vector<std::string> eval_argv(const Task& t, const RunnerOptions& o, const std::string& json_out) {
+std::string cpu_share(const std::vector<int>& allowed, const std::vector<int>& on, size_t gpus) {
+  std::string list;
+  const size_t n = allowed.size();
+  for (int g : on) {
+    size_t from = n * static_cast<size_t>(g) / gpus, to = n * (static_cast<size_t>(g) + 1) / gpus;
+    if (from == to) return "";
+    for (size_t i = from; i < to; ++i) list += (list.empty() ? "" : ",") + std::to_string(allowed[i]);
+  }
+  return list;
+}
+
+std::vector<std::string> eval_argv(const Task& t, const RunnerOptions& o, const std::string& json_out,
+                                   const std::string& cpus) {
   const Settings& s = o.settings;
   eval::EvalCommand c;
   c.pkb = o.pkb;
@@ -180,6 +193,7 @@ std::vector<std::string> eval_argv(const Task& t, const RunnerOptions& o, const 
   c.iters = s.iters;
   c.timing = s.timing;
   c.timeout = s.timeout;
+  c.cpus = cpus;
   c.json_out = json_out;
   return c.argv();
 }
@@ -328,16 +342,18 @@ size_t run_sweep(const std::vector<Task>& tasks, ResultsFile& out, const RunnerO
   auto evaluate = [&o](const Task* t, size_t id, const std::vector<int>& on) {
     // One evaluation of several at once sees only its own GPUs; alone, it sees the node as before.
     std::vector<std::pair<std::string, std::string>> env;
+    std::string cpus;  // and its own share of the CPUs, where its timed threads are pinned
     if (o.parallel > 1 && !on.empty()) {
       std::string visible;
       for (int g : on) visible += (visible.empty() ? "" : ",") + o.gpus[static_cast<size_t>(g)];
       env.emplace_back("CUDA_VISIBLE_DEVICES", visible);
+      cpus = cpu_share(launch::allowed_cpus(), on, o.gpus.size());
     }
     std::string json_out = o.scratch_dir + "/eval_" + std::to_string(id) + ".json";
-    return [&o, t, json_out, env] {
+    return [&o, t, json_out, env, cpus] {
       fs::remove(json_out);
       auto t0 = std::chrono::steady_clock::now();
-      launch::ProcessResult child = launch::run_process(eval_argv(*t, o, json_out), o.deadline_s, env);
+      launch::ProcessResult child = launch::run_process(eval_argv(*t, o, json_out, cpus), o.deadline_s, env);
       std::string text = fs::exists(json_out) ? io::read_file(json_out) : "";
       fs::remove(json_out);
       Ended e;

@@ -44,8 +44,16 @@ struct EvalRejected : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The `pkb eval` command line of a task (eval::EvalCommand).
-std::vector<std::string> eval_argv(const Task& t, const RunnerOptions& o, const std::string& json_out);
+// The `pkb eval` command line of a task (eval::EvalCommand); `cpus`: its share of the
+// node's CPUs (--cpus), "" for all.
+std::vector<std::string> eval_argv(const Task& t, const RunnerOptions& o, const std::string& json_out,
+                                   const std::string& cpus = "");
+
+// The share of `allowed` (the node's CPUs, in order) that goes with GPU slots `on` of
+// `gpus`: slot g takes the g-th of `gpus` equal runs, so evaluations side by side pin their
+// timed threads to CPUs of their own (GPUs near the same CPUs get neighbouring shares), as
+// a CPU list ("" where a slot's share would be empty).
+std::string cpu_share(const std::vector<int>& allowed, const std::vector<int>& on, size_t gpus);
 // What the task's record says before pkb eval ran (eval::RecordHead).
 eval::RecordHead record_head(const Task& t, const Settings& s);
 

@@ -428,6 +428,16 @@ TEST(Eval, BothSidesTimeOnTheSameCpu) {
   PkbRun bad = eval("coll_allreduce", kSrc + "/solutions_cpu/coll_allreduce.cpp", out, {"--pin-cpus", "on"}, {}, world);
   EXPECT_NE(bad.code, 0);
   EXPECT_NE(bad.err.find("--pin-cpus on: " + std::to_string(cpus.size()) + " CPU(s) allowed"), std::string::npos) << bad.err;
+  // --cpus: one run's share of the node (pkb sweep --parallel gives each its own).
+  PkbRun share = eval("coll_allreduce", kSrc + "/solutions_cpu/coll_allreduce.cpp", out,
+                      {"--trials", "1", "--pin-cpus", "on", "--cpus", std::to_string(cpus[0]) + "," + std::to_string(cpus[1])},
+                      {}, 1);
+  ASSERT_EQ(share.code, 0) << share.err;
+  EXPECT_EQ(read_json(out)["run"]["cpus"]["timing"][0], cpus[1]);
+  EXPECT_EQ(read_json(out)["run"]["cpus"]["partner"][0], cpus[0]);
+  PkbRun elsewhere = eval("coll_allreduce", kSrc + "/solutions_cpu/coll_allreduce.cpp", out, {"--cpus", "100000"}, {}, 1);
+  EXPECT_EQ(elsewhere.code, 2);
+  EXPECT_NE(elsewhere.err.find("--cpus 100000: none of these CPUs is allowed"), std::string::npos) << elsewhere.err;
 }
 
 // On a terminal, pkb eval says where it is on one line refreshed in place: the reference's

@@ -270,6 +270,22 @@ TEST(EvalArgv, PassesTheSettingsOnAndOnlyThoseGiven) {
   EXPECT_NE(line.find("--dtype fp32"), std::string::npos) << line;
 }
 
+// Evaluations side by side (--parallel) each get their GPUs' share of the CPUs, so their
+// pinned timed threads never meet; the share reaches pkb eval as --cpus.
+TEST(EvalArgv, EvaluationsSideBySideGetTheirGpusShareOfTheCpus) {
+  std::vector<int> cpus(16);
+  for (int c = 0; c < 16; ++c) cpus[c] = c;
+  EXPECT_EQ(cpu_share(cpus, {0}, 8), "0,1");
+  EXPECT_EQ(cpu_share(cpus, {6, 7}, 8), "12,13,14,15");
+  EXPECT_EQ(cpu_share({4, 5, 9, 10, 11, 20}, {1}, 2), "10,11,20");  // the allowed CPUs, in order
+  EXPECT_EQ(cpu_share(cpus, {2}, 32), "");  // fewer CPUs than GPUs: a slot with none of its own, pkb eval decides
+  RunnerOptions o;
+  o.pkb = "/bin/pkb";
+  std::string line;
+  for (auto& s : eval_argv(sample_task(), o, "/tmp/x.json", "12,13")) line += s + " ";
+  EXPECT_NE(line.find("--cpus 12,13 --json /tmp/x.json"), std::string::npos) << line;
+}
+
 TEST(Slurm, ScriptRunsOneShareOfTheGridPerArrayTask) {
   SlurmJob job;
   job.results_dir = "/shared/results";
