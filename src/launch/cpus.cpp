@@ -70,7 +70,7 @@ std::vector<int> parse_cpu_list(const std::string& list) {
   auto number = [&] {
     size_t j = i;
     while (j < list.size() && std::isdigit(static_cast<unsigned char>(list[j]))) ++j;
-    if (j == i) throw std::invalid_argument("not a CPU list: '" + list + "'");
+    if (j == i || j - i > 5) throw std::invalid_argument("not a CPU list: '" + list + "'");  // CPU ids stay < 100000
     int v = std::stoi(list.substr(i, j - i));
     i = j;
     return v;

@@ -183,6 +183,7 @@ TEST(Placement, CpuListsParseAsTheKernelWritesThem) {
   EXPECT_TRUE(parse_cpu_list("").empty());
   EXPECT_THROW(parse_cpu_list("3-1"), std::invalid_argument);
   EXPECT_THROW(parse_cpu_list("a"), std::invalid_argument);
+  EXPECT_THROW(parse_cpu_list("0-99999999999"), std::invalid_argument);  // not a CPU id, nor ten billion of them
   EXPECT_TRUE(pkb::launch::cpus_near_pci("0000:ff:1f.7-no-such-device").empty());
   auto mine = pkb::launch::allowed_cpus();
   EXPECT_FALSE(mine.empty());
