@@ -1,12 +1,13 @@
 // Which CPU each rank's timed thread runs on. pkb eval times the two sides in different
 // processes at different times (the judges the reference, then the candidate ranks their
-// calls). On VMs a CPU's speed at host work that misses its caches (allocation, dispatch)
-// depends on which CPU it is and on which other CPUs are busy, up to 2x either way
-// (bench/results/h200-2026-12-04): left to the scheduler, the two sides' launch-bound calls
-// ran on different hosts. So judge r and candidate rank r time on one CPU of their own (the
-// judge while it times the reference, the candidate rank for all its calls), and every
-// other thread of both, and the judge while its candidate is timed, runs on a second one
-// (the partner). Torch-free.
+// calls), and a launch-bound call runs at its host's speed. So judge r and candidate rank r
+// time on one CPU of their own (the judge while it times the reference, the candidate rank
+// for all its calls), and every other thread of both, and the judge while its candidate is
+// timed, runs on a second one (the partner): the two sides' threads meet the same core and
+// neither contends with the other. On the lent H200 (a VM) this brought the two processes'
+// host speeds together at one time; what it cannot hold still is the machine's own host
+// speed from one period to the next (bench/results/h200-2026-12-04, calls 6-8), which
+// eval::judge flags (host_mismatch). Torch-free.
 #pragma once
 
 #include <map>

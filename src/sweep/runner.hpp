@@ -54,6 +54,7 @@ std::vector<std::string> eval_argv(const Task& t, const RunnerOptions& o, const 
 // timed threads to CPUs of their own (GPUs near the same CPUs get neighbouring shares), as
 // a CPU list ("" where a slot's share would be empty).
 std::string cpu_share(const std::vector<int>& allowed, const std::vector<int>& on, size_t gpus);
+
 // What the task's record says before pkb eval ran (eval::RecordHead).
 eval::RecordHead record_head(const Task& t, const Settings& s);
 
