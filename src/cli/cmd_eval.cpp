@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -91,6 +93,52 @@ void check_solution_is_a_file(Globals& g, const std::string& problem, const std:
   throw UsageError("no such candidate file: " + solution);
 }
 
+// --profile-ops: each side's ops on rank 0, host us a timed call (means), the ops the call
+// made itself first (with the rest of its median), then the longest of those inside them.
+void print_ops(const json& r) {
+  const json& host = r["timing"].value("host", json::object());
+  auto side_of = [&](const char* side) { return host.value(side, json::object()); };
+  if (!side_of("reference").value("ops", json()).is_array() && !side_of("candidate").value("ops", json()).is_array()) return;
+  struct Row {
+    double calls[2] = {0, 0};
+    std::optional<double> us[2];  // reference, candidate; none where that side made no such op
+  };
+  std::map<std::pair<bool, std::string>, Row> rows;  // (nested, name)
+  for (int k : {0, 1})
+    for (auto& o : side_of(k ? "candidate" : "reference").value("ops", json::array())) {
+      Row& w = rows[{o["nested"].get<bool>(), o["name"].get<std::string>()}];
+      w.calls[k] = o["calls"];
+      w.us[k] = o["us"].get<double>();
+    }
+  auto us = [](const std::optional<double>& x) { return x ? fmt_us(*x) : std::string("-"); };
+  auto longest = [](const Row& w) { return std::max(w.us[0].value_or(0), w.us[1].value_or(0)); };
+  printf("host per timed call by op (--profile-ops, rank 0, us; calls a call: reference/candidate):\n");
+  printf("  %-44s %9s %10s %10s %9s\n", "op", "calls", "reference", "candidate", "cand/ref");
+  for (bool nested : {false, true}) {
+    std::vector<std::pair<std::string, Row>> list;
+    for (auto& [k, w] : rows)
+      if (k.first == nested) list.push_back({k.second, w});
+    std::stable_sort(list.begin(), list.end(), [&](auto& a, auto& b) { return longest(a.second) > longest(b.second); });
+    if (nested && !list.empty()) printf("  inside them, the longest:\n");
+    if (nested && list.size() > 12) list.resize(12);
+    double sum[2] = {0, 0};
+    for (auto& [name, w] : list) {
+      std::string ratio = w.us[0] && w.us[1] && *w.us[0] > 0 ? io::format("%.2f", *w.us[1] / *w.us[0]) : "";
+      printf("  %-44s %4s/%-4s %10s %10s %9s\n", name.substr(0, 44).c_str(), io::format("%.0f", w.calls[0]).c_str(),
+             io::format("%.0f", w.calls[1]).c_str(), us(w.us[0]).c_str(), us(w.us[1]).c_str(), ratio.c_str());
+      for (int k : {0, 1}) sum[k] += w.us[k].value_or(0);
+    }
+    if (nested) continue;
+    // The call's host time outside any op (the ops are means over the calls, so is this).
+    auto rest = [&](int k) -> std::optional<double> {
+      const json& h = side_of(k ? "candidate" : "reference");
+      if (!h.value("enqueue_mean_us", json()).is_number()) return std::nullopt;
+      return h["enqueue_mean_us"].get<double>() - sum[k];
+    };
+    printf("  %-44s %9s %10s %10s\n", "the rest of the call, outside these ops", "", us(rest(0)).c_str(), us(rest(1)).c_str());
+  }
+}
+
 void print_table(const json& r) {
   printf("verdict: %s", r["verdict"].get<std::string>().c_str());
   if (!r["message"].get<std::string>().empty()) printf(" — %s", r["message"].get<std::string>().c_str());
@@ -146,6 +194,7 @@ void print_table(const json& r) {
   }
   if (r["timing"].contains("host_mismatch"))
     printf("hosts apart: %s\n", r["timing"]["host_mismatch"].get<std::string>().c_str());
+  print_ops(r);
   if (!eval::timing_counts(r))
     printf("note: %s timings say nothing about speed; reports count this run as correct, never as fast\n",
            r["run"].value("device", "") != "cuda" ? "CPU-device" : "these");
@@ -182,6 +231,7 @@ int evaluate(Globals& g, EvalOptions& o) {
   q.save = o.save;
   q.hardware = o.hardware;
   q.tk_dir = o.tk_dir;
+  if (o.job.profile_ops && o.no_timing) throw UsageError("--profile-ops profiles the timed calls: drop --no-timing");
   q.timing = !o.no_timing;
   q.reference_cache = !o.no_ref_cache;
   q.dry_plan = o.dry_plan;
@@ -400,6 +450,10 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
       ->capture_default_str();
   cmd->add_option("--min-trials", j.min_trials, "trials whatever the budget")->check(CLI::Range(1, 100000))->capture_default_str();
   cmd->add_flag("--no-reference-cache", o.no_ref_cache, "time the reference even when a cached timing exists");
+  cmd->add_flag("--profile-ops", j.profile_ops,
+                "time each ATen op and communicator call inside both sides' timed calls on the host, and print them "
+                "side by side (with @reference: which op the same code spends longer in on one side); the timing is "
+                "then neither cached nor counted");
   cmd->add_option("--reference-max-iqr", j.reference_max_iqr,
                   "the IQR over the median that a reference timing may reach (or 1 us) to be kept and cached (default "
                   "0.10 on CUDA; no limit on the CPU device); beyond it, timed again, and flagged noisy_reference if "

@@ -40,6 +40,12 @@ Clocks clocks_from_json(const json& c) {
   return x;
 }
 
+std::vector<OpHost> ops_from_json(const json& a) {
+  std::vector<OpHost> ops;
+  for (auto& o : a) ops.push_back({o.at("name"), o.at("calls"), o.at("us"), o.at("nested")});
+  return ops;
+}
+
 CallTimes call_times_from_json(const json& j) {
   CallTimes t;
   t.us = j.at("us").get<std::vector<double>>();
@@ -62,6 +68,7 @@ CallTimes call_times_from_json(const json& j) {
     u.copy_us = h.value("copy_us", std::vector<double>{});
     u.thp_anon_kib = h.value("thp_anon_kib", -1L);
     u.thp_file_kib = h.value("thp_file_kib", -1L);
+    if (h.contains("ops")) u.ops = ops_from_json(h["ops"]);
     t.host = u;
   }
   return t;
@@ -112,6 +119,12 @@ json to_json(const HostProbe& p) {
   return {{"cpu_us", p.cpu_us}, {"launch_us", p.launch_us}, {"op_us", p.op_us}, {"alloc_us", p.alloc_us}, {"cpu_ghz", p.cpu_ghz}, {"mem_ns", p.mem_ns}};
 }
 
+json ops_json(const std::vector<OpHost>& ops) {
+  json a = json::array();
+  for (auto& o : ops) a.push_back({{"name", o.name}, {"calls", o.calls}, {"us", o.us}, {"nested", o.nested}});
+  return a;
+}
+
 json to_json(const HostUse& h) {
   return {{"enqueue_us", h.enqueue_us},
           {"enqueue_cpu_us", h.enqueue_cpu_us},
@@ -130,7 +143,8 @@ json to_json(const HostUse& h) {
           {"thp_anon_kib", h.thp_anon_kib},
           {"thp_file_kib", h.thp_file_kib},
           {"gate_us", h.gate_us},
-          {"copy_us", h.copy_us}};
+          {"copy_us", h.copy_us},
+          {"ops", ops_json(h.ops)}};
 }
 
 json to_json(const CallTimes& t) {

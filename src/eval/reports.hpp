@@ -57,6 +57,15 @@ struct HostProbe {
 
 HostProbe host_probe_from_json(const nlohmann::json& j);
 
+// One ATen op or communicator call in a side's timed calls (--profile-ops, jobs/op_profile.hpp):
+// made `calls` times a call, taking `us` of the host a call (start to end: the ops it made
+// inside included); `nested`: made inside another op.
+struct OpHost {
+  std::string name;
+  double calls = 0, us = 0;
+  bool nested = false;
+};
+
 struct HostUse {
   std::vector<double> enqueue_us;                   // per timed call: the reference's run, the candidate's call
   std::vector<double> enqueue_cpu_us;               // the thread's CPU time in each (less: it waited); a
@@ -77,6 +86,7 @@ struct HostUse {
   // A candidate rank's, per call: pkb's gate ops around the call (outside enqueue_us), and
   // the host time of @reference's copy of its outputs inside it (0 for a real candidate).
   std::vector<double> gate_us, copy_us;
+  std::vector<OpHost> ops;  // --profile-ops: the timed calls' ops, the longest first; else empty
 };
 
 // The timed calls of one side on one rank.
@@ -159,6 +169,7 @@ struct CandidateReport {
 
 nlohmann::json to_json(const HostProbe& p);
 nlohmann::json to_json(const HostUse& h);
+nlohmann::json ops_json(const std::vector<OpHost>& ops);
 nlohmann::json to_json(const CallTimes& t);
 nlohmann::json to_json(const Clocks& c);
 nlohmann::json to_json(const GateOverhead& g);

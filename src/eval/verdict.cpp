@@ -188,7 +188,9 @@ static json host_summary(const CallTimes& t) {
           {"thp_anon_kib", h.thp_anon_kib},
           {"thp_file_kib", h.thp_file_kib},
           {"gate_median_us", h.gate_us.empty() ? json() : json(stats_of(h.gate_us).median)},
-          {"copy_median_us", h.copy_us.empty() ? json() : json(stats_of(h.copy_us).median)}};
+          {"copy_median_us", h.copy_us.empty() ? json() : json(stats_of(h.copy_us).median)},
+          {"ops", h.ops.empty() ? json() : ops_json(h.ops)},
+          {"enqueue_mean_us", h.ops.empty() ? json() : json(stats_of(h.enqueue_us).mean)}};  // the ops' base
 }
 
 // Why the two sides' hosts, rather than their code, may set a speedup (flag host_mismatch),
@@ -399,8 +401,9 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
     ref_host = t.host;
     // Only a stable baseline is kept for later evaluations: a disturbed one would inflate
     // every speedup measured against it.
-    to_cache = t.cache();
+    if (!c.profiled) to_cache = t.cache();
   }
+  if (c.profiled) flags.push_back("profiled");
   res["timing"] = {{"reference", rs.to_json()}, {"candidate", cs.to_json()},
                    {"reference_cached", judges[0].reference.empty() && !c.reference_timed_here},
                    {"clock", judge_clock ? "judge" : "candidate_rank"}};
@@ -508,7 +511,7 @@ bool timing_in_doubt(const json& flags) {
   for (auto& f : flags)
     if (f == "throttled" || f == "shared_gpu" || f == "left_processes" || f == "faster_than_roofline" ||
         f == "timing_escape" || f == "timing_unverified" || f == "noisy_reference" || f == "noisy_gate" ||
-        f == "host_mismatch")
+        f == "host_mismatch" || f == "profiled")
       return true;
   return false;
 }

@@ -71,6 +71,9 @@ struct Context {
   // judge's clock sees the candidate's calls; without it, the rank's own events are used
   // and the timing does not count (timing_unverified).
   bool mps = true;
+  // --profile-ops: both sides' calls paid the op profiler's callbacks (jobs/op_profile.hpp):
+  // the reference's timing is not kept and the speedup does not count (flag profiled).
+  bool profiled = false;
 };
 
 // The reference's timing from its judges' reports (rank order, each with the attempts): the

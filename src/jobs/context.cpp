@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "comm/comms.hpp"
 #include "device/device.hpp"
 #include "launch/phases.hpp"
 #include "ref/registry.hpp"
@@ -12,11 +13,21 @@
 
 namespace pkb::jobs {
 
+namespace {
+
+Comm* scoped_if_profiled(const rank::Job& job, Comm* comm, std::unique_ptr<Comm>& scoped) {
+  if (job.profile_ops && comm) scoped = comm::make_scoped_comm(*comm);
+  return scoped ? scoped.get() : comm;
+}
+
+}  // namespace
+
 ProblemContext::ProblemContext(rank::Rank& r, const std::string& spec_path, Comm* comm)
     : rank(r),
       spec(spec::load_spec(spec_path)),
       dt(tensor::resolve(r.job.dtype.empty() ? spec.dtype : r.job.dtype, at::kFloat)),
-      ctx(spec, spec.vars_for(r.job.size, r.world, r.rank), r.device, dt, comm ? comm : r.comm.get(), r.job.seed),
+      ctx(spec, spec.vars_for(r.job.size, r.world, r.rank), r.device, dt,
+          scoped_if_profiled(r.job, comm ? comm : r.comm.get(), scoped_comm), r.job.seed),
       reference(ref::create_reference(spec.slug)) {
   reference->setup(ctx);
 }

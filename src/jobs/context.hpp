@@ -19,6 +19,7 @@ struct ProblemContext {
   rank::Rank& rank;
   spec::ProblemSpec spec;
   at::ScalarType dt;
+  std::unique_ptr<Comm> scoped_comm;  // --profile-ops: the references' communicator, each call named
   ref::RefCtx ctx;
   std::unique_ptr<Reference> reference;
 

@@ -70,6 +70,7 @@ struct Shared {
   std::unique_ptr<heap::Mapping> host;
   std::unique_ptr<CandidateGate> gate;
   std::unique_ptr<Comm> own_comm;  // @reference's where the rank has no communicator
+  std::unique_ptr<Comm> scoped_comm;  // @reference's, each call named (--profile-ops)
   std::unique_ptr<eval::Candidate> candidate;  // a native or .py candidate, loaded once
   std::vector<std::unique_ptr<eval::Candidate>> references;  // @reference: one per problem
   rank::SandboxStatus sandbox;
@@ -292,7 +293,7 @@ class CandidateProblem {
     eval::HostProbe probe = timing::probe_host(r_.device, stream_);
     auto t0 = Clock::now();
     timing::HostMeter host;
-    host.start(probe);
+    host.start(probe, job_.profile_ops);
     for (int i = 0; i < n && !fail; ++i) {
       uint32_t seq = request_call(i);
       host.call_started();  // before `ready` and after `done`: its samples are not timed
@@ -401,11 +402,12 @@ class CandidateRank {
     // a GPU each, else over shared memory of its own (no sockets after the sandbox either).
     if (reference) {
       if (!r_.comm) sh_.own_comm = comm::make_shm(r_.client, r_.rank, r_.world, r_.device);
-      Comm& comm = r_.comm ? *r_.comm : *sh_.own_comm;
+      Comm* comm = r_.comm ? r_.comm.get() : sh_.own_comm.get();
+      if (job_.profile_ops) comm = (sh_.scoped_comm = comm::make_scoped_comm(*comm)).get();  // as the judges' (jobs/context.hpp)
       for (size_t k = 0; k < n; ++k) {
         spec::ProblemSpec s = spec::load_spec(job_.specs[k]);
         at::ScalarType dt = tensor::resolve(job_.dtype.empty() ? s.dtype : job_.dtype, at::kFloat);
-        sh_.references.push_back(eval::make_reference_candidate(s, job_.size, r_.world, r_.rank, r_.device, dt, comm));
+        sh_.references.push_back(eval::make_reference_candidate(s, job_.size, r_.world, r_.rank, r_.device, dt, *comm));
       }
     }
     // A .py candidate's interpreter (torch, Triton) starts before the sandbox, as pkb's own

@@ -85,7 +85,7 @@ HostMeter::Sample HostMeter::sample(bool whole) {
   return s;
 }
 
-void HostMeter::start(const eval::HostProbe& probe) {
+void HostMeter::start(const eval::HostProbe& probe, bool profile_ops) {
   enqueue_us_.clear();
   enqueue_cpu_us_.clear();
   gate_us_.clear();
@@ -95,6 +95,8 @@ void HostMeter::start(const eval::HostProbe& probe) {
   counters_ = std::make_unique<CpuCounters>();
   if (!counters_->ok()) counters_.reset();
   call_switches_ = call_minor_faults_ = call_major_faults_ = 0;
+  ops_.reset();
+  if (profile_ops) ops_ = std::make_unique<OpProfile>();
   probe_ = probe;
   cpu_ = sched_getcpu();
   thp_anon_kib_ = thp_file_kib_ = -1;
@@ -116,6 +118,7 @@ void HostMeter::call_started() {
   call_sample_ = sample(false);
   if (counters_) call_count_ = counters_->read();
   ran_us_ = -1;
+  if (ops_) ops_->inside(true);
   call_ = Clock::now();
 }
 
@@ -126,6 +129,7 @@ void HostMeter::call_ran(Clock::time_point begin, Clock::time_point end, double 
 
 void HostMeter::call_returned() {
   double span = std::chrono::duration<double, std::micro>(Clock::now() - call_).count();
+  if (ops_) ops_->inside(false);
   if (ran_us_ >= 0) {
     enqueue_us_.push_back(ran_us_);
     gate_us_.push_back(span - ran_us_);
@@ -168,6 +172,8 @@ eval::HostUse HostMeter::stop() {
   h.call_cycles = cycles_;
   h.call_instructions = instructions_;
   counters_.reset();
+  if (ops_) h.ops = ops_->per_call(enqueue_us_.size());
+  ops_.reset();
   return h;
 }
 
@@ -279,7 +285,7 @@ eval::CallTimes timed_loop(rank::Rank& r, void* stream, int n, const std::functi
   r.client.barrier(r.world);
   auto t0 = Clock::now();
   HostMeter host;
-  host.start(probe);
+  host.start(probe, r.job.profile_ops);
   int done = 0;
   while (done < n) {
     int i = done++;

@@ -16,6 +16,7 @@
 #include "eval/reports.hpp"
 #include "jobs/context.hpp"
 #include "jobs/cpu_counters.hpp"
+#include "jobs/op_profile.hpp"
 #include "rank/rank.hpp"
 
 namespace pkb::jobs::timing {
@@ -29,8 +30,9 @@ inline constexpr int64_t kConnectKey = 3000000;  // the reference run that makes
 // then call_started() / call_returned() around each call, then stop().
 class HostMeter {
  public:
-  // `probe`: the fixed work of probe_host, timed first (outside the loop's calls).
-  void start(const eval::HostProbe& probe = {});
+  // `probe`: the fixed work of probe_host, timed first (outside the loop's calls);
+  // `profile_ops`: each op inside the calls timed too (--profile-ops, jobs/op_profile.hpp).
+  void start(const eval::HostProbe& probe = {}, bool profile_ops = false);
   void call_started();
   // A candidate rank's: the candidate's own call ran from `begin` to `end` inside this call's
   // span (the rest is pkb's gate), and pkb's copy for @reference took `copy_us` of it. The
@@ -54,6 +56,7 @@ class HostMeter {
   std::vector<double> enqueue_us_, enqueue_cpu_us_, cycles_, instructions_, gate_us_, copy_us_;
   double ran_us_ = -1, ran_copy_us_ = 0;  // the candidate's call in this span (call_ran), -1: none
   std::unique_ptr<CpuCounters> counters_;  // the thread's, where the machine counts them
+  std::unique_ptr<OpProfile> ops_;
   CpuCounters::Reading call_count_;
   long call_switches_ = 0, call_minor_faults_ = 0, call_major_faults_ = 0;
   eval::HostProbe probe_;

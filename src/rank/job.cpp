@@ -48,6 +48,7 @@ void fields(J&& visit, Job& j) {
   visit("min_trials", j.min_trials);
   visit("timing", j.timing);
   visit("cache", j.cache);
+  visit("profile_ops", j.profile_ops);
   visit("sandbox", j.sandbox);
   visit("reference_max_iqr", j.reference_max_iqr);
   visit("reference_attempts", j.reference_attempts);

@@ -76,6 +76,7 @@ struct Job {
   int min_iters = 10, min_trials = 5;
   bool timing = true;
   std::string cache = "cold";  // cold: evict the L2 before each timed call
+  bool profile_ops = false;    // each side's ops timed on the host inside its timed calls (jobs/op_profile.hpp)
   bool sandbox = true;         // confine the candidate (rank/sandbox.hpp)
   // A reference timing becomes a baseline only when stable (jobs/timing.hpp, Stability):
   // its calls' IQR at most reference_max_iqr of their median (< 0: the device's rule, 0.10

@@ -309,7 +309,7 @@ Started start_ranks(const EvalRequest& q, const launch::Placement& p, rank::Job&
       r.ctx.cached_reference = t.cache();
       r.ctx.reference_timed_here = true;
       job.eval_problems[k].time_reference = false;
-      io::write_file_atomically(r.cache_file, r.ctx.cached_reference.dump() + "\n");
+      if (!job.profile_ops) io::write_file_atomically(r.cache_file, r.ctx.cached_reference.dump() + "\n");
     }
   }
 }
@@ -389,7 +389,9 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
     json cached = cached_reference(r.cache_file);
     r.ctx = eval::Context{s, job.size, r.dtype, p.device, p.world, p.ranks_per_gpu, q.timing, hw, nullptr};
     r.ctx.mps = p.mps != nullptr;
-    if (q.timing && q.reference_cache) r.ctx.cached_reference = cached;
+    r.ctx.profiled = job.profile_ops;
+    // A profiled run times its reference afresh: a cached timing has no ops to compare.
+    if (q.timing && q.reference_cache && !job.profile_ops) r.ctx.cached_reference = cached;
     r.plan = plan_memory(with_job, *s, p, r.dtype, cached);
     r.record = new_eval_record(with_job, *s, p, hw, r.dtype, p.mps != nullptr);
     if (!q.dry_plan) say_if_long(with_job, *s, p, hw, r.dtype, warn);

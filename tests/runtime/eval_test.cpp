@@ -440,6 +440,55 @@ TEST(Eval, BothSidesTimeOnTheSameCpu) {
   EXPECT_NE(elsewhere.err.find("--cpus 99999: none of these CPUs is allowed"), std::string::npos) << elsewhere.err;
 }
 
+// --profile-ops: each side's timed calls op by op on the host (means a call), in the record
+// and printed side by side, the communicator's calls named too and @reference's copy of its
+// outputs apart; such a timing neither counts nor reaches the reference cache.
+TEST(Eval, ProfileOpsNamesEachSidesOps) {
+  std::string dir = temp_dir("eval-ops"), out = dir + "/r.json";
+  const std::vector<std::pair<std::string, std::string>> cache = {{"PKB_CACHE_DIR", dir + "/cache"}};
+  PkbRun r = eval("ep_load_balancing_loss", "@reference", out, {"--trials", "2", "--profile-ops"}, cache, 1);
+  ASSERT_EQ(r.code, 0) << r.err;
+  json rec = read_json(out);
+  EXPECT_EQ(rec["verdict"], "correct");
+  EXPECT_NE(std::find(rec["flags"].begin(), rec["flags"].end(), "profiled"), rec["flags"].end()) << rec["flags"];
+  auto find = [](const json& ops, const std::string& name, bool nested) {
+    for (auto& o : ops)
+      if (o["name"] == name && o["nested"] == nested) return o;
+    return json();
+  };
+  for (const char* side : {"reference", "candidate"}) {
+    const json& h = rec["timing"]["host"][side];
+    ASSERT_TRUE(h["ops"].is_array()) << side;
+    for (const char* op : {"aten::softmax", "aten::topk", "comm::all_reduce"}) {
+      json o = find(h["ops"], op, false);
+      ASSERT_TRUE(o.is_object()) << side << " " << op << ": " << h["ops"];
+      EXPECT_DOUBLE_EQ(o["calls"].get<double>(), 1.0) << side << " " << op;  // once in each timed call
+      EXPECT_GT(o["us"].get<double>(), 0.0) << side << " " << op;
+    }
+    EXPECT_TRUE(find(h["ops"], "aten::_softmax", true).is_object()) << side;  // inside softmax
+    EXPECT_GT(h["enqueue_mean_us"].get<double>(), find(h["ops"], "aten::softmax", false)["us"].get<double>()) << side;
+  }
+  EXPECT_TRUE(find(rec["timing"]["host"]["candidate"]["ops"], "pkb::output_copy", false).is_object());
+  EXPECT_TRUE(find(rec["timing"]["host"]["reference"]["ops"], "pkb::output_copy", false).is_null());
+  EXPECT_NE(r.out.find("host per timed call by op"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("comm::all_reduce"), std::string::npos) << r.out;
+
+  // Not cached: the next run times the reference itself (and caches it for the one after),
+  // and its record has no ops.
+  for (bool cached : {false, true}) {
+    PkbRun plain = eval("ep_load_balancing_loss", "@reference", out, {"--trials", "2"}, cache, 1);
+    ASSERT_EQ(plain.code, 0) << plain.err;
+    rec = read_json(out);
+    EXPECT_EQ(rec["timing"]["reference_cached"], cached);
+    EXPECT_TRUE(rec["timing"]["host"]["candidate"]["ops"].is_null());
+    EXPECT_EQ(plain.out.find("host per timed call by op"), std::string::npos);
+  }
+
+  PkbRun bad = eval("ep_load_balancing_loss", "@reference", out, {"--profile-ops", "--no-timing"}, cache, 1);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--profile-ops profiles the timed calls: drop --no-timing"), std::string::npos) << bad.err;
+}
+
 // On a terminal, pkb eval says where it is on one line refreshed in place: the reference's
 // timed calls while the judges time it, the trials, the candidate's timed calls, with
 // their counts. Without a terminal (every other test here), nothing of it.

@@ -545,3 +545,39 @@ TEST(Verdict, EachSidesHostReachesTheRecord) {
   EXPECT_EQ(j.res["verdict"], "correct");  // a diagnostic: the verdict and speedup are as without it
   EXPECT_DOUBLE_EQ(j.res["speedup"].get<double>(), 0.5);
 }
+
+// --profile-ops: each side's ops reach the record through the ranks' reports, with the
+// calls' mean they add up against; the timing paid the profiler's callbacks on both sides,
+// so it is flagged `profiled`, does not count and is not cached.
+TEST(Verdict, AProfiledTimingShowsItsOpsAndCountsForNothing) {
+  Ranks r = timed(100, 50);
+  r.judges[0].reference[0].times.host = eval::HostUse{{8, 9, 13}, {8, 8, 9}, 0, 300, 600, 2, 1, 0.25};
+  r.judges[0].reference[0].times.host->ops = {{"aten::topk", 1, 6, false}, {"aten::sort", 1, 5, true}};
+  r.cands[0].timing->host = eval::HostUse{{40, 50, 60}, {20, 25, 30}, 12, 500, 1500, 30, 7, 0.1};
+  r.cands[0].timing->host->ops = {{"aten::topk", 1, 18, false}, {"pkb::output_copy", 1, 3, false}};
+  eval::Context c = cuda(2);
+  c.profiled = true;
+  Judged j = judge(finished(r), c);
+  EXPECT_EQ(j.res["verdict"], "correct");
+  const json& host = j.res["timing"]["host"];
+  ASSERT_EQ(host["reference"]["ops"].size(), 2u) << host;
+  EXPECT_EQ(host["reference"]["ops"][1]["name"], "aten::sort");
+  EXPECT_EQ(host["reference"]["ops"][1]["nested"], true);
+  EXPECT_DOUBLE_EQ(host["reference"]["enqueue_mean_us"].get<double>(), 10);
+  EXPECT_DOUBLE_EQ(host["candidate"]["ops"][0]["us"].get<double>(), 18);
+  EXPECT_DOUBLE_EQ(host["candidate"]["enqueue_mean_us"].get<double>(), 50);
+  EXPECT_NE(j.res["flags"].dump().find("profiled"), std::string::npos);
+  EXPECT_TRUE(j.cache.is_null());
+  j.res["run"] = {{"device", "cuda"}, {"ranks_per_gpu", 1}};
+  EXPECT_FALSE(eval::timing_counts(j.res));
+
+  // Unprofiled, the same timing has no ops, counts and is cached.
+  r.judges[0].reference[0].times.host->ops.clear();
+  r.cands[0].timing->host->ops.clear();
+  Judged plain = judge(finished(r), cuda(2));
+  EXPECT_TRUE(plain.res["timing"]["host"]["reference"]["ops"].is_null());
+  EXPECT_TRUE(plain.res["timing"]["host"]["candidate"]["enqueue_mean_us"].is_null());
+  EXPECT_FALSE(plain.cache.is_null());
+  plain.res["run"] = {{"device", "cuda"}, {"ranks_per_gpu", 1}};
+  EXPECT_TRUE(eval::timing_counts(plain.res));
+}
