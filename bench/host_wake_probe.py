@@ -12,6 +12,11 @@ interleaved call by call in one process, so the machine's drift hits every way a
               (the candidate rank asking its judge for the call's inputs)
   pipe_spin   the same round trip, polled without sleeping
   busy        synchronize, then spin 200 us on the CPU
+  behind      synchronize, then ~1 ms of GPU sleep on the stream: the launches queue behind
+              work (the judges' reference calls queue behind the L2 eviction)
+  held        synchronize, then the stream made to wait on an event of a side stream that
+              sleeps ~1 ms: held by a dependency, as a candidate rank's stream is held on
+              its `go` flag while its host enqueues the call (jobs/gate.hpp)
 
 Prints the machine's CPU facts and a table of medians (us). Run on a GPU machine:
   python3 bench/host_wake_probe.py [--reps 300] [--pin CPU]
@@ -119,12 +124,27 @@ def main():
         else:
             os.read(to_main, 1)
 
+    side = torch.cuda.Stream()
+    sleep_cycles = int(2e6)  # ~1 ms at the H200's ~1.98 GHz
+
+    def behind():
+        torch.cuda._sleep(sleep_cycles)
+
+    def held():
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(sleep_cycles)
+            ev = torch.cuda.Event()
+            ev.record(side)
+        torch.cuda.current_stream().wait_event(ev)
+
     waits = {
         "spin_sync": lambda: None,
         "sleep": lambda: time.sleep(200e-6),
         "pipe": lambda: pipe_wait(False),
         "pipe_spin": lambda: pipe_wait(True),
         "busy": lambda: busy(200),
+        "behind": behind,
+        "held": held,
     }
     works = {"gpu": gpu_work, "cpu": cpu_work}
     for _ in range(50):
