@@ -40,6 +40,10 @@ Clocks clocks_from_json(const json& c) {
   return x;
 }
 
+GateOverhead gate_from_json(const json& g) {
+  return GateOverhead{g.at("median_us"), g.at("iqr_us"), g.at("calls"), g.at("taken_us")};
+}
+
 std::vector<OpHost> ops_from_json(const json& a) {
   std::vector<OpHost> ops;
   for (auto& o : a) ops.push_back({o.at("name"), o.at("calls"), o.at("us"), o.at("nested")});
@@ -51,6 +55,7 @@ CallTimes call_times_from_json(const json& j) {
   t.us = j.at("us").get<std::vector<double>>();
   t.warmup = j.at("warmup");
   t.loop_us = j.at("loop_us");
+  if (j.contains("gate")) t.gate = gate_from_json(j["gate"]);
   if (j.contains("host") && !j["host"].is_null()) {
     const json& h = j["host"];
     HostUse u{h.at("enqueue_us").get<std::vector<double>>(), h.at("enqueue_cpu_us").get<std::vector<double>>(),
@@ -148,7 +153,9 @@ json to_json(const HostUse& h) {
 }
 
 json to_json(const CallTimes& t) {
-  return {{"us", t.us}, {"warmup", t.warmup}, {"loop_us", t.loop_us}, {"host", optional_json(t.host)}};
+  json j = {{"us", t.us}, {"warmup", t.warmup}, {"loop_us", t.loop_us}, {"host", optional_json(t.host)}};
+  if (t.gate) j["gate"] = to_json(*t.gate);
+  return j;
 }
 
 json to_json(const Clocks& c) {
@@ -210,7 +217,7 @@ JudgeReport judge_report_from_json(const json& j) {
   if (!j.at("candidate").is_null()) r.candidate = call_times_from_json(j["candidate"]);
   if (!j.at("gate").is_null()) {
     const json& g = j["gate"];
-    r.gate = GateOverhead{g.at("median_us"), g.at("iqr_us"), g.at("calls"), g.at("taken_us")};
+    r.gate = gate_from_json(g);
   }
   if (!j.at("clocks").is_null()) r.clocks = clocks_from_json(j["clocks"]);
   r.machine_busy = j.value("machine_busy", -1.0);

@@ -89,26 +89,6 @@ struct HostUse {
   std::vector<OpHost> ops;  // --profile-ops: the timed calls' ops, the longest first; else empty
 };
 
-// The timed calls of one side on one rank.
-struct CallTimes {
-  std::vector<double> us;   // one per timed call
-  int warmup = 0;           // warm-up calls made (the settings' count, or fewer within the time budget)
-  double loop_us = 0;       // the rank's own wall clock over the timed loop
-  std::optional<HostUse> host;
-};
-
-struct Clocks {
-  int sm_mhz_before = 0, sm_mhz_after = 0, max_sm_mhz = 0;
-  unsigned long long throttle_reasons = 0;
-  bool throttled = false;
-};
-
-// One timing of the reference by the judges (they time it again while it is not stable).
-struct ReferenceAttempt {
-  CallTimes times;
-  Clocks clocks;
-};
-
 // What the gate costs a call that does nothing (jobs/gate.hpp): measured by the judge on
 // pkb's own empty calls in the candidate rank before the candidate is loaded. Its lower
 // quartile is taken off every timed call's span: a disturbance only ever lengthens an empty
@@ -121,6 +101,30 @@ struct GateOverhead {
 
   // Spread enough that what is taken off is in doubt (the flag `noisy_gate`).
   bool noisy() const { return spread_beyond(iqr_us, median_us, 0.1, 1.0); }
+};
+
+// The timed calls of one side on one rank.
+struct CallTimes {
+  std::vector<double> us;   // one per timed call
+  int warmup = 0;           // warm-up calls made (the settings' count, or fewer within the time budget)
+  double loop_us = 0;       // the rank's own wall clock over the timed loop
+  std::optional<HostUse> host;
+  // Where the calls were timed through a gate of their own (the judges' reference with
+  // --gate-reference, jobs/gate.hpp's LocalGate): its calibration, whose lower quartile
+  // `us` already has taken off.
+  std::optional<GateOverhead> gate;
+};
+
+struct Clocks {
+  int sm_mhz_before = 0, sm_mhz_after = 0, max_sm_mhz = 0;
+  unsigned long long throttle_reasons = 0;
+  bool throttled = false;
+};
+
+// One timing of the reference by the judges (they time it again while it is not stable).
+struct ReferenceAttempt {
+  CallTimes times;
+  Clocks clocks;
 };
 
 struct JudgeReport {

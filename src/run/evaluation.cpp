@@ -108,7 +108,7 @@ std::string reference_timing_file(const EvalRequest& q, const spec::ProblemSpec&
     << "|" << j.size << "|" << dtype << "|" << p.world << "|" << p.ranks_per_gpu << "|" << launch::name(p.device) << "|"
     << p.gpu_name << "|" << j.warmup << "|" << j.iters << "|" << j.min_iters << "|" << j.warmup_budget_s << "|"
     << j.timing_budget_s << "|" << j.cache << "|" << (p.mps ? "mps" : "") << "|" << j.reference_max_iqr << "|"
-    << (p.cpus.pinned() ? "pinned" : "");
+    << (p.cpus.pinned() ? "pinned" : "") << "|" << (j.gate_reference && p.device == launch::Device::cuda ? "gated" : "");
   return build::default_cache_dir() + "/reference-timing/" + build::sha256_hex(k.str()).substr(0, 32) + ".json";
 }
 
@@ -186,6 +186,9 @@ json new_eval_record(const EvalRequest& q, const spec::ProblemSpec& s, const lau
               {"size", job.size}, {"dtype", dtype}, {"seed", std::to_string(job.seed)}, {"trials", job.trials},
               {"warmup", job.warmup}, {"iters", job.iters}, {"cache", job.cache}, {"sandbox", q.ranks.sandbox},
               {"mps", mps}, {"cpus", p.cpus.to_json()},
+              // How the judges time the reference: right on its stream, or through a gate as a
+              // candidate's calls (--gate-reference; the gate exists on CUDA only).
+              {"reference_timing", job.gate_reference && p.device == launch::Device::cuda ? "gated" : "direct"},
               {"budgets_s", {{"warmup", job.warmup_budget_s}, {"timing", job.timing_budget_s},
                              {"trials", job.trials_budget_s}}}};
   json res = eval::new_record(head);

@@ -581,3 +581,52 @@ TEST(Verdict, AProfiledTimingShowsItsOpsAndCountsForNothing) {
   plain.res["run"] = {{"device", "cuda"}, {"ranks_per_gpu", 1}};
   EXPECT_TRUE(eval::timing_counts(plain.res));
 }
+
+// --gate-reference: the judges timed the reference through a gate of their own; its
+// calibration reaches the record (and the cache, with the timing it was taken off), and a
+// wide one puts the timing in doubt as the candidate's gate does.
+TEST(Verdict, AReferenceTimedThroughAGateSaysWhatTheGateCost) {
+  Ranks r = timed(100, 50);
+  for (auto& j : r.judges) j.reference[0].times.gate = eval::GateOverhead{9.5, 0.2, 40, 9.4};
+  Judged j = judge(finished(r), cuda(2));
+  EXPECT_EQ(j.res["verdict"], "correct");
+  ASSERT_TRUE(j.res["timing"].contains("reference_gate_overhead")) << j.res["timing"];
+  EXPECT_DOUBLE_EQ(j.res["timing"]["reference_gate_overhead"]["taken_us"].get<double>(), 9.4);
+  EXPECT_EQ(j.res["flags"].dump().find("noisy_gate"), std::string::npos);
+  ASSERT_FALSE(j.cache.is_null());
+  EXPECT_DOUBLE_EQ(j.cache["gate"]["median_us"].get<double>(), 9.5);
+
+  // From the cache: the same line.
+  eval::Context c = cuda(2);
+  c.cached_reference = j.cache;
+  Ranks again = timed(100, 50);
+  for (auto& x : again.judges) x.reference.clear();
+  Judged cached = judge(finished(again), c);
+  EXPECT_DOUBLE_EQ(cached.res["timing"]["reference_gate_overhead"]["taken_us"].get<double>(), 9.4);
+
+  for (auto& x : r.judges) x.reference[0].times.gate = eval::GateOverhead{20, 8, 40, 9.6};
+  Judged noisy = judge(finished(r), cuda(2));
+  EXPECT_NE(noisy.res["flags"].dump().find("noisy_gate"), std::string::npos);
+}
+
+// What travels from a judge rank to the parent: a reference timed through its own gate and
+// profiled op by op comes back as it went.
+TEST(Verdict, AJudgesReportCarriesTheReferencesGateAndOps) {
+  Ranks r = timed(100, 50, 10, 1);
+  eval::CallTimes& t = r.judges[0].reference[0].times;
+  t.gate = eval::GateOverhead{9.5, 0.2, 40, 9.4};
+  t.host = eval::HostUse{{8, 9, 13}, {8, 8, 9}, 0, 300, 600, 2, 1, 0.25};
+  t.host->ops = {{"comm::all_reduce", 1, 4.5, false}, {"aten::copy_", 2, 1.5, true}};
+  eval::JudgeReport back = eval::judge_report_from_json(json::parse(eval::to_json(r.judges[0]).dump()));
+  const eval::CallTimes& b = back.reference.at(0).times;
+  ASSERT_TRUE(b.gate);
+  EXPECT_DOUBLE_EQ(b.gate->taken_us, 9.4);
+  EXPECT_EQ(b.gate->calls, 40);
+  ASSERT_TRUE(b.host);
+  ASSERT_EQ(b.host->ops.size(), 2u);
+  EXPECT_EQ(b.host->ops[1].name, "aten::copy_");
+  EXPECT_DOUBLE_EQ(b.host->ops[1].calls, 2);
+  EXPECT_TRUE(b.host->ops[1].nested);
+  EXPECT_FALSE(eval::judge_report_from_json(json::parse(eval::to_json(timed(100, 50, 10, 1).judges[0]).dump()))
+                   .reference.at(0).times.gate);
+}
