@@ -455,9 +455,9 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
                 "until the L2 is evicted and the judges aligned, the gate's calibrated cost taken off), so that the "
                 "same code meets the same gate on both sides; experimental (issue 35)");
   cmd->add_flag("--profile-ops", j.profile_ops,
-                "time each ATen op and communicator call inside both sides' timed calls on the host, and print them "
-                "side by side (with @reference: which op the same code spends longer in on one side); the timing is "
-                "then neither cached nor counted");
+                "time each ATen op and communicator call inside both sides' timed calls on the host, into the record "
+                "and, for one problem, printed side by side (with @reference: which op the same code spends longer in "
+                "on one side; several problems: bench/ops_table.py); the timing is then neither cached nor counted");
   cmd->add_option("--reference-max-iqr", j.reference_max_iqr,
                   "the IQR over the median that a reference timing may reach (or 1 us) to be kept and cached (default "
                   "0.10 on CUDA; no limit on the CPU device); beyond it, timed again, and flagged noisy_reference if "
