@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 
 #include <algorithm>
 #include <chrono>
@@ -266,4 +267,46 @@ TEST(CpuCounters, CountTheThreadsWorkWhereTheMachineCounts) {
   auto b = c.read();
   EXPECT_GT(b.instructions - a.instructions, 1000000u);  // at least one instruction an iteration
   EXPECT_GT(b.cycles - a.cycles, 100000u);
+}
+
+// --profile-ops: a HostMeter that profiles counts the ops of its calls only, once a call each,
+// nested ones apart, and leaves nothing behind once stopped.
+TEST(HostMeter, ProfilesTheOpsInsideItsCallsOnly) {
+  pkb::jobs::timing::HostMeter m;
+  m.start({}, /*profile_ops=*/true);
+  at::Tensor x = at::ones({64});
+  for (int i = 0; i < 4; ++i) {
+    at::Tensor outside = x.mul(2);  // between calls: not counted
+    m.call_started();
+    at::Tensor z = at::zeros({64});
+    at::Tensor y = x.add(z);
+    {
+      RECORD_USER_SCOPE("test::scope");
+      y.mul_(3);
+    }
+    m.call_returned();
+  }
+  pkb::eval::HostUse h = m.stop();
+  auto find = [&](const std::string& name, bool nested) -> const pkb::eval::OpHost* {
+    for (auto& o : h.ops)
+      if (o.name == name && o.nested == nested) return &o;
+    return nullptr;
+  };
+  for (const char* op : {"aten::zeros", "aten::add", "test::scope"}) {
+    const pkb::eval::OpHost* o = find(op, false);
+    ASSERT_NE(o, nullptr) << op;
+    EXPECT_DOUBLE_EQ(o->calls, 1.0) << op;  // once in each of the 4 calls
+    EXPECT_GT(o->us, 0.0) << op;
+  }
+  ASSERT_NE(find("aten::mul_", true), nullptr);  // inside the scope
+  EXPECT_EQ(find("aten::mul_", false), nullptr);
+  EXPECT_EQ(find("aten::mul", false), nullptr);  // only between the calls
+  EXPECT_GE(h.ops.front().us, h.ops.back().us);  // the longest first
+
+  // Stopped: the callback is gone, and a meter that does not profile gives no ops.
+  m.start({});
+  m.call_started();
+  at::zeros({8});
+  m.call_returned();
+  EXPECT_TRUE(m.stop().ops.empty());
 }
