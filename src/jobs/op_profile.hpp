@@ -3,7 +3,7 @@
 // makes while a call is being timed is timed on the host, start to end, by a RecordFunction
 // callback of this thread alone. The judges' reference and the candidate rank's calls are
 // profiled alike, so that where the same code takes longer on one side (@reference), the
-// op that does is named. The callbacks cost each op about a microsecond on both sides: a
+// op that does is named. The callbacks add host time to every op, on both sides alike: a
 // profiled timing is never cached nor counted (flag `profiled`).
 #pragma once
 
