@@ -7,6 +7,10 @@ namespace pkb::eval {
 
 using json = nlohmann::json;
 
+GateOverhead gate_from_json(const json& g) {
+  return GateOverhead{g.at("median_us"), g.at("iqr_us"), g.at("calls"), g.at("taken_us")};
+}
+
 json to_json(const GateOverhead& g) {
   return {{"median_us", g.median_us}, {"iqr_us", g.iqr_us}, {"calls", g.calls}, {"taken_us", g.taken_us}};
 }
@@ -38,10 +42,6 @@ Clocks clocks_from_json(const json& c) {
   x.throttle_reasons = c.at("throttle_reasons");
   x.throttled = c.at("throttled");
   return x;
-}
-
-GateOverhead gate_from_json(const json& g) {
-  return GateOverhead{g.at("median_us"), g.at("iqr_us"), g.at("calls"), g.at("taken_us")};
 }
 
 std::vector<OpHost> ops_from_json(const json& a) {

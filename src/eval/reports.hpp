@@ -177,6 +177,7 @@ nlohmann::json ops_json(const std::vector<OpHost>& ops);
 nlohmann::json to_json(const CallTimes& t);
 nlohmann::json to_json(const Clocks& c);
 nlohmann::json to_json(const GateOverhead& g);
+GateOverhead gate_from_json(const nlohmann::json& g);
 nlohmann::json to_json(const JudgeReport& r);
 nlohmann::json to_json(const CandidateReport& r);
 // Throw nlohmann::json::exception on a malformed report (a pkb bug, or a rank whose channel

@@ -448,8 +448,7 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
   }
   if (ref_gate.is_object()) {  // the reference timed through a gate of its own (--gate-reference)
     res["timing"]["reference_gate_overhead"] = ref_gate;
-    GateOverhead g{ref_gate.at("median_us"), ref_gate.at("iqr_us"), ref_gate.at("calls"), ref_gate.at("taken_us")};
-    if (g.noisy() && std::find(flags.begin(), flags.end(), "noisy_gate") == flags.end()) flags.push_back("noisy_gate");
+    if (gate_from_json(ref_gate).noisy() && std::find(flags.begin(), flags.end(), "noisy_gate") == flags.end()) flags.push_back("noisy_gate");
   }
   if (!ref_stable) {
     flags.push_back("noisy_reference");

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <memory>
 
+#include <ATen/record_function.h>
+
 namespace pkb::jobs {
 
 namespace {

@@ -7,12 +7,11 @@
 // profiled timing is never cached nor counted (flag `profiled`).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <ATen/record_function.h>
 
 #include "eval/reports.hpp"
 
@@ -36,7 +35,7 @@ class OpProfile {
   };
 
  private:
-  at::CallbackHandle handle_ = 0;
+  uint64_t handle_ = 0;  // at::CallbackHandle: record_function.h stays out of timing.hpp's includers
   bool inside_ = false;
   int depth_ = 0;  // ops started and not yet ended, inside calls
   std::map<std::pair<std::string, bool>, Total> totals_;  // (name, nested)
