@@ -777,8 +777,7 @@ stage_ops35() {
   # with --profile-ops (jobs/op_profile.hpp) at W=1 on the problems whose candidate side took
   # 1.6-2.9x the judges' host a call in call 7 of 12-04 (probes agreeing), two controls near
   # 1.0 last, twice; bench/ops_table.py's table. Then bench/host_wake_probe.py: does a stream
-  # held by a dependency (as the gate holds the candidate's on `go`) enqueue slower? Then
-  # direct against gated reference timings (--gate-reference).
+  # held by a dependency (as the gate holds the candidate's on `go`) enqueue slower?
   local problems=${1:-ep_load_balancing_loss,tp_allgather_gemm,tp_allgather_gemm_transposed,tp_vocab_parallel_cross_entropy,dp_siglip_contrastive_loss,dp_int8_quant_grad_allreduce,fsdp_fp8_reducescatter_grads,fsdp_adam_unshard_allgather,fsdp_tp_2d_mlp,tp_gemm_allgather,ep_moe_narrow} k
   for k in 1 2; do
     step "@reference --profile-ops W=1 ($k)" 0 "$PKB" eval -p "$problems" -s @reference -w 1 --trials 3 --profile-ops \
@@ -786,18 +785,6 @@ stage_ops35() {
   done
   python3 "$SRC/bench/ops_table.py" "$OUT"/ops35_*.jsonl >"$OUT/ops35.md" 2>>"$LOG"
   step "wake probe, pinned to 15" 0 python3 "$SRC/bench/host_wake_probe.py" --reps 200 --pin 15
-  # The judges timing their reference through a gate as the candidate's (--gate-reference),
-  # against directly, alternating, fresh reference timings each; bench/pin_ab.py's table.
-  local runs=() mode
-  for k in 1 2; do
-    for mode in direct gated; do
-      step "@reference W=1 reference timing $mode ($k)" 0 "$PKB" eval -p "$problems" -s @reference -w 1 --trials 3 \
-        --no-reference-cache $([ $mode = gated ] && echo --gate-reference) --json "$OUT/gate_${mode}_$k.jsonl"
-      [ -f "$OUT/gate_${mode}_$k.jsonl" ] && runs+=("$mode=$OUT/gate_${mode}_$k.jsonl")
-    done
-  done
-  python3 "$SRC/bench/pin_ab.py" "${runs[@]}" >"$OUT/gate_ab.md" 2>>"$LOG"
-  tail -4 "$OUT/gate_ab.md" | sed 's/^/| gate_ab /' >>"$SUM"
 }
 
 stage_pinned_examples() {

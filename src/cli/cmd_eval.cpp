@@ -450,10 +450,6 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
       ->capture_default_str();
   cmd->add_option("--min-trials", j.min_trials, "trials whatever the budget")->check(CLI::Range(1, 100000))->capture_default_str();
   cmd->add_flag("--no-reference-cache", o.no_ref_cache, "time the reference even when a cached timing exists");
-  cmd->add_flag("--gate-reference", j.gate_reference,
-                "CUDA: the judges time the reference through a gate as they time the candidate (its stream held "
-                "until the L2 is evicted and the judges aligned, the gate's calibrated cost taken off), so that the "
-                "same code meets the same gate on both sides; experimental (issue 35)");
   cmd->add_flag("--profile-ops", j.profile_ops,
                 "time each ATen op and communicator call inside both sides' timed calls on the host, into the record "
                 "and, for one problem, printed side by side (with @reference: which op the same code spends longer in "

@@ -7,10 +7,6 @@ namespace pkb::eval {
 
 using json = nlohmann::json;
 
-GateOverhead gate_from_json(const json& g) {
-  return GateOverhead{g.at("median_us"), g.at("iqr_us"), g.at("calls"), g.at("taken_us")};
-}
-
 json to_json(const GateOverhead& g) {
   return {{"median_us", g.median_us}, {"iqr_us", g.iqr_us}, {"calls", g.calls}, {"taken_us", g.taken_us}};
 }
@@ -55,7 +51,6 @@ CallTimes call_times_from_json(const json& j) {
   t.us = j.at("us").get<std::vector<double>>();
   t.warmup = j.at("warmup");
   t.loop_us = j.at("loop_us");
-  if (j.contains("gate")) t.gate = gate_from_json(j["gate"]);
   if (j.contains("host") && !j["host"].is_null()) {
     const json& h = j["host"];
     HostUse u{h.at("enqueue_us").get<std::vector<double>>(), h.at("enqueue_cpu_us").get<std::vector<double>>(),
@@ -153,9 +148,7 @@ json to_json(const HostUse& h) {
 }
 
 json to_json(const CallTimes& t) {
-  json j = {{"us", t.us}, {"warmup", t.warmup}, {"loop_us", t.loop_us}, {"host", optional_json(t.host)}};
-  if (t.gate) j["gate"] = to_json(*t.gate);
-  return j;
+  return {{"us", t.us}, {"warmup", t.warmup}, {"loop_us", t.loop_us}, {"host", optional_json(t.host)}};
 }
 
 json to_json(const Clocks& c) {
@@ -217,7 +210,7 @@ JudgeReport judge_report_from_json(const json& j) {
   if (!j.at("candidate").is_null()) r.candidate = call_times_from_json(j["candidate"]);
   if (!j.at("gate").is_null()) {
     const json& g = j["gate"];
-    r.gate = gate_from_json(g);
+    r.gate = GateOverhead{g.at("median_us"), g.at("iqr_us"), g.at("calls"), g.at("taken_us")};
   }
   if (!j.at("clocks").is_null()) r.clocks = clocks_from_json(j["clocks"]);
   r.machine_busy = j.value("machine_busy", -1.0);

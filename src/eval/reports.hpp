@@ -89,30 +89,12 @@ struct HostUse {
   std::vector<OpHost> ops;  // --profile-ops: the timed calls' ops, the longest first; else empty
 };
 
-// What the gate costs a call that does nothing (jobs/gate.hpp): measured by the judge on
-// pkb's own empty calls in the candidate rank before the candidate is loaded. Its lower
-// quartile is taken off every timed call's span: a disturbance only ever lengthens an empty
-// call (one calibration of an H200 sweep had a median of 20 us and an IQR of 8 us against
-// the usual 9.6 and 0.03, and its median would have taken a whole call's time off).
-struct GateOverhead {
-  double median_us = 0, iqr_us = 0;
-  int calls = 0;
-  double taken_us = 0;  // the lower quartile
-
-  // Spread enough that what is taken off is in doubt (the flag `noisy_gate`).
-  bool noisy() const { return spread_beyond(iqr_us, median_us, 0.1, 1.0); }
-};
-
 // The timed calls of one side on one rank.
 struct CallTimes {
   std::vector<double> us;   // one per timed call
   int warmup = 0;           // warm-up calls made (the settings' count, or fewer within the time budget)
   double loop_us = 0;       // the rank's own wall clock over the timed loop
   std::optional<HostUse> host;
-  // Where the calls were timed through a gate of their own (the judges' reference with
-  // --gate-reference, jobs/gate.hpp's LocalGate): its calibration, whose lower quartile
-  // `us` already has taken off.
-  std::optional<GateOverhead> gate;
 };
 
 struct Clocks {
@@ -125,6 +107,20 @@ struct Clocks {
 struct ReferenceAttempt {
   CallTimes times;
   Clocks clocks;
+};
+
+// What the gate costs a call that does nothing (jobs/gate.hpp): measured by the judge on
+// pkb's own empty calls in the candidate rank before the candidate is loaded. Its lower
+// quartile is taken off every timed call's span: a disturbance only ever lengthens an empty
+// call (one calibration of an H200 sweep had a median of 20 us and an IQR of 8 us against
+// the usual 9.6 and 0.03, and its median would have taken a whole call's time off).
+struct GateOverhead {
+  double median_us = 0, iqr_us = 0;
+  int calls = 0;
+  double taken_us = 0;  // the lower quartile
+
+  // Spread enough that what is taken off is in doubt (the flag `noisy_gate`).
+  bool noisy() const { return spread_beyond(iqr_us, median_us, 0.1, 1.0); }
 };
 
 struct JudgeReport {
@@ -177,7 +173,6 @@ nlohmann::json ops_json(const std::vector<OpHost>& ops);
 nlohmann::json to_json(const CallTimes& t);
 nlohmann::json to_json(const Clocks& c);
 nlohmann::json to_json(const GateOverhead& g);
-GateOverhead gate_from_json(const nlohmann::json& g);
 nlohmann::json to_json(const JudgeReport& r);
 nlohmann::json to_json(const CandidateReport& r);
 // Throw nlohmann::json::exception on a malformed report (a pkb bug, or a rank whose channel

@@ -253,7 +253,7 @@ static std::string host_mismatch(const json& host, double ref_us, double cand_us
 json JudgedReference::cache() const {
   if (!stable) return nullptr;
   return {{"stats", stats.to_json()}, {"counts", counts}, {"peak_bytes", peak_bytes}, {"samples", calls},
-          {"attempts", attempts}, {"host", host}, {"gate", gate}};
+          {"attempts", attempts}, {"host", host}};
 }
 
 JudgedReference judged_reference(const std::vector<JudgeReport>& judges) {
@@ -286,7 +286,6 @@ JudgedReference judged_reference(const std::vector<JudgeReport>& judges) {
   for (auto& j : judges) out.peak_bytes = std::max(out.peak_bytes, j.reference_peak_bytes);
   out.counts = {{"warmup", judges[0].reference.at(kept).times.warmup}, {"iters", out.calls.size()}};
   if (judges[0].reference.at(kept).times.host) out.host = host_summary(judges[0].reference.at(kept).times);
-  if (judges[0].reference.at(kept).times.gate) out.gate = to_json(*judges[0].reference.at(kept).times.gate);
   return out;
 }
 
@@ -380,7 +379,7 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
   std::vector<double> cand_calls = slowest_per_call(cand);
   Stats cs = stats_of(cand_calls);
   // The reference: the attempt the judges kept, or the cache's (or an earlier start's).
-  json to_cache, ref_counts, attempts, ref_host, ref_gate;
+  json to_cache, ref_counts, attempts, ref_host;
   std::vector<double> ref_calls;
   Stats rs;
   bool ref_stable = true;
@@ -388,7 +387,6 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
     rs = Stats::from_json(c.cached_reference.at("stats"));
     ref_counts = c.cached_reference.at("counts");
     ref_calls = c.cached_reference.value("samples", std::vector<double>{});
-    ref_gate = c.cached_reference.value("gate", json());
     if (c.reference_timed_here) {
       attempts = c.cached_reference.value("attempts", json());
       ref_host = c.cached_reference.value("host", json());
@@ -401,7 +399,6 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
     attempts = t.attempts;
     ref_stable = t.stable;
     ref_host = t.host;
-    ref_gate = t.gate;
     // Only a stable baseline is kept for later evaluations: a disturbed one would inflate
     // every speedup measured against it.
     if (!c.profiled) to_cache = t.cache();
@@ -445,10 +442,6 @@ json judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
       flags.push_back("host_mismatch");
       res["timing"]["host_mismatch"] = why;
     }
-  }
-  if (ref_gate.is_object()) {  // the reference timed through a gate of its own (--gate-reference)
-    res["timing"]["reference_gate_overhead"] = ref_gate;
-    if (gate_from_json(ref_gate).noisy() && std::find(flags.begin(), flags.end(), "noisy_gate") == flags.end()) flags.push_back("noisy_gate");
   }
   if (!ref_stable) {
     flags.push_back("noisy_reference");

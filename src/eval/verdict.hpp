@@ -84,7 +84,6 @@ struct JudgedReference {
   std::vector<double> calls;
   nlohmann::json counts, attempts;
   nlohmann::json host;  // the kept attempt's host on judge rank 0 (timing.host.reference), or null
-  nlohmann::json gate;  // the kept attempt's gate calibration on judge rank 0 (--gate-reference), or null
   bool stable = true;
   std::string unstable;  // why not
   double peak_bytes = 0;

@@ -1,7 +1,5 @@
 #include "jobs/gate.hpp"
 
-#include <ATen/ATen.h>
-
 #include "eval/layout.hpp"
 #include "jobs/timing.hpp"
 
@@ -78,25 +76,6 @@ void CandidateGate::before(uint32_t seq, device::CallTimer* own, int i) {
 void CandidateGate::after(uint32_t seq, device::CallTimer* own, int i) {
   if (device_.is_cuda()) device::write_flag(stream_, done_, seq);
   if (own) own->stop(i);
-}
-
-LocalGate::LocalGate(at::Device device, void* stream, const heap::Heap& judges)
-    : flags_(at::zeros({static_cast<int64_t>(eval::kGateBytes)}, at::TensorOptions().dtype(at::kByte).device(device))),
-      timing_(device::make_stream(device, /*current=*/false)), judges_(judges) {
-  char* harness = static_cast<char*>(flags_.data_ptr());
-  candidate_ = std::make_unique<CandidateGate>(device, stream, harness);
-  candidate_->reset();
-  judge_ = std::make_unique<JudgeGate>(device, timing_, harness, judges);
-}
-
-LocalGate::~LocalGate() {
-  try {
-    judge_->sync();
-  } catch (...) {  // a broken device: reported where the loop synchronises
-  }
-  judge_.reset();
-  candidate_.reset();
-  device::destroy_stream(flags_.device(), timing_, /*current=*/false);
 }
 
 }  // namespace pkb::jobs

@@ -32,8 +32,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <memory>
-#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -105,40 +103,6 @@ class CandidateGate {
   void* stream_;
   void* side_ = nullptr;  // where `ready` is written: idle, so it lands at once
   uint32_t *go_, *ready_, *done_;
-};
-
-// Both ends of the gate in one process (--gate-reference): the judges time their reference's
-// calls as they time a candidate rank's, the call's stream held on `go` while the host
-// enqueues it and released from a timing stream once the L2 is evicted and the judges are
-// aligned; the same code then meets the same gate on both sides. The reference must not
-// synchronise the whole device inside a call (none does): the timing stream waits on the
-// call's `done` (between processes, the candidate's device synchronise never sees its
-// judge's stream). CUDA only.
-class LocalGate {
- public:
-  // `stream`: the one the calls run on (torch's current). Every judge makes its gate at
-  // the same point: JudgeGate's barrier.
-  LocalGate(at::Device device, void* stream, const heap::Heap& judges);
-  ~LocalGate();
-  LocalGate(const LocalGate&) = delete;
-  LocalGate& operator=(const LocalGate&) = delete;
-  // Where a timer of the calls records its events.
-  void* timing_stream() const { return timing_; }
-  // Call `i` of `timer`: `call` enqueues its work on the held stream.
-  template <class F>
-  auto timed(device::CallTimer& timer, int i, bool cold, F&& call) {
-    static const std::vector<at::Tensor> kNoOutputs;
-    judge_->timed(++seq_, timer, i, cold, judges_, kNoOutputs, nullptr);
-    return candidate_->call(seq_, std::forward<F>(call));
-  }
-
- private:
-  at::Tensor flags_;  // go, ready and done, at a harness's offsets (eval/layout.hpp)
-  void* timing_ = nullptr;
-  const heap::Heap& judges_;
-  std::unique_ptr<CandidateGate> candidate_;
-  std::unique_ptr<JudgeGate> judge_;
-  uint32_t seq_ = 0;
 };
 
 }  // namespace pkb::jobs

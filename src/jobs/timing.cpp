@@ -22,9 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "device/device.hpp"
-#include "eval/protocol.hpp"
 #include "eval/stats.hpp"
-#include "jobs/gate.hpp"
 #include "launch/phases.hpp"
 
 namespace pkb::jobs::timing {
@@ -278,33 +276,10 @@ int pkb_channel(const heap::Heap& h) {
   return static_cast<int>(h.pad_bytes() / sizeof(uint32_t) / h.world()) - 1;
 }
 
-namespace {
-
-// --gate-reference: what the local gate costs an empty call, timed as the calls will be
-// (the candidate rank's calibration, jobs/eval_judge.cpp, in this process).
-eval::GateOverhead calibrate(rank::Rank& r, LocalGate& gate, bool cold) {
-  const int n = eval::protocol::kCalibrationCalls;
-  auto timer = device::make_timer(r.device, gate.timing_stream(), n);
-  for (int i = 0; i < n; ++i) {
-    device::synchronize(r.device);  // idle before each, as before every timed call
-    gate.timed(*timer, i, cold, [] { return 0; });
-  }
-  eval::Stats o = eval::stats_of(timer->elapsed_us());
-  return eval::GateOverhead{o.median, o.iqr, n, o.p25};
-}
-
-}  // namespace
-
 eval::CallTimes timed_loop(rank::Rank& r, void* stream, int n, const std::function<void(int)>& prepare,
                            const std::function<bool(int)>& call, const std::function<void(int)>& after) {
   bool cold = r.job.cache == "cold";
-  std::unique_ptr<LocalGate> gate;
-  std::optional<eval::GateOverhead> overhead;
-  if (r.job.gate_reference && r.device.is_cuda()) {
-    gate = std::make_unique<LocalGate>(r.device, stream, *r.heap);
-    overhead = calibrate(r, *gate, cold);
-  }
-  auto timer = device::make_timer(r.device, gate ? gate->timing_stream() : stream, n);
+  auto timer = device::make_timer(r.device, stream, n);
   eval::HostProbe probe = probe_host(r.device, stream);
   device::synchronize(r.device);
   r.client.barrier(r.world);
@@ -315,36 +290,19 @@ eval::CallTimes timed_loop(rank::Rank& r, void* stream, int n, const std::functi
   while (done < n) {
     int i = done++;
     prepare(i);
-    bool ok = false;
-    if (gate) {
-      // As a candidate rank's call: the host span around the gate, the call alone inside it.
-      host.call_started();
-      ok = gate->timed(*timer, i, cold, [&] {
-        auto begin = Clock::now();
-        bool fine = call(i);
-        host.call_ran(begin, Clock::now());
-        return fine;
-      });
-      host.call_returned();
-    } else {
-      device::heap_barrier(*r.heap, pkb_channel(*r.heap), stream);
-      if (cold) device::flush_l2(r.device, stream);
-      host.call_started();  // outside the events: its samples are not timed
-      timer->start(i);
-      ok = call(i);
-      timer->stop(i);
-      host.call_returned();
-    }
+    device::heap_barrier(*r.heap, pkb_channel(*r.heap), stream);
+    if (cold) device::flush_l2(r.device, stream);
+    host.call_started();  // outside the events: its samples are not timed
+    timer->start(i);
+    bool ok = call(i);
+    timer->stop(i);
+    host.call_returned();
     after(i);
     if (!ok) break;
   }
   eval::CallTimes t;
   t.us = timer->elapsed_us();
   t.us.resize(done);
-  if (overhead)
-    for (double& x : t.us) x = std::max(0.0, x - overhead->taken_us);
-  t.gate = overhead;
-  gate.reset();
   device::synchronize(r.device);
   t.loop_us = seconds_since(t0) * 1e6;
   t.host = host.stop();

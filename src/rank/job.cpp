@@ -49,7 +49,6 @@ void fields(J&& visit, Job& j) {
   visit("timing", j.timing);
   visit("cache", j.cache);
   visit("profile_ops", j.profile_ops);
-  visit("gate_reference", j.gate_reference);
   visit("sandbox", j.sandbox);
   visit("reference_max_iqr", j.reference_max_iqr);
   visit("reference_attempts", j.reference_attempts);

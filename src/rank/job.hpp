@@ -77,7 +77,6 @@ struct Job {
   bool timing = true;
   std::string cache = "cold";  // cold: evict the L2 before each timed call
   bool profile_ops = false;    // each side's ops timed on the host inside its timed calls (jobs/op_profile.hpp)
-  bool gate_reference = false;  // the judges time the reference through a gate as a candidate's (LocalGate)
   bool sandbox = true;         // confine the candidate (rank/sandbox.hpp)
   // A reference timing becomes a baseline only when stable (jobs/timing.hpp, Stability):
   // its calls' IQR at most reference_max_iqr of their median (< 0: the device's rule, 0.10

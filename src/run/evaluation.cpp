@@ -95,12 +95,6 @@ build::Result build_candidate(const EvalRequest& q, const launch::Placement& p) 
 
 // ---- each problem's reference timing and memory ---------------------------------------------
 
-// How the judges time the reference: through a gate as a candidate's calls (--gate-reference,
-// jobs/gate.hpp; on CUDA only), or right on its stream.
-bool gated_reference(const rank::Job& j, const launch::Placement& p) {
-  return j.gate_reference && p.device == launch::Device::cuda;
-}
-
 // Reference timings depend on the problem, its reference, sizes, W, the machine and the
 // timing settings, not on the candidate or the seed: the judges time the reference over
 // up to `iters` calls, each on fresh inputs drawn from the run's seed, so the statistics
@@ -114,7 +108,7 @@ std::string reference_timing_file(const EvalRequest& q, const spec::ProblemSpec&
     << "|" << j.size << "|" << dtype << "|" << p.world << "|" << p.ranks_per_gpu << "|" << launch::name(p.device) << "|"
     << p.gpu_name << "|" << j.warmup << "|" << j.iters << "|" << j.min_iters << "|" << j.warmup_budget_s << "|"
     << j.timing_budget_s << "|" << j.cache << "|" << (p.mps ? "mps" : "") << "|" << j.reference_max_iqr << "|"
-    << (p.cpus.pinned() ? "pinned" : "") << "|" << (gated_reference(j, p) ? "gated" : "");
+    << (p.cpus.pinned() ? "pinned" : "");
   return build::default_cache_dir() + "/reference-timing/" + build::sha256_hex(k.str()).substr(0, 32) + ".json";
 }
 
@@ -192,7 +186,6 @@ json new_eval_record(const EvalRequest& q, const spec::ProblemSpec& s, const lau
               {"size", job.size}, {"dtype", dtype}, {"seed", std::to_string(job.seed)}, {"trials", job.trials},
               {"warmup", job.warmup}, {"iters", job.iters}, {"cache", job.cache}, {"sandbox", q.ranks.sandbox},
               {"mps", mps}, {"cpus", p.cpus.to_json()},
-              {"reference_timing", gated_reference(job, p) ? "gated" : "direct"},
               {"budgets_s", {{"warmup", job.warmup_budget_s}, {"timing", job.timing_budget_s},
                              {"trials", job.trials_budget_s}}}};
   json res = eval::new_record(head);
