@@ -11,7 +11,7 @@
 # no step outlives the device call (a `timeout` around this script would orphan the step).
 #
 # Stages: smoke, runtime, api, faults, eval[:W,...], gallery[:W], escape, bandwidth, cost, tp,
-# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, fresh10h, fp8_probe, refcheck:P,..., disco37, refs37c, magi_probe, combine_probe, combine37, asym35, probes37, refs37d, place35, pin35[:PROBLEMS], pinned_examples, ops35[:PROBLEMS], shared2,
+# integrity[:W,...], large, large_all, audit[:REGEX], families, spike34, integrity34, reference_all, final35, debug35, final35b[:W1_SECONDS] (CATEGORIES, REF_W2= to skip W=2), final37, host35, host35c, host35e, host35f, fresh10, fresh10h, fp8_probe, refcheck:P,..., disco37, refs37c, magi_probe, combine_probe, combine37, asym35, probes37, refs37d, place35, pin35[:PROBLEMS], pinned_examples[:FROM], ops35[:PROBLEMS], final35c[:W1_SECONDS], shared2,
 # tp_candidates, tp_shared[:P,...], backends[:W,...], triton[:W,...], and for a machine with several GPUs (one rank each, NCCL)
 # refs[:W,...] and busbw[:W]. Batched (scripts/gpu-batch.py, several checks at once):
 # allrefs[:W,...], pgallery[:W,...], candidates[:W], family_candidates[:SIZE,...], sandbox[:W],
@@ -755,6 +755,23 @@ stage_final35b() {
     --json "$OUT/reference_w2.jsonl"
 }
 
+stage_final35c() {
+  # Issue 35's sweep (final35b, ARG: its W=1 seconds), then every W=1 result outside
+  # [0.95, 1.05] evaluated again with --profile-ops, quickest first: where each side's host
+  # time a call goes, op by op (bench/ops_table.py: off_ops.md).
+  stage_final35b "${1:-380}"
+  local off
+  off=$(python3 -c '
+import json, sys
+rs = [json.loads(l) for l in open(sys.argv[1])]
+off = [r for r in rs if r.get("verdict") == "correct" and r.get("speedup") and not 0.95 <= r["speedup"] <= 1.05]
+print(",".join(r["problem"] for r in sorted(off, key=lambda r: r.get("wall_s", 0))))' "$OUT/reference_w1.jsonl" 2>>"$LOG")
+  echo "| off [0.95, 1.05] in the sweep | | | $(echo "$off" | tr ',' ' ' | wc -w) problems |" >>"$SUM"
+  [ -n "$off" ] && step "@reference --profile-ops W=1, the sweep's off 1.0" 0 "$PKB" eval -p "$off" -s @reference -w 1 \
+    --trials 3 --profile-ops --json "$OUT/off_ops.jsonl"
+  [ -s "$OUT/off_ops.jsonl" ] && python3 "$SRC/bench/ops_table.py" "$OUT/off_ops.jsonl" >"$OUT/off_ops.md" 2>>"$LOG"
+}
+
 stage_pin35() {
   # Issue 35: does pinning each side's timed thread to one CPU (--pin-cpus, launch/cpus.hpp)
   # bring the two sides' timings together? @reference over launch-bound categories (arg,
@@ -791,9 +808,11 @@ stage_pinned_examples() {
   # Issue 35: every example candidate judged with the timed threads pinned (the default),
   # W=1, a short run each: CUDA, Triton (a Python interpreter and Triton's compiler on the
   # candidate rank's one CPU) and ThunderKittens; then the side-stream saboteur.
-  local f
+  # ARG: the CUDA example to start from (the ones before it sort first and ran already).
+  local f from=${1:-}
   export PKB_TK_DIR=$PWD/.gpu/tk
   for f in "$SRC"/solutions_cuda/*.cu "$SRC"/solutions_triton/*.py "$SRC"/solutions_tk/*.cu; do
+    [[ $f == */solutions_cuda/* && $(basename "$f") < $from ]] && continue
     eval_json "pinned $(basename "$(dirname "$f")")/$(basename "$f") W=1" 0 -p "$(basename "${f%.*}")" -s "$f" -w 1 --trials 10
   done
   stage_escape_only

@@ -254,13 +254,13 @@ int evaluate(Globals& g, EvalOptions& o) {
     printf("%s", r.plan.c_str());
     return r.exit_code;
   }
-  if (r.interrupted) {
+  if (r.interrupted && r.records.empty()) {
     fprintf(stderr, "pkb: interrupted; no result\n");
     return r.exit_code;
   }
   if (!r.details.empty()) fprintf(stderr, "%s", r.details.c_str());
   if (!o.json_out.empty()) write_records(o.json_out, r.records);
-  if (r.records.size() == 1) {
+  if (q.problems.size() == 1) {
     print_table(r.records[0]);
   } else {
     int correct = 0;
@@ -270,6 +270,9 @@ int evaluate(Globals& g, EvalOptions& o) {
     }
     printf("%zu problems: %d correct, %zu not\n", r.records.size(), correct, r.records.size() - correct);
   }
+  if (r.interrupted)
+    fprintf(stderr, "pkb: interrupted after %zu of %zu problems; theirs are the results above%s\n", r.records.size(),
+            q.problems.size(), o.json_out.empty() ? "" : (" and in " + o.json_out).c_str());
   return r.exit_code;
 }
 

@@ -1,5 +1,6 @@
 #include "run/evaluation.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstdarg>
@@ -472,18 +473,23 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
   auto t_launch = Clock::now();
   Started started = start_ranks(q, p, job, runs, "eval " + what + " W=" + std::to_string(p.world), say);
   const launch::GroupReport& rep = started.rep;
-  if (rep.outcome == launch::Outcome::Interrupted) {
-    out.interrupted = true;
-    out.exit_code = eval::kInterrupted;
-    return out;
-  }
-  if (rep.outcome != launch::Outcome::Ok) out.details = rep.details();
+  const bool interrupted = rep.outcome == launch::Outcome::Interrupted;
+  if (!interrupted && rep.outcome != launch::Outcome::Ok) out.details = rep.details();
 
-  // The verdicts, and the records; a reference timing worth keeping, cached.
+  // The verdicts, and the records; a reference timing worth keeping, cached. Interrupted,
+  // the problems every rank had finished keep theirs (the ranks take them in turn), and
+  // the first one not finished ends the list.
   int first_bad = eval::kOk;
   for (size_t k = 0; k < runs.size(); ++k) {
     ProblemRun& r = runs[k];
-    launch::GroupReport mine = several ? launch::for_problem(rep, r.spec->slug, results_of(rep, k, runs.size())) : rep;
+    std::vector<std::string> results = several ? results_of(rep, k, runs.size()) : std::vector<std::string>{};
+    if (interrupted && (!several || results.size() < rep.ranks.size() ||
+                        std::any_of(results.begin(), results.end(), [](auto& x) { return x.empty(); }))) {
+      runs.erase(runs.begin() + static_cast<std::ptrdiff_t>(k), runs.end());
+      out.interrupted = true;
+      return finished(eval::kInterrupted);
+    }
+    launch::GroupReport mine = several ? launch::for_problem(rep, r.spec->slug, results) : rep;
     json to_cache = eval::judge(r.record, mine, r.ctx);
     r.record["costs_s"] = costs(mine, p.world, std::chrono::duration<double>(t_launch - q.started).count() - b.seconds,
                                 b.seconds, job.timing);

@@ -47,7 +47,7 @@ struct EvalRun {
   // For stderr: a group that failed, every rank's phase and fate and its last lines; a
   // candidate that did not compile, the compiler's output.
   std::string details;
-  bool interrupted = false;             // Ctrl-C: no records
+  bool interrupted = false;             // Ctrl-C: records of the problems finished before it only
 };
 
 // What the evaluation says as it goes (the command prints it): the header, the candidate,

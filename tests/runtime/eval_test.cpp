@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
+#include <csignal>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -443,6 +445,51 @@ TEST(Eval, BothSidesTimeOnTheSameCpu) {
 // --profile-ops: each side's timed calls op by op on the host (means a call), in the record
 // and printed side by side, the communicator's calls named too and @reference's copy of its
 // outputs apart; such a timing neither counts nor reaches the reference cache.
+// pkb never loses a result it already computed: interrupted while the ranks are on a later
+// problem, `pkb eval -p A,B` keeps A's record (printed and in --json) and says it stopped.
+TEST(Eval, AnInterruptKeepsTheProblemsFinishedBeforeIt) {
+  std::string dir = temp_dir("eval-interrupt"), out = dir + "/r.jsonl";
+  // coll_allreduce takes seconds on the CPU device; cp_magi_cso_attention at its default
+  // size over ten minutes on 2 cores, so the interrupt lands in it.
+  std::vector<std::string> args = {PKB_BIN, "eval", "-p", "coll_allreduce,cp_magi_cso_attention", "-s", "@reference",
+                                   "--device", "cpu", "-w", "1", "--trials", "1", "--no-timing", "--json", out};
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    freopen((dir + "/stdout").c_str(), "w", stdout);
+    freopen((dir + "/stderr").c_str(), "w", stderr);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(30));
+  kill(pid, SIGINT);
+  int status = 0, code = -1;
+  for (int i = 0; i < 1200 && code < 0; ++i) {
+    if (waitpid(pid, &status, WNOHANG) == pid) code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    else std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (code < 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  auto slurp = [](const std::string& f) {
+    std::ifstream in(f);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  std::string err = slurp(dir + "/stderr"), printed = slurp(dir + "/stdout");
+  EXPECT_EQ(code, 130) << err;
+  EXPECT_NE(err.find("interrupted after 1 of 2 problems"), std::string::npos) << err;
+  ASSERT_TRUE(std::filesystem::exists(out)) << err;
+  json rec = read_json(out);
+  EXPECT_EQ(rec["problem"], "coll_allreduce");
+  EXPECT_EQ(rec["verdict"], "correct");
+  EXPECT_NE(printed.find("1 problems: 1 correct, 0 not"), std::string::npos) << printed;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Eval, ProfileOpsNamesEachSidesOps) {
   std::string dir = temp_dir("eval-ops"), out = dir + "/r.json";
   const std::vector<std::pair<std::string, std::string>> cache = {{"PKB_CACHE_DIR", dir + "/cache"}};
