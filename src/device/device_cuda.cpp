@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -243,6 +244,16 @@ Clocks read_clocks(at::Device d) {
     // HW slowdown, SW thermal, HW thermal, HW power brake: the clock was pulled down.
     c.throttled = (c.throttle_reasons & (0x8ULL | 0x20ULL | 0x40ULL | 0x80ULL)) != 0;
   return c;
+}
+
+void copy_bytes(at::Device d, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  if (!d.is_cuda()) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, c10::cuda::getCurrentCUDAStream(d.index()).stream()),
+        "cudaMemcpyAsync");
 }
 
 double copy_us(at::Device d, size_t total) {

@@ -3,6 +3,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <chrono>
+#include <cstring>
 #include <stdexcept>
 
 #include "device/device.hpp"
@@ -31,6 +32,9 @@ Joined capture_joined(at::Device, void*, const std::function<void()>&) { return 
 Clocks read_clocks(at::Device) { return {}; }
 void write_flag(void*, uint32_t*, uint32_t) { throw std::logic_error("write_flag: no CUDA device in this pkb"); }
 void wait_flag(void*, uint32_t*, uint32_t) { throw std::logic_error("wait_flag: no CUDA device in this pkb"); }
+void copy_bytes(at::Device, void* dst, const void* src, size_t bytes) {
+  if (bytes) std::memcpy(dst, src, bytes);
+}
 double copy_us(at::Device, size_t) { return 0; }
 double launch_us(at::Device, void*, int) { return -1; }
 uint64_t peak_allocated(at::Device) { return 0; }

@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "device/device.hpp"
 #include "ref/context.hpp"
 #include "ref/registry.hpp"
 #include "spec/spec.hpp"
@@ -23,6 +24,23 @@ at::Tensor view_of(const pkb_tensor& t, c10::IntArrayRef sizes, at::Device devic
   at::Device where = t.on_host ? at::Device(at::kCPU) : device;
   auto type = tensor::to_aten(static_cast<spec::DType>(t.dtype));
   return at::for_blob(t.data, sizes).strides(strides).options(at::TensorOptions().dtype(type).device(where)).target_device(where).make_tensor();
+}
+
+// Whether `y` goes into pkb's buffer `t` as its bytes: the same element type and place, both
+// dense in row-major order at y's sizes. Then one raw copy does it, where copy_ would cost
+// the candidate's side (not the judges', whose reference returns its tensors) several us
+// more of host a call: a launch-bound reference's whole difference on the H200.
+bool copies_raw(const pkb_tensor& t, const at::Tensor& y, at::Device device) {
+  at::Device where = t.on_host ? at::Device(at::kCPU) : device;
+  if (y.device() != where || !y.is_contiguous() || y.dim() != t.ndim ||
+      y.scalar_type() != tensor::to_aten(static_cast<spec::DType>(t.dtype)))
+    return false;
+  int64_t dense = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (y.size(d) != 1 && t.strides[d] != dense) return false;
+    dense *= y.size(d);
+  }
+  return true;
 }
 
 class ReferenceCandidate : public Candidate {
@@ -53,7 +71,8 @@ class ReferenceCandidate : public Candidate {
       if (!outputs_fit(y)) ref::check_outputs(ctx_, y, "the reference");  // throws, saying what is wrong
       for (size_t i = 0; i < out.size(); ++i) {
         for (int d = 0; d < out[i].ndim; ++d) out[i].sizes[d] = y[i].size(d);
-        view_of(out[i], y[i].sizes(), device_).copy_(y[i], /*non_blocking=*/true);
+        if (copies_raw(out[i], y[i], device_)) device::copy_bytes(device_, out[i].data, y[i].data_ptr(), y[i].nbytes());
+        else view_of(out[i], y[i].sizes(), device_).copy_(y[i], /*non_blocking=*/true);
       }
       copy_us_ = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - copy).count();
       return 0;
