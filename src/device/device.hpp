@@ -81,8 +81,9 @@ void release_cached_memory(at::Device d);
 // copy's time scaled to `bytes`.
 double copy_us(at::Device d, size_t bytes);
 
-// `bytes` from `src` to `dst` on torch's current stream (on the CPU device, host memory,
-// at once): one raw copy, where a copy_ costs the host several microseconds more a call.
+// `bytes` from `src` to `dst`, both in `d`'s memory: on torch's current stream on a GPU, at
+// once on the CPU (host memory, even in a CUDA run): one raw copy, where a copy_ costs the
+// host several microseconds more a call.
 void copy_bytes(at::Device d, void* dst, const void* src, size_t bytes);
 
 // The host's time to launch one empty kernel on `stream` (the median of a few batches of

@@ -71,7 +71,7 @@ class ReferenceCandidate : public Candidate {
       if (!outputs_fit(y)) ref::check_outputs(ctx_, y, "the reference");  // throws, saying what is wrong
       for (size_t i = 0; i < out.size(); ++i) {
         for (int d = 0; d < out[i].ndim; ++d) out[i].sizes[d] = y[i].size(d);
-        if (copies_raw(out[i], y[i], device_)) device::copy_bytes(device_, out[i].data, y[i].data_ptr(), y[i].nbytes());
+        if (copies_raw(out[i], y[i], device_)) device::copy_bytes(y[i].device(), out[i].data, y[i].data_ptr(), y[i].nbytes());
         else view_of(out[i], y[i].sizes(), device_).copy_(y[i], /*non_blocking=*/true);
       }
       copy_us_ = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - copy).count();
