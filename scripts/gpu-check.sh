@@ -99,6 +99,7 @@ if d.get("escape_check"):
     e = d["escape_check"]
     line += f"; escape check: {e['calls']} calls host {e['host_us']:.0f} us, stream {e['event_us']:.0f} us, baseline {e['baseline_us']:.0f} us"
 for side, h in (t.get("host") or {}).items():
+    if not isinstance(h, dict): continue  # judge_at_candidate: the judges' probes, a list
     line += (f"; {side}'s host: enqueue {h['enqueue_median_us']:.1f} us (cpu {h.get('enqueue_cpu_median_us', -1):.1f} us, "
              f"{h.get('call_switches', '-')} switches in calls), thread cpu {100*h['thread_cpu_share']:.0f}%, "
              f"process {h['process_cpu_cores']:.2f} cores, switches {h['switches_voluntary']}+{h['switches_involuntary']} inv, "
