@@ -483,7 +483,7 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
   for (size_t k = 0; k < runs.size(); ++k) {
     ProblemRun& r = runs[k];
     std::vector<std::string> results = several ? results_of(rep, k, runs.size()) : std::vector<std::string>{};
-    if (interrupted && (!several || results.empty() || results.size() < rep.ranks.size() ||
+    if (interrupted && (!several || results.empty() ||
                         std::any_of(results.begin(), results.end(), [](auto& x) { return x.empty(); }))) {
       runs.erase(runs.begin() + static_cast<std::ptrdiff_t>(k), runs.end());
       out.interrupted = true;
