@@ -689,6 +689,22 @@ stage_asym35() {
   done
 }
 
+stage_ctx35() {
+  # Issue 35: is it the call's context? @reference at W=1, default against the judges' reference
+  # loop doing the candidate rank's round trip to the parent before each call (PKB_X_JRT) and
+  # against the candidate rank polling its request's acknowledgement too (PKB_X_CSPIN). The two
+  # switches were an uncommitted build's (bench/results/h200-2026-12-04/call14_experiment.diff,
+  # on 595bdd5); the second is the code since, so here they now change nothing.
+  local problems=${1:-tp_allgather_gemm,tp_allgather_gemm_transposed,ep_load_balancing_loss,dp_grad_acc_loss_allreduce,fsdp_adam_unshard_allgather,fsdp_fp8_reducescatter_grads,tp_gemm_allreduce,ep_moe_lora_grad_allreduce,coll_alltoall,cp_hyena_conv1d_halo} k v
+  for k in 1 2; do
+    for v in default PKB_X_JRT PKB_X_CSPIN; do
+      [ $((END - $(date +%s))) -lt 60 ] && return 0
+      step "ctx35 $v $k" 0 env $([ $v = default ] || echo $v=1) "$PKB" eval -p "$problems" -s @reference -w 1 --trials 3 \
+        --no-reference-cache --json "$OUT/ctx35_${v}_$k.jsonl"
+    done
+  done
+}
+
 stage_probes37() {
   # Issue 37: the three references whose "library limit" or pass count was claimed unprobed,
   # step by step at --size large beside the other ATen compositions.

@@ -76,10 +76,10 @@ uint64_t peak_allocated(at::Device d);
 void reset_peak(at::Device d);
 void release_cached_memory(at::Device d);
 
-// The median time of a device-to-device copy of `bytes` (cudaMemcpyAsync), timed per
-// copy with events like a candidate's call (0 on the CPU device); past 1 GiB, a 1 GiB
-// copy's time scaled to `bytes`.
-double copy_us(at::Device d, size_t bytes);
+// The median time of device-to-device copies of `sizes` bytes (a cudaMemcpyAsync each,
+// back to back), timed together with events like a candidate's call (0 on the CPU
+// device); past 1 GiB in all, one 1 GiB copy's time scaled to the total.
+double copy_us(at::Device d, const std::vector<size_t>& sizes);
 
 // `bytes` from `src` to `dst`, both in `d`'s memory: on torch's current stream on a GPU, at
 // once on the CPU (host memory, even in a CUDA run): one raw copy, where a copy_ costs the

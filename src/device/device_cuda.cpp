@@ -256,22 +256,34 @@ void copy_bytes(at::Device d, void* dst, const void* src, size_t bytes) {
         "cudaMemcpyAsync");
 }
 
-double copy_us(at::Device d, size_t total) {
+double copy_us(at::Device d, const std::vector<size_t>& sizes) {
+  size_t total = 0;
+  for (size_t b : sizes) total += b;
   if (!d.is_cuda() || total == 0) return 0;
-  // Past 1 GiB a copy runs at the device's bandwidth: time 1 GiB and scale, rather than
-  // hold two more copies of a large problem's outputs.
-  const size_t bytes = std::min<size_t>(total, size_t{1} << 30);
-  void *a = nullptr, *b = nullptr;
+  // Past 1 GiB a copy runs at the device's bandwidth: time one copy of 1 GiB and scale,
+  // rather than hold two more copies of a large problem's outputs. Below, one copy per
+  // output, back to back, as @reference makes them (each copy has its own fixed cost).
+  const size_t cap = size_t{1} << 30;
+  std::vector<size_t> parts = total > cap ? std::vector<size_t>{cap} : sizes;
+  const size_t bytes = std::min(total, cap);
+  char *a = nullptr, *b = nullptr;
   check(cudaMalloc(&a, bytes), "cudaMalloc");
   check(cudaMalloc(&b, bytes), "cudaMalloc");
   cudaStream_t s = nullptr;
   check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
-  for (int i = 0; i < 3; ++i) cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s);
+  auto copies = [&] {
+    size_t at = 0;
+    for (size_t n : parts) {
+      if (n) cudaMemcpyAsync(b + at, a + at, n, cudaMemcpyDeviceToDevice, s);
+      at += n;
+    }
+  };
+  for (int i = 0; i < 3; ++i) copies();
   const int reps = 21;
   EventTimer timer(s, reps);
   for (int i = 0; i < reps; ++i) {
     timer.start(i);
-    cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s);
+    copies();
     timer.stop(i);
   }
   std::vector<double> us = timer.elapsed_us();

@@ -168,11 +168,14 @@ class CandidateProblem {
   }
 
   // Asks the judge for call `i` (its inputs written, its outputs poisoned) and returns the
-  // call's sequence number on the gate. On CUDA the thread spins while the judge writes the
-  // inputs (for up to kAwaitInputsSpinS, then sleeps): one that slept enqueues the call after
-  // it slower, and the judges' reference calls follow a spinning synchronise (call 19 in
-  // bench/results/h200-2026-12-03). Not where a spin would take a core from a judge: on the
-  // CPU device (its timings count for nothing) or, unpinned, with fewer CPUs than every rank
+  // call's sequence number on the gate. On CUDA the thread never sleeps between asking and
+  // the call: it polls the store's acknowledgement of the request and then the judge's
+  // answer while the judge writes the inputs (for up to kAwaitInputsSpinS, then sleeps), as
+  // the judges' reference calls follow a spinning synchronise. A thread that slept, even
+  // on the acknowledgement's ~20 us, enqueued the call after it slower: its host per call
+  // 1.3-2.0x the judges' on launch-bound problems, 0.9-1.1x polling (bench/results/
+  // h200-2026-12-04, call 14). Not where a spin would take a core from a judge: on the CPU
+  // device (its timings count for nothing) or, unpinned, with fewer CPUs than every rank
   // and the parent need (an allocation of few cores beside several GPUs). A pinned rank's
   // CPU is its own (launch/cpus.hpp).
   static constexpr double kAwaitInputsSpinS = 0.05;
@@ -182,12 +185,12 @@ class CandidateProblem {
                                                             CPU_COUNT(&cpus) >= 2 * r_.world + 1));
   }
   uint32_t request_call(int i) {
-    pair_.send(proto::kFill, {{"call", i}});
     struct Spin {
       launch::Client& c;
       ~Spin() { c.spin_while_waiting(0); }
     } spin{r_.client};
     if (spin_) r_.client.spin_while_waiting(kAwaitInputsSpinS);
+    pair_.send(proto::kFill, {{"call", i}});
     json f = pair_.receive(proto::kFilled);
     if (f.value("call", -1) != i) throw proto::ProtocolError("filled the wrong call");
     return f.at("seq").get<uint32_t>();
