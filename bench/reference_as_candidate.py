@@ -22,7 +22,12 @@ tell (a call that waits on the device returns when the device is done) but the h
 does: the same fixed ATen op timed on each side's timing thread before its loop (`op_us`)
 took over 15% longer on the slower side; else **no**; "noisy" marks a reference timing flagged `noisy_reference`,
 "host_mismatch" one pkb flagged so (the two sides' hosts apart where it matters: the machine moved
-between the two timings, or the processes differ).
+between the two timings, or the processes differ). "head start" where the candidate is faster,
+both sides' calls are host-bound (a call's host over 1.2x its device time) and the candidate's
+device time fell short of its host time by over 5 us more than the reference's did: the gate
+lets the candidate's host start enqueueing a few us before the judge's clock starts (the
+`ready` flag, then the judges' L2 eviction and barrier), the judges' loop only the eviction
+(bench/results/h200-2026-12-04, call 15).
 The candidate's host per call is its own call less @reference's copy of the outputs
 (`copy_median_us`, records since bench/results/h200-2026-12-04 call 2; earlier records counted
 the gate's ops and the copy in it, which made the sweeps' median 1.5: call 1 there).
@@ -62,6 +67,13 @@ def measures(d):
          "op_j": ((host.get("judge_at_candidate") or [{}])[0]).get("op_us", -1)}
     if m["enq_c"] and hc.get("copy_median_us") is not None:
         m["enq_c"] -= hc["copy_median_us"]  # the reference's run alone, as the judges time it
+    # How far each side's device time fell short of its host time, where both sides' calls
+    # are host-bound: the head start its host had before the clock's work began.
+    m["head_start"] = None
+    if m["ref"] and m["cand"] and m["enq_c"] and m["enq_r"]:
+        cand_dev = m["cand"] - m["copy"]
+        if m["enq_r"] > 1.2 * m["ref"] and m["enq_c"] > 1.2 * cand_dev:
+            m["head_start"] = (m["ref"] - m["enq_r"]) - (cand_dev - m["enq_c"])  # > 0: the candidate's the longer
     if m["ref"] and m["cand"]:
         m["adjusted"] = m["ref"] / max(m["cand"] - m["copy"], 1e-9)
         m["in_band"] = 0.95 <= m["adjusted"] <= 1.05 or 0.95 <= d["speedup"] <= 1.05  # with the copy or without
@@ -74,7 +86,8 @@ def main():
     print("| problem | W=1 | ref us | cand us | speedup [95%] | copy us | copy-adjusted | in [0.95, 1.05] "
           "| enqueue us (cand / ref) | W=2 shared |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    inside = counted = correct = by_copy_n = by_host_n = by_judge_n = mismatch_n = 0
+    inside = counted = correct = by_copy_n = by_host_n = by_judge_n = by_start_n = mismatch_n = 0
+    head_starts = []  # the candidate's head start less the judges', us, where both are host-bound
     host_ratios = []  # candidate / judge, each side's median time for a call to return
     for slug in sorted(set(w1) | set(w2)):
         d = w1.get(slug)
@@ -99,14 +112,20 @@ def main():
                 enq_judge = bool(enq_c and enq_r and enq_r > 1.05 * enq_c)
                 by_host = not ok and not by_copy and adjusted < 0.95 and (enq_host or probe_c_slower)
                 by_judge = not ok and not by_copy and adjusted > 1.05 and (enq_judge or probe_r_slower)
+                hs = m["head_start"]
+                if hs is not None:
+                    head_starts.append(hs)
+                by_start = not ok and not by_copy and not by_judge and adjusted > 1.05 and hs is not None and hs > 5
                 counted += 1
                 inside += ok
                 by_copy_n += by_copy
                 by_host_n += by_host
                 by_judge_n += by_judge
+                by_start_n += by_start
                 why = ("yes" if ok else "no: copy" if by_copy
                        else ("no: host" if enq_host else "no: host (probe)") if by_host
-                       else ("no: judge's host" if enq_judge else "no: judge's host (probe)") if by_judge else "**no**")
+                       else ("no: judge's host" if enq_judge else "no: judge's host (probe)") if by_judge
+                       else f"no: head start (+{hs:.0f} us)" if by_start else "**no**")
                 if "noisy_reference" in (d.get("flags") or []):
                     why += ", noisy"
                 if "host_mismatch" in (d.get("flags") or []):
@@ -124,7 +143,8 @@ def main():
     print(f"W=1: {correct} of {len(w1)} correct; speedup (with the copy or without) within [0.95, 1.05] for {inside} of {counted} "
           f"timed; {by_copy_n} where the speedups with and without the copy straddle the band; {by_host_n} below it "
           f"where the candidate rank's host took longer over the calls or its probe; {by_judge_n} above it where the judge's did; "
-          f"{counted - inside - by_copy_n - by_host_n - by_judge_n} else; {mismatch_n} of those outside the band "
+          f"{by_start_n} above it where the candidate's host had the longer head start; "
+          f"{counted - inside - by_copy_n - by_host_n - by_judge_n - by_start_n} else; {mismatch_n} of those outside the band "
           f"flagged host_mismatch."
           + (f" W=2 shared: {w2_correct} of {len(w2)} correct." if w2 else ""))
     if host_ratios:
@@ -134,6 +154,10 @@ def main():
         print(f"Host per call, candidate rank / judge: median {host_ratios[len(host_ratios) // 2]:.2f} over "
               f"{len(host_ratios)} problems; the candidate's the longer by over 5% in "
               f"{sum(x > 1.05 for x in host_ratios)}, the judge's in {sum(x < 1 / 1.05 for x in host_ratios)}.")
+    if head_starts:
+        head_starts.sort()
+        print(f"Head start, candidate's less the judges' where both sides' calls are host-bound: median "
+              f"{head_starts[len(head_starts) // 2]:+.1f} us over {len(head_starts)} problems.")
 
 
 if __name__ == "__main__":

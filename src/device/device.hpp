@@ -62,6 +62,22 @@ void heap_barrier(const heap::Heap& h, int channel, void* stream = nullptr);
 void write_flag(void* stream, uint32_t* flag, uint32_t value);
 void wait_flag(void* stream, uint32_t* flag, uint32_t value);
 
+// A flag in pinned host memory that this process's host sets and a stream waits on
+// (wait_flag on flag()): the judges' reference loop holds its stream on one until its host
+// starts a call, as the gate holds the judge's stream on the candidate rank's `ready`
+// (jobs/timing.cpp). Only the host writes it, so no stream waits on another. CUDA only.
+class HostFlag {
+ public:
+  HostFlag();
+  ~HostFlag();
+  HostFlag(const HostFlag&) = delete;
+  HostFlag& operator=(const HostFlag&) = delete;
+  uint32_t* flag() const { return flag_; }
+  void set(uint32_t value);  // a release store: the device sees the value and what came before
+ private:
+  uint32_t* flag_ = nullptr;
+};
+
 struct Clocks {
   int sm_mhz = 0, max_sm_mhz = 0;
   unsigned long long throttle_reasons = 0;  // NVML clocks-event reasons

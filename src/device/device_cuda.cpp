@@ -231,6 +231,19 @@ void wait_flag(void* stream, uint32_t* flag, uint32_t value) {
            "cuStreamWaitValue32");
 }
 
+HostFlag::HostFlag() {
+  void* p = nullptr;
+  check(cudaHostAlloc(&p, sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc");
+  flag_ = static_cast<uint32_t*>(p);  // one address for host and device (unified addressing)
+  *flag_ = 0;
+}
+
+HostFlag::~HostFlag() {
+  if (flag_) cudaFreeHost(flag_);
+}
+
+void HostFlag::set(uint32_t value) { __atomic_store_n(flag_, value, __ATOMIC_RELEASE); }
+
 Clocks read_clocks(at::Device d) {
   Clocks c;
   if (!d.is_cuda()) return c;

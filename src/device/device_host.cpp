@@ -32,6 +32,9 @@ Joined capture_joined(at::Device, void*, const std::function<void()>&) { return 
 Clocks read_clocks(at::Device) { return {}; }
 void write_flag(void*, uint32_t*, uint32_t) { throw std::logic_error("write_flag: no CUDA device in this pkb"); }
 void wait_flag(void*, uint32_t*, uint32_t) { throw std::logic_error("wait_flag: no CUDA device in this pkb"); }
+HostFlag::HostFlag() { throw std::logic_error("HostFlag: no CUDA device in this pkb"); }
+HostFlag::~HostFlag() = default;
+void HostFlag::set(uint32_t) {}
 void copy_bytes(at::Device, void* dst, const void* src, size_t bytes) {
   if (bytes) std::memcpy(dst, src, bytes);
 }

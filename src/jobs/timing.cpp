@@ -279,7 +279,14 @@ int pkb_channel(const heap::Heap& h) {
 eval::CallTimes timed_loop(rank::Rank& r, void* stream, int n, const std::function<void(int)>& prepare,
                            const std::function<bool(int)>& call, const std::function<void(int)>& after) {
   bool cold = r.job.cache == "cold";
+  bool cuda = r.device.is_cuda();
   auto timer = device::make_timer(r.device, stream, n);
+  // CUDA: each call's stream held until its host starts the call, then the L2 evicted and
+  // the judges aligned before the clock starts: the head start the gate gives a candidate
+  // rank's host (jobs/gate.hpp: `ready`, the eviction, the barrier, then `go`). With the
+  // eviction queued ahead of the call instead, host-bound references had ~7 us less of it
+  // than their own code as a candidate (bench/results/h200-2026-12-04, call 15).
+  std::unique_ptr<device::HostFlag> started = cuda ? std::make_unique<device::HostFlag>() : nullptr;
   eval::HostProbe probe = probe_host(r.device, stream);
   device::synchronize(r.device);
   r.client.barrier(r.world);
@@ -290,10 +297,12 @@ eval::CallTimes timed_loop(rank::Rank& r, void* stream, int n, const std::functi
   while (done < n) {
     int i = done++;
     prepare(i);
-    device::heap_barrier(*r.heap, pkb_channel(*r.heap), stream);
+    if (started) device::wait_flag(stream, started->flag(), static_cast<uint32_t>(i) + 1);
     if (cold) device::flush_l2(r.device, stream);
+    device::heap_barrier(*r.heap, pkb_channel(*r.heap), stream);
     host.call_started();  // outside the events: its samples are not timed
-    timer->start(i);
+    timer->start(i);      // CUDA: behind the hold, so it lands as the barrier ends
+    if (started) started->set(static_cast<uint32_t>(i) + 1);  // the call starts to be enqueued
     bool ok = call(i);
     timer->stop(i);
     host.call_returned();

@@ -100,12 +100,13 @@ build::Result build_candidate(const EvalRequest& q, const launch::Placement& p) 
 // timing settings, not on the candidate or the seed: the judges time the reference over
 // up to `iters` calls, each on fresh inputs drawn from the run's seed, so the statistics
 // describe the reference's speed over the problem's input distribution, whatever the
-// seed (docs/results.md). A sweep times each reference once.
+// seed (docs/results.md). A sweep times each reference once. "v4": each call's stream held
+// until its host starts the call (jobs/timing.cpp), so earlier timings are not reused.
 std::string reference_timing_file(const EvalRequest& q, const spec::ProblemSpec& s, const launch::Placement& p,
                                   const std::string& dtype) {
   const rank::Job& j = q.job;
   std::ostringstream k;
-  k << "v3|" << PKB_VERSION << "|" << io::read_file(s.path) << "|" << io::read_file(q.registry->reference_source(s))
+  k << "v4|" << PKB_VERSION << "|" << io::read_file(s.path) << "|" << io::read_file(q.registry->reference_source(s))
     << "|" << j.size << "|" << dtype << "|" << p.world << "|" << p.ranks_per_gpu << "|" << launch::name(p.device) << "|"
     << p.gpu_name << "|" << j.warmup << "|" << j.iters << "|" << j.min_iters << "|" << j.warmup_budget_s << "|"
     << j.timing_budget_s << "|" << j.cache << "|" << (p.mps ? "mps" : "") << "|" << j.reference_max_iqr << "|"
