@@ -173,7 +173,7 @@ class CandidateProblem {
   // answer while the judge writes the inputs (for up to kAwaitInputsSpinS, then sleeps), as
   // the judges' reference calls follow a spinning synchronise. A thread that slept, even
   // on the acknowledgement's ~20 us, enqueued the call after it slower: its host per call
-  // 1.3-2.0x the judges' on launch-bound problems, 0.9-1.1x polling (bench/results/
+  // a median 1.14x the judges' over ten launch-bound problems, 0.93x polling (bench/results/
   // h200-2026-12-04, call 14). Not where a spin would take a core from a judge: on the CPU
   // device (its timings count for nothing) or, unpinned, with fewer CPUs than every rank
   // and the parent need (an allocation of few cores beside several GPUs). A pinned rank's
