@@ -87,9 +87,10 @@ int agree_iters(rank::Rank& r, double s_per_call);
 int pkb_channel(const heap::Heap& h);
 
 // Times up to `n` calls on `stream`: before each, `prepare(i)` (untimed: fresh inputs,
-// poisoned outputs), a device barrier of every rank and, for a cold cache, the L2 evicted;
-// then `call(i)` alone between the events; then `after(i)` (untimed: a capture). Stops
-// after a call that returns false. The ranks align on the host once, before the first.
+// poisoned outputs); then, on CUDA once the host starts the call (the stream held until
+// then), for a cold cache the L2 evicted and a device barrier of every rank; then
+// `call(i)` alone between the events; then `after(i)` (untimed: a capture). Stops after a
+// call that returns false. The ranks align on the host once, before the first.
 eval::CallTimes timed_loop(rank::Rank& r, void* stream, int n, const std::function<void(int)>& prepare,
                            const std::function<bool(int)>& call, const std::function<void(int)>& after);
 
