@@ -1,4 +1,4 @@
-"""Where ep_moe_combine_unpermute's reference spends its time at --size large (issue 37).
+"""Where ep_moe_combine_unpermute's reference spends its time at --size large.
 
 The reference (reference/ep_moe_combine_unpermute.cpp) regroups the top_k*M expert rows by
 source rank (an index_copy), exchanges them (a copy at W = 1) and sums each token's rows

@@ -1,4 +1,4 @@
-"""Where tp_fp8_block_quant_allgather's reference spends its time at --size large (issue 37).
+"""Where tp_fp8_block_quant_allgather's reference spends its time at --size large.
 
 The reference (reference/tp_fp8_block_quant_allgather.cpp) takes every 128-wide block's
 amax as an inf-norm read from bf16 into fp32, divides by 448 exactly, replaces zero scales

@@ -15,7 +15,7 @@ division rounded into bf16 in one op - beside one read of the gradient (the memo
 pace). The reference quantizes one flat tensor, so no _foreach form applies. Prints a
 markdown table, then each alternative's agreement with the reference's mean. Needs CUDA.
 
-It times the reference as it was before its call (bench/results/h200-2026-12-04, call 2):
+Its steps time the reference as it was before its rewrite, which these tables decided:
 the reference now does the fp32-throughout form without the clamp, dividing into bf16 in one
 op (the alternatives "no clamp" and "the tail").
 

@@ -5,7 +5,7 @@ A rank holds one set of the candidate's inputs and outputs, the reference's own 
 outputs (pkb keeps both sides apart), and the reference's working memory while it runs
 (temporaries, communication buffers, fp32 copies), estimated per problem below from reading
 reference/<slug>.cpp. Several input sets kept for timing are the memory plan's business
-(issue 26), not counted here. Host tensors (host = true) are left out; outputs whose size
+(pkb plan), not counted here. Host tensors (host = true) are left out; outputs whose size
 depends on data (shape "<= ...") count their capacity.
 
 usage: python3 bench/large_presets.py [--md] [--roofline] [--size large] [--max-world 8]

@@ -1,7 +1,7 @@
-"""Where ep_load_balancing_loss's reference spends its time at --size large (issue 37).
+"""Where ep_load_balancing_loss's reference spends its time at --size large.
 
 Times each step of the reference (reference/ep_load_balancing_loss.cpp) alone on the large
-preset's shapes (M x E bf16 router logits, top-k), the whole body before and after issue 37's
+preset's shapes (M x E bf16 router logits, top-k), the whole body before and after its
 rewrite, and the other ATen ways to pick the top-k (a full sort of each row), beside one
 read of the logits (the memory's pace). Prints a markdown table. Needs CUDA.
 """

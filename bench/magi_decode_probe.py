@@ -1,4 +1,4 @@
-"""Where cp_magi_tile_vae_decode's reference spends its time at --size large (issue 37).
+"""Where cp_magi_tile_vae_decode's reference spends its time at --size large.
 
 The reference (reference/cp_magi_tile_vae_decode.cpp) decodes its tiles in batches of one
 shape (trilinear upsampling by 4 x 8 x 8 in dt), blends them in fp32 and crops them, then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The reference audit (issue 26): every problem's reference alone at --size large on one GPU
+# The reference audit: every problem's reference alone at --size large on one GPU
 # (W = 1), timed by `pkb dryrun --time` (warm-up and timed calls of the reference, no
 # candidate), one problem at a time, each under its own deadline and all under a total time
 # budget; a problem that fails, crashes or runs out of time is recorded and the audit goes

@@ -26,7 +26,7 @@ def rows(path):
 
 def host_held(note):
     """The device's measurement of how long the reference's host held a call, kept from its
-    note (also in the first wording of bench/reference_audit_table.py, call 10's)."""
+    note (also in reference_audit_table.py's earlier wording, "host-bound: a call took")."""
     m = re.search(r"; (?:its host held each call|host-bound: a call took) ([\d.]+) ms", note)
     return f"; its host held each call {m.group(1)} ms (launches, and waits where it synchronises)" if m else ""
 

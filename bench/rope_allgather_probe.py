@@ -13,7 +13,7 @@ the 2 x 2 rotation as one broadcast product and a sum, and a complex product - b
 read and one copy of q (the memory's pace). Prints a markdown table, then each form's
 agreement with the reference's q_embed. Needs CUDA.
 
-It times the reference as it was before its call (bench/results/h200-2026-12-04, call 2):
+Its steps time the reference as it was before its rewrite, which these tables decided:
 the reference now does the alternative "addcmul by halves".
 
 Smoke test on the CPU (host clock, small shapes): PKB_PROBE_DEVICE=cpu python3

@@ -1,5 +1,5 @@
 """torch.distributed's own collectives over NCCL, timed the way pkb times a call, for the
-side-by-side table of bench/busbw_table.py (issue: pkb's references within 5% of torch).
+side-by-side table of bench/busbw_table.py (pkb's references should come within 5% of torch's).
 
 Run one process per GPU:
     python3 -m torch.distributed.run --nproc_per_node 2 bench/torch_collectives.py \

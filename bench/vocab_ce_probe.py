@@ -11,7 +11,7 @@ W = 1 so Vl = V, bf16 logits), the whole body, and the other ATen ways to the sa
 the fp32 temporaries in L2), beside one read of the logits (the memory's pace). Prints a
 markdown table, then each alternative's agreement with the reference's loss. Needs CUDA.
 
-It times the reference as it was before its call (bench/results/h200-2026-12-04, call 2):
+Its steps time the reference as it was before its rewrite, which these tables decided:
 the reference now, at one rank on CUDA, does the alternative "cross_entropy on bf16".
 
 Smoke test on the CPU (host clock, small shapes): PKB_PROBE_DEVICE=cpu python3
