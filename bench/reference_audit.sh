@@ -18,7 +18,7 @@
 # them over calls with ONLY (e.g. '^(coll|cp|dp|ep)_' and '^(fsdp|gnn|misc|pp|rec|sci|sp|tp)_',
 # each with BUDGET_S=540 PER_PROBLEM_S=90 and its own TABLE), then join the tables.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 PKB=${1:-build/pkb}
 TABLE=${2:-bench/results/reference_audit_h200.md}
 BUDGET_S=${BUDGET_S:-1500} PER_PROBLEM_S=${PER_PROBLEM_S:-240} MIN_LEFT_S=${MIN_LEFT_S:-30}
