@@ -4,11 +4,11 @@
 namespace {
 
 struct Gather : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     int root = static_cast<int>(ctx.size("root"));
     at::Tensor y = at::empty({ctx.rank() == root ? ctx.world() : 0, ctx.size("M"), ctx.size("N")}, ctx.options());
     ctx.comm().gather(y, in["x"], root);
-    return {y};
+    out.set({y});
   }
 };
 

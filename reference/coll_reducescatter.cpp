@@ -4,10 +4,10 @@
 namespace {
 
 struct ReduceScatter : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     at::Tensor y = at::empty({ctx.size("M"), ctx.size("N")}, ctx.options());
     ctx.comm().reduce_scatter(y, in["x"]);
-    return {y};
+    out.set({y});
   }
 };
 

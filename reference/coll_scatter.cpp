@@ -4,10 +4,10 @@
 namespace {
 
 struct Scatter : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     at::Tensor y = at::empty({ctx.size("M"), ctx.size("N")}, ctx.options());
     ctx.comm().scatter(y, in["x"], static_cast<int>(ctx.size("root")));
-    return {y};
+    out.set({y});
   }
 };
 

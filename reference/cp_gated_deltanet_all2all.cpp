@@ -26,7 +26,7 @@ struct GatedDeltaNetAllToAll : pkb::Reference {
     in["beta"] = at::randn(in["beta"].sizes(), ctx.rng(), f32).sigmoid_().to(ctx.dtype());
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     pkb::Comm& comm = ctx.comm();
     at::Tensor q = pkb_cp::seq_to_heads(comm, in["q"]).to(at::kFloat);  // (1, T, Hl, DK)
     at::Tensor k = pkb_cp::seq_to_heads(comm, in["k"]).to(at::kFloat);
@@ -42,7 +42,7 @@ struct GatedDeltaNetAllToAll : pkb::Reference {
     at::Tensor o = pkb_cp::delta_rule_chunked(rows(qn), rows(kn), rows(v), logdecay.transpose(1, 2).reshape({b * hl, t, 1}),
                                               beta.transpose(1, 2).reshape({b * hl, t}));
     at::Tensor heads = o.view({b, hl, t, dv}).transpose(1, 2).to(in["q"].scalar_type());  // (1, T, Hl, DV)
-    return {pkb_cp::heads_to_seq(comm, heads).contiguous()};
+    { out.set({pkb_cp::heads_to_seq(comm, heads).contiguous()}); }
   }
 };
 

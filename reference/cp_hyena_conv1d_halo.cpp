@@ -12,7 +12,7 @@
 namespace {
 
 struct HyenaConv1dHalo : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& x = in["x"];
     const at::Tensor& weight = in["weight"];
     int r = ctx.rank(), w = ctx.world();
@@ -38,9 +38,9 @@ struct HyenaConv1dHalo : pkb::Reference {
     padded.narrow(-1, pad, l).view({2, b, c, l}).copy_(chunks.permute({2, 0, 1, 3}));
     at::Tensor y = at::conv1d(padded, weight.to(at::kFloat), std::nullopt, at::IntArrayRef{1}, at::IntArrayRef{0}, at::IntArrayRef{1}, c);  // (2B, C, L)
     // Back to (B, C, 2L), rounded to dt as copied.
-    at::Tensor out = at::empty_like(x);
-    out.view({b, c, 2, l}).permute({2, 0, 1, 3}).copy_(y.view({2, b, c, l}));
-    return {out};
+    at::Tensor res = at::empty_like(x);
+    res.view({b, c, 2, l}).permute({2, 0, 1, 3}).copy_(y.view({2, b, c, l}));
+    out.set({res});
   }
 };
 

@@ -63,7 +63,7 @@ struct HyenaFftConv : pkb::Reference {
   std::unique_ptr<ZigZag> zigzag;
   void setup(pkb::Ctx& ctx) override { zigzag = std::make_unique<ZigZag>(ctx.world(), ctx.device()); }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     pkb::Comm& comm = ctx.comm();
     int64_t w = ctx.world(), c = in["x1"].size(1), cl = c / w, r = ctx.rank();
     // The three inputs in one exchange (they move alike); x1 stays in dt, widened where it
@@ -79,7 +79,7 @@ struct HyenaFftConv : pkb::Reference {
     at::Tensor uf = at::fft_rfft(u, n, -1).mul_(hf);
     // y + bias * u, then x1 * it, in place on the convolution's first Ls outputs.
     at::Tensor y = at::fft_irfft(uf, n, -1).narrow(-1, 0, ls).addcmul_(u, bias).mul_(x1);
-    return {full_to_split(comm, y.to(in["x1"].scalar_type()), *zigzag).transpose(1, 2).contiguous()};
+    out.set({full_to_split(comm, y.to(in["x1"].scalar_type()), *zigzag).transpose(1, 2).contiguous()});
   }
 };
 

@@ -46,7 +46,7 @@ struct KdaCpTp : pkb::Reference {
     in["w_o"] = w_o.narrow(0, t * nh * dv, nh * dv).contiguous();
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     at::Tensor q = gather_seq(*cp, in["q"]).to(at::kFloat), k = gather_seq(*cp, in["k"]).to(at::kFloat);
     at::Tensor v = gather_seq(*cp, in["v"]).to(at::kFloat), g = gather_seq(*cp, in["g"]).to(at::kFloat);
     at::Tensor beta = gather_seq(*cp, in["beta"]).to(at::kFloat).sigmoid();
@@ -61,7 +61,7 @@ struct KdaCpTp : pkb::Reference {
     at::Tensor mine = o.view({b, nh, t, dv}).narrow(2, cp->rank() * s, s).transpose(1, 2);  // (B, S, NH, DV)
     at::Tensor y = at::matmul(mine.to(in["q"].scalar_type()).reshape({b, s, nh * dv}), in["w_o"]).contiguous();
     tp->all_reduce(y);
-    return {y};
+    out.set({y});
   }
 };
 

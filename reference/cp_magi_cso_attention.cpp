@@ -29,7 +29,7 @@ struct MagiCsoAttention : pkb::Reference {
     in["k_ranges"] = ranges.to(ctx.device());
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     pkb::Comm& comm = ctx.comm();
     const at::Tensor& query = in["query"];
     int64_t w = ctx.world(), nr = ctx.size("R"), spb = ctx.size("spb"), chunk = ctx.size("chunk");
@@ -61,7 +61,7 @@ struct MagiCsoAttention : pkb::Reference {
     }
     at::Tensor o_recv = at::empty_like(o_send);  // (W src = head group, R, spb, hql, D)
     comm.all_to_all(o_recv, o_send);
-    return {o_recv.permute({1, 2, 0, 3, 4}).reshape({tokens, hq, d})};
+    out.set({o_recv.permute({1, 2, 0, 3, 4}).reshape({tokens, hq, d})});
   }
 };
 

@@ -208,7 +208,7 @@ struct MagiTileVaeDecode : pkb::Reference {
   std::unique_ptr<Tiling> tiling;
   void setup(pkb::Ctx& ctx) override { tiling = std::make_unique<Tiling>(ctx); }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const Tiling& tl = *tiling;
     const at::Tensor& z = in["z"];
     int me = ctx.rank();
@@ -231,8 +231,8 @@ struct MagiTileVaeDecode : pkb::Reference {
                            .reshape({-1, 3, s.extent[0], s.extent[1], s.extent[2]})
                            .index_select(0, s.own_latents);
       Ext o = tl.decoded(s);
-      at::Tensor out = sent.narrow(0, tl.decoded_at[me][si], n * tl.decoded_numel(s)).view({n, 3, o[0], o[1], o[2]});
-      at::upsample_trilinear3d_out(out, lat, {o[0], o[1], o[2]}, false, double(ax[0].up), double(ax[1].up),
+      at::Tensor res = sent.narrow(0, tl.decoded_at[me][si], n * tl.decoded_numel(s)).view({n, 3, o[0], o[1], o[2]});
+      at::upsample_trilinear3d_out(res, lat, {o[0], o[1], o[2]}, false, double(ax[0].up), double(ax[1].up),
                                    double(ax[2].up));
       used += n * tl.decoded_numel(s);
     }
@@ -276,7 +276,7 @@ struct MagiTileVaeDecode : pkb::Reference {
           .permute({1, 3, 5, 0, 2, 4, 6})
           .copy_(tiles[si].index_select(0, s.grid_rows).view({s.count[0], s.count[1], s.count[2], 3, k[0], k[1], k[2]}));
     }
-    return {video};
+    out.set({video});
   }
 
   // All-gathers every rank's packed buffer and returns, per shape, all ranks' tiles of it as

@@ -50,18 +50,18 @@ struct RingAttentionBwdDp : pkb::Reference {
     in["softmax_lse"] = fwd.lse.transpose(1, 2).contiguous();  // (B, H, S)
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& q = in["q"];
     double scale = 1.0 / std::sqrt(double(q.size(3)));
     pkb_cp::Grads g =
-        pkb_cp::ring_attention_backward(*cp, in["dout"], q, in["k"], in["v"], in["out"], in["softmax_lse"], scale);
-    std::vector<at::Tensor> out;
+        pkb_cp::ring_attention_backward(*cp, in["dout"], q, in["k"], in["v"], in["res"], in["softmax_lse"], scale);
+    std::vector<at::Tensor> res;
     for (at::Tensor* t : {&g.dq, &g.dk, &g.dv}) {
       at::Tensor x = t->contiguous();
       dp->all_reduce(x);
-      out.push_back(x.div_(double(dp->size())).to(q.scalar_type()));
+      res.push_back(x.div_(double(dp->size())).to(q.scalar_type()));
     }
-    return out;
+    out.set(res);
   }
 };
 

@@ -34,15 +34,15 @@ struct RingAttentionTp : pkb::Reference {
     in["w_o"] = w_o.narrow(1, tr * nhl * d, nhl * d).contiguous();
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& h = in["hidden_states"];
     int64_t b = h.size(0), s = h.size(1), d = ctx.size("D"), nhl = ctx.size("NH") / ctx.size("tp");
     at::Tensor qkv = at::matmul(h, in["w_qkv"].reshape({3 * nhl * d, -1}).t()).view({b, s, 3, nhl, d});
     double scale = 1.0 / std::sqrt(double(d));
     at::Tensor c = pkb_cp::ring_attention_zigzag(*cp, qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2), scale);
-    at::Tensor out = at::matmul(c.to(h.scalar_type()).reshape({b, s, nhl * d}), in["w_o"].t()).contiguous();
-    tp->all_reduce(out);
-    return {out};
+    at::Tensor res = at::matmul(c.to(h.scalar_type()).reshape({b, s, nhl * d}), in["w_o"].t()).contiguous();
+    tp->all_reduce(res);
+    out.set({res});
   }
 };
 

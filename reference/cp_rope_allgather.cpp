@@ -46,10 +46,10 @@ struct RopeAllGather : pkb::Reference {
     in["sin_local"] = emb.sin().to(ctx.dtype());
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor &cos = in["cos_local"], &sin = in["sin_local"];
-    return {gather_seq_bshd(ctx.comm(), rope(in["q_local"], cos, sin)),
-            gather_seq_bshd(ctx.comm(), rope(in["k_local"], cos, sin))};
+    out.set({gather_seq_bshd(ctx.comm(), rope(in["q_local"], cos, sin)),
+            gather_seq_bshd(ctx.comm(), rope(in["k_local"], cos, sin))});
   }
 };
 

@@ -14,7 +14,7 @@
 namespace {
 
 struct UlyssesAttention : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& h = in["hidden_states"];
     int64_t b = h.size(0), s = h.size(1), hd = h.size(2), nh = ctx.size("NH"), d = hd / nh;
     at::Tensor qkv = at::matmul(h, in["w_qkv"].reshape({3 * hd, hd}).t()).view({b, s, 3, nh, d});
@@ -22,7 +22,7 @@ struct UlyssesAttention : pkb::Reference {
     at::Tensor kv = pkb_cp::seq_to_heads(ctx.comm(), at::stack({qkv.select(2, 1), qkv.select(2, 2)}, 3));  // (B, T, NH/W, 2, D)
     pkb_cp::Block a = pkb_cp::attend_fused(q, kv.select(3, 0), kv.select(3, 1), 1.0 / std::sqrt(double(d)));
     at::Tensor c = pkb_cp::heads_to_seq(ctx.comm(), a.out.to(h.scalar_type()));  // (B, S, NH, D)
-    return {at::matmul(c.reshape({b, s, hd}), in["w_o"].t()).contiguous()};
+    { out.set({at::matmul(c.reshape({b, s, hd}), in["w_o"].t()).contiguous()}); }
   }
 };
 

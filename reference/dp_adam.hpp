@@ -172,7 +172,7 @@ struct ZeroAdamStep : pkb::Reference {
     in["exp_avg_sq_part"] = v;
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto& comm = ctx.comm();
     int64_t part = ctx.size("part"), start = ctx.rank() * part;
     std::vector<at::Tensor> templ = {in["w1"], in["b1"], in["w2"], in["b2"]};
@@ -195,11 +195,11 @@ struct ZeroAdamStep : pkb::Reference {
     adam_step_(p_part, m, v, g_part, adam_hyper(ctx), in["step"].item<int64_t>());
     at::Tensor gathered = at::empty_like(flat_p);
     comm.all_gather(gathered, p_part);
-    std::vector<at::Tensor> out;
-    for (auto& t : unflatten(gathered, templ)) out.push_back(t.contiguous());
-    out.push_back(m);
-    out.push_back(v);
-    return out;
+    std::vector<at::Tensor> res;
+    for (auto& t : unflatten(gathered, templ)) res.push_back(t.contiguous());
+    res.push_back(m);
+    res.push_back(v);
+    out.set(res);
   }
 
  private:

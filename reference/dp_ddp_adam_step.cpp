@@ -27,7 +27,7 @@ struct DdpAdamStep : pkb::Reference {
     }
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto& comm = ctx.comm();
     std::vector<at::Tensor> p, m, v;
     for (const char* name : kParams) {
@@ -47,10 +47,10 @@ struct DdpAdamStep : pkb::Reference {
 
     // flat_p, flat_m, flat_v are this call's own copies: Adam updates them in place.
     pkb_dp::adam_step_(flat_p, flat_m, flat_v, flat_g, pkb_dp::adam_hyper(ctx), in["step"].item<int64_t>());
-    std::vector<at::Tensor> out;
+    std::vector<at::Tensor> res;
     for (const at::Tensor* flat : {&flat_p, &flat_m, &flat_v})
-      for (auto& t : pkb_dp::unflatten(*flat, p)) out.push_back(t.contiguous());
-    return out;
+      for (auto& t : pkb_dp::unflatten(*flat, p)) res.push_back(t.contiguous());
+    out.set(res);
   }
 };
 

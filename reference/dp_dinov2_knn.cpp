@@ -36,7 +36,7 @@ struct DinoKnn : pkb::Reference {
     return {values.narrow(1, 0, k), labels.expand({sims.size(0), -1}).gather(1, idx)};
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto& comm = ctx.comm();
     int64_t w = ctx.world(), q = ctx.size("Q"), k = ctx.size("k");
     const at::Tensor& queries = in["test_features"];
@@ -51,7 +51,7 @@ struct DinoKnn : pkb::Reference {
     at::Tensor merged_labels = got_labels.view({w, q, k}).permute({1, 0, 2}).reshape({q, w * k});
     auto [values, idx] = merged_sims.sort(/*stable=*/true, /*dim=*/1, /*descending=*/true);
     idx = idx.narrow(1, 0, k);
-    return {values.narrow(1, 0, k).to(queries.scalar_type()), merged_labels.gather(1, idx)};
+    out.set({values.narrow(1, 0, k).to(queries.scalar_type()), merged_labels.gather(1, idx)});
   }
 
   // topk_labels under ties: the label at place j must be the label of a train item whose

@@ -23,7 +23,7 @@ struct SinkhornKnopp : pkb::Reference {
   // row and column sums are two matrix-vector products that read E (the original rewrote
   // the whole matrix four times an iteration), and Q is formed once at the end. The same
   // divisions, on the scale vectors: fp32 rounding moves by ~1e-7 relative.
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto& comm = ctx.comm();
     at::Tensor e = (in["teacher_output"].to(at::kFloat) / ctx.arg_float("teacher_temp")).exp();  // (Bl, K) = E^T
     at::Tensor total_batch = in["n_masked"].to(at::kFloat);
@@ -40,8 +40,8 @@ struct SinkhornKnopp : pkb::Reference {
       at::Tensor col_sum = b * at::mv(e, a);
       b = b / col_sum / total_batch;
     }
-    at::Tensor out = e * a.unsqueeze(0);
-    return {out.mul_((b * total_batch).unsqueeze(1))};
+    at::Tensor res = e * a.unsqueeze(0);
+    out.set({res.mul_((b * total_batch).unsqueeze(1))});
   }
 };
 

@@ -19,7 +19,7 @@ struct GradAccLoss : pkb::Reference {
     in["global_valid_tokens"] = counts.sum();
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& local = in["local_valid_tokens"];
     const at::Tensor& global = in["global_valid_tokens"];
     // The original replaced a NaN loss by 0 when the rank had no valid token.
@@ -28,7 +28,7 @@ struct GradAccLoss : pkb::Reference {
     ctx.comm().all_reduce(loss_sum);
     at::Tensor normalized_loss = loss_sum / global;
     at::Tensor grad_loss = in["grad_normalized_loss"] * local / global + in["grad_loss_sum"] * local;
-    return {normalized_loss, loss_sum, grad_loss};
+    out.set({normalized_loss, loss_sum, grad_loss});
   }
 };
 

@@ -39,7 +39,7 @@ struct ImportanceSamplingLoss : pkb::Reference {
     in["advantages"] = at::randn({m}, ctx.rng(), f32).add_(adv_mean).to(ctx.dtype());
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto& comm = ctx.comm();
     const double inf = std::numeric_limits<double>::infinity();
     const at::Tensor& h = in["hidden_states"];
@@ -70,7 +70,7 @@ struct ImportanceSamplingLoss : pkb::Reference {
     at::Tensor loss = sums[1] / count + surrogate - surrogate;  // the original's value (surrogate - detached)
     at::Tensor metrics = at::stack({sums[3] / count, extremes[0].neg(), extremes[1], sums[4] / count, sums[5] / count});
     at::ScalarType dt = h.scalar_type();
-    return {loss, new_lp.to(dt), pg.to(dt), metrics};  // loss and metrics fp32, as the original's
+    out.set({loss, new_lp.to(dt), pg.to(dt), metrics});  // loss and metrics fp32, as the original's
   }
 };
 

@@ -22,7 +22,7 @@ struct Int8QuantGradAllReduce : pkb::Reference {
     in["flat_grad"] = g.reshape({-1}).narrow(0, 0, n).to(ctx.dtype());
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& g = in["flat_grad"];
     int64_t n = g.numel(), block = ctx.size("block"), pad = (block - n % block) % block;
     // No fp32 copy of the gradient (the original's ATen form made one, and ~12 passes): the
@@ -44,7 +44,7 @@ struct Int8QuantGradAllReduce : pkb::Reference {
     // computed in fp32 and rounded once into dt.
     at::Tensor mean = at::empty({n}, g.options());
     at::div_out(mean, acc, at::native::wrapped_scalar_tensor(at::Scalar(ctx.world())));
-    return {mean};
+    out.set({mean});
   }
 };
 

@@ -19,13 +19,13 @@ struct LayerNormBwdAllReduce : pkb::Reference {
     in["x_hat"] = x.to(ctx.dtype());
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& dy = in["dy"];
     at::Tensor d_gamma = (dy * in["x_hat"]).sum(0);
     at::Tensor d_beta = dy.sum(0);
     ctx.comm().all_reduce(d_beta);
     ctx.comm().all_reduce(d_gamma);
-    return {d_gamma, d_beta};
+    out.set({d_gamma, d_beta});
   }
 };
 

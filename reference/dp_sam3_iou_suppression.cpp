@@ -44,7 +44,7 @@ struct Sam3IouSuppression : pkb::Reference {
     in["masks"] = masks.to(ctx.dtype());
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& counts = in["num_obj_per_gpu"];  // host
     int64_t mine = counts[ctx.rank()].item<int64_t>();
     at::Tensor masks = at::cat(ctx.comm().all_gather_uneven(in["masks"].narrow(0, 0, mine).to(at::kFloat)));
@@ -64,7 +64,7 @@ struct Sam3IouSuppression : pkb::Reference {
     at::Tensor sup_j = overlaps.logical_and(j_after).logical_and(li > -1);
     at::Tensor to_suppress = sup_i.any(1).logical_or(sup_j.any(0));
     masks.index_put_({to_suppress}, -10.0);
-    return {masks, scores, to_suppress};
+    out.set({masks, scores, to_suppress});
   }
 };
 

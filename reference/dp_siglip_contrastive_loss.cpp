@@ -44,7 +44,7 @@ struct SigLipLoss : pkb::Reference {
     return loss / double(image.size(0));
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto& comm = ctx.comm();
     int r = ctx.rank(), w = ctx.world(), left = (r - 1 + w) % w, right = (r + 1) % w;
     double scale = ctx.arg_float("logit_scale"), bias = ctx.arg_float("logit_bias");
@@ -68,7 +68,7 @@ struct SigLipLoss : pkb::Reference {
       comm.batch_p2p(ops);
       loss = loss + siglip(image, received, scale, bias, false);
     }
-    return {loss.to(image.scalar_type())};
+    out.set({loss.to(image.scalar_type())});
   }
 };
 

@@ -16,8 +16,8 @@ struct FusedMoeFwd : pkb::Reference {
                                   pkb_ep::kRouteMargin);
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
-    return {pkb_ep::fused_moe(ctx.comm(), in, ctx.size("top_k"), /*lora=*/false)};
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
+    out.set({pkb_ep::fused_moe(ctx.comm(), in, ctx.size("top_k"), /*lora=*/false)});
   }
 };
 

@@ -23,7 +23,7 @@ struct LoadBalancingLoss : pkb::Reference {
     in["gate_logits"] = (z + hot + mine).to(ctx.dtype());
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     int64_t e = ctx.size("E"), k = ctx.size("top_k");
     const at::Tensor& logits = in["gate_logits"];
     int64_t m = logits.size(0);
@@ -36,7 +36,7 @@ struct LoadBalancingLoss : pkb::Reference {
     at::Tensor n = chose.sum(0, false, at::kFloat);  // (E,)
     at::Tensor loss = at::dot(n, p.mean(0)).mul_(double(e) / double(m));
     ctx.comm().all_reduce(loss);
-    return {loss / double(ctx.world())};
+    out.set({loss / double(ctx.world())});
   }
 };
 

@@ -20,9 +20,9 @@ struct MoeAllToAll : pkb::Reference {
     in["output_split_sizes"] = counts.select(1, ctx.rank()).cpu();
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
-    return {pkb_ep::all_to_all_rows(ctx.comm(), in["local_tensor"], pkb_ep::to_vec(in["output_split_sizes"]),
-                                    pkb_ep::to_vec(in["input_split_sizes"]))};
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
+    out.set({pkb_ep::all_to_all_rows(ctx.comm(), in["local_tensor"], pkb_ep::to_vec(in["output_split_sizes"]),
+                                    pkb_ep::to_vec(in["input_split_sizes"]))});
   }
 };
 

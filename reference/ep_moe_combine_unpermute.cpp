@@ -27,14 +27,14 @@ struct CombineUnpermute : pkb::Reference {
     in["permutation_mapping"] = pkb_ep::expert_major_order(map);
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& per_local = in["num_global_tokens_per_local_expert"];
     at::Tensor idx = pkb_ep::regroup_index(per_local);
     at::Tensor grouped = in["expert_outputs"].narrow(0, 0, idx.numel());
     at::Tensor by_source = pkb_ep::ungroup(grouped, idx);
     at::Tensor returned =
         pkb_ep::all_to_all_rows(ctx.comm(), by_source, pkb_ep::to_vec(in["input_splits"]), pkb_ep::to_vec(in["output_splits"]));
-    return {pkb_ep::unpermute_rows(returned, in["routing_weights"], in["selected_experts"], in["permutation_mapping"])};
+    out.set({pkb_ep::unpermute_rows(returned, in["routing_weights"], in["selected_experts"], in["permutation_mapping"])});
   }
 };
 

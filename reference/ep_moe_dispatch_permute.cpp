@@ -22,14 +22,14 @@ struct DispatchPermute : pkb::Reference {
     in["num_global_tokens_per_local_expert"] = s.per_local;
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     at::Tensor routing_map = in["expert_mask"].sum(1);  // (E, M) float32
     at::Tensor order = pkb_ep::expert_major_order(routing_map.to(at::kBool));
     at::Tensor received =
         pkb_ep::all_to_all_rows(ctx.comm(), in["hidden_states"].index_select(0, order),
                                 pkb_ep::to_vec(in["output_splits"]), pkb_ep::to_vec(in["input_splits"]));
     at::Tensor grouped = received.index_select(0, pkb_ep::regroup_index(in["num_global_tokens_per_local_expert"]));
-    return {grouped, routing_map, order};
+    out.set({grouped, routing_map, order});
   }
 };
 

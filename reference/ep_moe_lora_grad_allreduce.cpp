@@ -9,14 +9,14 @@
 namespace {
 
 struct LoraGradAllReduce : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
-    std::vector<at::Tensor> out;
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
+    std::vector<at::Tensor> res;
     for (const char* name : {"grad_fc1_1_lora_A", "grad_fc1_2_lora_A", "grad_fc2_lora_B"}) {
       at::Tensor g = in[name].clone();
       ctx.comm().all_reduce(g);
-      out.push_back(g);
+      res.push_back(g);
     }
-    return out;
+    out.set(res);
   }
 };
 

@@ -39,8 +39,8 @@ struct MoeNarrow : pkb::Reference {
     uniform("down_proj_bias", {n}, i);
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
-    return {pkb_ep::fused_moe(*ep, in, ctx.size("top_k"), /*lora=*/false)};
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
+    out.set({pkb_ep::fused_moe(*ep, in, ctx.size("top_k"), /*lora=*/false)});
   }
 };
 

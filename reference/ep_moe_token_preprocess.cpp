@@ -17,14 +17,14 @@ struct TokenPreprocess : pkb::Reference {
     in["expert_mask"] = pkb_ep::expert_mask_of(selected, e);
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     int64_t w = ctx.world(), e = ctx.size("E"), l = e / w;
     at::Tensor counts = in["expert_mask"].sum({1, 2});  // (E,) float32
     at::Tensor all = ctx.comm().all_gather(counts).view({w, e});
     at::Tensor per_local = all.narrow(1, ctx.rank() * l, l).contiguous();
     at::Tensor input_splits = counts.view({w, l}).sum(1).to(at::kLong);
     at::Tensor output_splits = per_local.sum(1).to(at::kLong);
-    return {input_splits.cpu(), output_splits.cpu(), per_local.cpu(), per_local.sum(0).cpu()};
+    out.set({input_splits.cpu(), output_splits.cpu(), per_local.cpu(), per_local.sum(0).cpu()});
   }
 };
 

@@ -15,16 +15,16 @@ struct ClipGradNorm : pkb::Reference {
                                3.0 * ctx.size("M") * ctx.size("N") * ctx.world());
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     double p = ctx.arg_float("norm_type"), max_norm = ctx.arg_float("max_norm");
     std::vector<at::Tensor> grads = {in["grad_0"], in["grad_1"], in["grad_2"]};
     at::Tensor total = pkb_fsdp::local_pth_sum(grads, p);
     ctx.comm().all_reduce(total);  // the FSDP group is every rank
     at::Tensor norm = total.pow(1.0 / p);
     at::Tensor coef = at::where(norm > max_norm, max_norm / norm, at::ones_like(norm));
-    std::vector<at::Tensor> out = {norm};
-    for (auto& g : grads) out.push_back(pkb_fsdp::clip(g, coef));
-    return out;
+    std::vector<at::Tensor> res = {norm};
+    for (auto& g : grads) res.push_back(pkb_fsdp::clip(g, coef));
+    out.set(res);
   }
 };
 

@@ -25,7 +25,7 @@ struct ClipGradNormEp : pkb::Reference {
     pkb_fsdp::make_clip_inputs(ctx, in, {"non_ep", "ep"}, 2.0 * ctx.size("M") * ctx.size("N") * ctx.world());
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     double p = ctx.arg_float("norm_type"), max_norm = ctx.arg_float("max_norm");
     int64_t ep_size = ctx.size("ep_size");
     at::Tensor non_ep = in["non_ep"], ep = in["ep"];
@@ -42,7 +42,7 @@ struct ClipGradNormEp : pkb::Reference {
     }
     at::Tensor norm = (non_ep_total + ep_total).pow(1.0 / p);
     at::Tensor coef = at::where(norm > max_norm, max_norm / norm, at::ones_like(norm));
-    return {norm, pkb_fsdp::clip(non_ep, coef), pkb_fsdp::clip(ep, coef)};
+    out.set({norm, pkb_fsdp::clip(non_ep, coef), pkb_fsdp::clip(ep, coef)});
   }
 };
 

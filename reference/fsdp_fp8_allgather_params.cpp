@@ -13,13 +13,13 @@ struct Fp8AllGatherParams : pkb::Reference {
     in["amax_history"] = pkb_fsdp::make_history(ctx, in["flat_param_shard"], in["amax_history"].size(0));
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& x = in["flat_param_shard"];
     at::Tensor hist = pkb_fsdp::update_amax_history(in["amax_history"], pkb_fsdp::current_amax(x));
     at::Tensor recon = pkb_fsdp::fp8_round_trip(x, pkb_fsdp::delayed_scale(hist));
     at::Tensor full = at::empty({ctx.world() * x.numel()}, x.options());
     ctx.comm().all_gather(full, recon);
-    return {full, hist};
+    out.set({full, hist});
   }
 };
 

@@ -13,14 +13,14 @@ struct Fp8ReduceScatterGrads : pkb::Reference {
     in["amax_history"] = pkb_fsdp::make_history(ctx, in["flat_grads"], in["amax_history"].size(0));
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& g = in["flat_grads"];
     at::Tensor hist = pkb_fsdp::update_amax_history(in["amax_history"], pkb_fsdp::current_amax(g));
     at::Tensor recon = pkb_fsdp::fp8_round_trip(g, pkb_fsdp::delayed_scale(hist));
     at::Tensor shard = at::empty({g.numel() / ctx.world()}, g.options());
     ctx.comm().reduce_scatter(shard, recon);
     shard.div_(ctx.world());
-    return {shard, hist};
+    out.set({shard, hist});
   }
 };
 

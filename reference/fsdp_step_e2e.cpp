@@ -35,7 +35,7 @@ struct FsdpStepE2E : pkb::Reference {
     in["exp_avg_sq_shard"] = v;
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto& comm = ctx.comm();
     const at::Tensor& shard = in["flat_param_shard"];
     std::vector<at::Tensor> templ = templates(ctx, shard.options());
@@ -48,7 +48,7 @@ struct FsdpStepE2E : pkb::Reference {
     g.div_(ctx.world());
     auto upd = pkb_dp::adam_update(shard, in["exp_avg_shard"], in["exp_avg_sq_shard"], g, pkb_dp::adam_hyper(ctx),
                                    in["step"].item<int64_t>(), ctx.arg_float("weight_decay"));
-    return {upd.p, upd.m, upd.v};
+    out.set({upd.p, upd.m, upd.v});
   }
 };
 

@@ -26,7 +26,7 @@ struct FsdpTp2dMlp : pkb::Reference {
     in["x"] = full.narrow(0, j * bl, bl).to(ctx.dtype());
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     int64_t n_fsdp = ctx.size("n_fsdp"), fl = ctx.size("Fl"), dl = ctx.size("Dl");
     at::Tensor w1 = fsdp->all_gather(in["w1_shard"]);  // (Dr, Fl)
     at::Tensor w2 = fsdp->all_gather(in["w2_shard"]);
@@ -35,7 +35,7 @@ struct FsdpTp2dMlp : pkb::Reference {
     at::Tensor z = at::silu(at::matmul(x, w1)) * at::matmul(x, w2);
     at::Tensor y = at::matmul(z, w3);
     tp->all_reduce(y);
-    return {y};
+    out.set({y});
   }
 };
 

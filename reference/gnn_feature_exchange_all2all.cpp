@@ -16,10 +16,10 @@ struct FeatureExchange : pkb::Reference {
                                                   ctx.arg_float("zipf_alpha"));
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto [from, to] = pkb_sparse::rotated_counts(in["counts"], ctx.rank());
     at::Tensor gathered = in["features"].index_select(0, in["seed_inverse_ids"]);
-    return {pkb_sparse::rotated_all_to_all(ctx.comm(), gathered, to, from)};
+    out.set({pkb_sparse::rotated_all_to_all(ctx.comm(), gathered, to, from)});
   }
 };
 

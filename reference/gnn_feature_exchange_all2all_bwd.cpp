@@ -15,14 +15,14 @@ struct FeatureExchangeBackward : pkb::Reference {
                                                   ctx.arg_float("zipf_alpha"));
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto [from, to] = pkb_sparse::rotated_counts(in["counts"], ctx.rank());
     // grad_output's groups are the rows received in the forward (counts `from`); they
     // return to their senders, and this rank gets back the gradient of what it sent (`to`).
     at::Tensor back = pkb_sparse::rotated_all_to_all(ctx.comm(), in["grad_output"], from, to);
     at::Tensor grad = at::zeros({ctx.size("S2"), back.size(1)}, back.options());
     grad.index_add_(0, in["seed_inverse_ids"], back);
-    return {grad};
+    out.set({grad});
   }
 };
 

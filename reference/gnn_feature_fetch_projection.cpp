@@ -13,7 +13,7 @@ struct FeatureFetchProjection : pkb::Reference {
     in["ids"] = pkb_sparse::zipf_ids(ctx.rng(), ctx.size("Q"), perm, ctx.arg_float("zipf_alpha"));
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto& comm = ctx.comm();
     const at::Tensor& ids = in["ids"];
     const at::Tensor& table = in["table"];
@@ -27,7 +27,7 @@ struct FeatureFetchProjection : pkb::Reference {
     at::Tensor back = pkb_sparse::all_to_all_rows(comm, rows, recv, send);
     at::Tensor emb = at::empty_like(back);
     emb.index_copy_(0, order, back);
-    return {at::matmul(emb, in["proj"])};
+    out.set({at::matmul(emb, in["proj"])});
   }
 };
 

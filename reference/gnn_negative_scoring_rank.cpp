@@ -12,7 +12,7 @@
 namespace {
 
 struct NegativeScoringRank : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     // Rank s holds P0 + s % 3 positives (the spec's shapes), so no sizes need exchanging:
     // rows are padded to P0 + 2, all-gathered and trimmed.
     auto& comm = ctx.comm();
@@ -25,7 +25,7 @@ struct NegativeScoringRank : pkb::Reference {
     for (int64_t s = 0; s < w; ++s) rows.push_back(all[s].narrow(0, 0, p0 + s % 3));
     at::Tensor scores = at::cat(rows);
     at::Tensor pos = scores.narrow(1, 0, 1), neg = scores.narrow(1, 1, nn);
-    return {(neg > pos).sum(1).add_(1).to(at::kLong)};
+    out.set({(neg > pos).sum(1).add_(1).to(at::kLong)});
   }
 
   // ranks under ties: the positive may stand anywhere among the negatives scored equal to

@@ -62,7 +62,7 @@ struct NeighborSampling : pkb::Reference {
     return {take, row.index_select(0, e), e + ctx.rank() * el};
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto& comm = ctx.comm();
     int64_t w = ctx.world(), vl = ctx.size("Vl");
     at::Tensor node = in["seeds"].clone(), src = node;
@@ -103,7 +103,7 @@ struct NeighborSampling : pkb::Reference {
     // relabel: position in node of every neighbour and destination
     auto [sorted, perm] = node.sort();
     auto where = [&](const at::Tensor& q) { return perm.index_select(0, at::searchsorted(sorted, q)); };
-    return {node, where(nbr), where(dst), at::cat(edge_all)};
+    out.set({node, where(nbr), where(dst), at::cat(edge_all)});
   }
 };
 

@@ -12,15 +12,15 @@ struct SparseEmbeddingPush : pkb::Reference {
     in["idx"] = pkb_sparse::zipf_ids(ctx.rng(), ctx.size("nnz"), perm, ctx.arg_float("zipf_alpha"));
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto& comm = ctx.comm();
     const at::Tensor& idx = in["idx"];
     at::Tensor owner = at::remainder(idx, ctx.world());
     at::Tensor order = std::get<1>(owner.sort(/*stable=*/true, 0, false));
     std::vector<int64_t> send = pkb_sparse::counts_of(owner, ctx.world());
     std::vector<int64_t> recv = pkb_sparse::exchange_counts(comm, send);
-    return {pkb_sparse::all_to_all_rows(comm, idx.index_select(0, order), send, recv),
-            pkb_sparse::all_to_all_rows(comm, in["value"].index_select(0, order), send, recv)};
+    out.set({pkb_sparse::all_to_all_rows(comm, idx.index_select(0, order), send, recv),
+            pkb_sparse::all_to_all_rows(comm, in["value"].index_select(0, order), send, recv)});
   }
 };
 

@@ -159,7 +159,7 @@ struct GsplatProjection : pkb::Reference {
     in["quats"] = quats;
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto& comm = ctx.comm();
     int64_t w = ctx.world(), r = ctx.rank(), n = ctx.size("n"), cl = ctx.size("Cl");
     at::ScalarType dt = in["means"].scalar_type();
@@ -188,15 +188,15 @@ struct GsplatProjection : pkb::Reference {
     int64_t total = 0;
     for (int64_t x : recv) total += x;
     auto move = [&](const at::Tensor& t) {
-      at::Tensor out = at::zeros({total, t.size(1)}, t.options());
-      comm.all_to_all(out, t.contiguous(), recv, send);
-      return out;
+      at::Tensor res = at::zeros({total, t.size(1)}, t.options());
+      comm.all_to_all(res, t.contiguous(), recv, send);
+      return res;
     };
     at::Tensor got_radii = move(radii), got_attrs = move(attrs), got_ids = move(ids);
-    return {got_ids.select(1, 0).contiguous(), got_ids.select(1, 1).contiguous(), got_radii,
+    out.set({got_ids.select(1, 0).contiguous(), got_ids.select(1, 1).contiguous(), got_radii,
             got_attrs.narrow(1, 0, 2).contiguous(), got_attrs.select(1, 2).contiguous(),
             got_attrs.narrow(1, 3, 3).contiguous(), got_attrs.select(1, 6).contiguous(),
-            got_attrs.narrow(1, 7, 3).contiguous()};
+            got_attrs.narrow(1, 7, 3).contiguous()});
   }
 };
 

@@ -59,7 +59,7 @@ struct SampleSort : pkb::Reference {
     in["count"] = at::full({}, count, ctx.options(at::kLong));
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto& comm = ctx.comm();
     int64_t w = ctx.world(), r = ctx.rank();
     int64_t count = in["count"].item<int64_t>();
@@ -71,7 +71,7 @@ struct SampleSort : pkb::Reference {
     for (int64_t s = 0; s < w; ++s)
       if (sizes[s] > 0) active.push_back(s);
     int64_t a = int64_t(active.size());
-    if (a == 0) return {local};
+    if (a == 0) return out.set({local});
     int64_t me = std::find(active.begin(), active.end(), r) - active.begin();
     if (me == a) me = -1;
     at::TensorOptions f64 = ctx.options(at::kDouble);
@@ -120,12 +120,12 @@ struct SampleSort : pkb::Reference {
     for (int64_t s = 0; s < w; ++s) total += held[s];
     for (int64_t s = 0; s < r; ++s) start += held[s];
     int64_t end = start + merged.numel(), base = total / w, extra = total % w;
-    std::vector<int64_t> out(w, 0);
+    std::vector<int64_t> res(w, 0);
     for (int64_t d = 0; d < w; ++d) {
       int64_t lo = d * base + std::min(d, extra), hi = lo + base + (d < extra ? 1 : 0);
-      out[d] = std::max<int64_t>(0, std::min(end, hi) - std::max(start, lo));
+      res[d] = std::max<int64_t>(0, std::min(end, hi) - std::max(start, lo));
     }
-    return {exchange(comm, merged, out)};
+    out.set({exchange(comm, merged, res)});
   }
 };
 

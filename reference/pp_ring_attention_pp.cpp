@@ -35,7 +35,7 @@ struct RingAttentionPp : pkb::Reference {
     }
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     int64_t b = ctx.size("B"), s = ctx.size("S"), hd = ctx.size("Hd"), d = ctx.size("D"), nh = hd / d;
     bool first = ctx.rank() < ctx.size("cp"), last = ctx.rank() >= ctx.world() - ctx.size("cp");
     at::Tensor x;
@@ -48,9 +48,9 @@ struct RingAttentionPp : pkb::Reference {
     at::Tensor qkv = at::matmul(x, in["w_qkv"].reshape({3 * hd, hd}).t()).view({b, s, 3, nh, d});
     double scale = 1.0 / std::sqrt(double(d));
     at::Tensor c = pkb_cp::ring_attention_zigzag(*cp, qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2), scale);
-    at::Tensor out = at::matmul(c.to(x.scalar_type()).reshape({b, s, hd}), in["w_o"].t()).contiguous();
-    if (!last) pp->send(out, pp->rank() + 1);
-    return {out};
+    at::Tensor res = at::matmul(c.to(x.scalar_type()).reshape({b, s, hd}), in["w_o"].t()).contiguous();
+    if (!last) pp->send(res, pp->rank() + 1);
+    out.set({res});
   }
 };
 

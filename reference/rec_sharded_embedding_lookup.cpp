@@ -16,7 +16,7 @@ struct ShardedEmbeddingLookup : pkb::Reference {
     in["indices"] = pkb_sparse::zipf_ids(ctx.rng(), ctx.size("L"), perm, ctx.arg_float("zipf_alpha"));
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto& comm = ctx.comm();
     const at::Tensor& idx = in["indices"];
     const at::Tensor& table = in["table"];
@@ -31,7 +31,7 @@ struct ShardedEmbeddingLookup : pkb::Reference {
     at::Tensor back = pkb_sparse::all_to_all_rows(comm, found, recv, send);
     at::Tensor rows = at::empty_like(back);
     rows.index_copy_(0, order, back);
-    return {rows};
+    out.set({rows});
   }
 };
 

@@ -33,7 +33,7 @@ struct KjtAllToAll : pkb::Reference {
     in["values"] = at::randint(0, 1000000, {ctx.size("VCAP")}, ctx.rng(), ctx.options(at::kLong));
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto& comm = ctx.comm();
     int64_t w = ctx.world(), r = ctx.rank(), kf = ctx.size("KF"), b = ctx.size("B"), ks = key_split(kf, r);
     const at::Tensor& lengths = in["lengths"];
@@ -73,7 +73,7 @@ struct KjtAllToAll : pkb::Reference {
     at::Tensor out_values = recv_values.index_select(0, gather);
     at::Tensor out_lengths = recv_lengths.view({w, ks, b}).transpose(0, 1).reshape({-1});
     at::Tensor stride = stride_per_rank.sum();
-    return {out_lengths, out_values, stride, stride_per_rank};
+    out.set({out_lengths, out_values, stride, stride_per_rank});
   }
 };
 

@@ -28,7 +28,7 @@ struct DistributedIrfft2 : pkb::Reference {
     in["x"] = x;
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto& comm = ctx.comm();
     const at::Tensor& x = in["x"];
     int64_t w = ctx.world(), r = ctx.rank(), b = x.size(0), c = x.size(1), hl = x.size(2), xf = x.size(3);
@@ -36,7 +36,7 @@ struct DistributedIrfft2 : pkb::Reference {
     // One rank holds the whole half spectrum, exactly Hermitian where a real field's must be
     // (make_inputs): one C2R transform, where the form below rebuilds the full spectrum and
     // makes two full C2C ones.
-    if (w == 1) return {at::fft_irfft2(x, at::IntArrayRef{h, full}, {2, 3}, "ortho")};
+    if (w == 1) { out.set({at::fft_irfft2(x, at::IntArrayRef{h, full}, {2, 3}, "ortho")}); }
     // Conjugate padding along X: columns xf.. are the conjugates of columns full - xf .. 1.
     at::Tensor pad = at::zeros({b, c, hl, full}, x.options());
     pad.narrow(3, 0, xf).copy_(x);
@@ -55,7 +55,7 @@ struct DistributedIrfft2 : pkb::Reference {
     comm.all_to_all(r2, s2);
     // r2: (W, Xl, B, C, Hl) by source rank = row block -> (B, C, H, Xl)
     at::Tensor t = at::view_as_complex(r2).view({w, xl, b, c, hl}).permute({2, 3, 0, 4, 1}).reshape({b, c, h, xl});
-    return {at::real(at::fft_ifft(t, h, 2, "ortho")).contiguous()};
+    out.set({at::real(at::fft_ifft(t, h, 2, "ortho")).contiguous()});
   }
 };
 

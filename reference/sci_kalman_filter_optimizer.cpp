@@ -18,7 +18,7 @@ struct KalmanFilterStep : pkb::Reference {
     in["P"] = p.contiguous();
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto& comm = ctx.comm();
     const at::Tensor &h = in["H"], &p = in["P"], &w = in["weights"];
     const at::Tensor& lam = in["kalman_lambda"];
@@ -33,7 +33,7 @@ struct KalmanFilterStep : pkb::Reference {
     // shapes are the spec's, so the weights go straight into one tensor.
     at::Tensor all = comm.all_gather(w_new.contiguous());
     double nue = ctx.arg_float("kalman_nue");
-    return {all, p_new, lam * nue + (1.0 - nue)};
+    out.set({all, p_new, lam * nue + (1.0 - nue)});
   }
 };
 

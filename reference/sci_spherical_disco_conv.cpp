@@ -41,7 +41,7 @@ struct DiscoConv : pkb::Reference {
     in["psi_val"] = at::randn({np, k, t, e}, gen, ctx.options(at::kFloat)).mul_(ctx.arg_float("psi_scale"));
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& x = in["x"];
     int64_t az = ctx.size("az"), b = x.size(0), c = x.size(1), nl = x.size(2), nlon_l = x.size(3);
     int64_t nlon = nlon_l * az, cl = c / az, k = in["psi_idx"].size(1), t = in["psi_idx"].size(2);
@@ -78,8 +78,8 @@ struct DiscoConv : pkb::Reference {
     azimuth->all_to_all(r2, s2);
     at::Tensor full = r2.permute({1, 0, 2, 3, 4, 5}).reshape({b, c, k, nl, nlon_l});
 
-    at::Tensor out = at::einsum("bckxy,ock->boxy", {full, in["weight"]});
-    return {(out + in["bias"].view({1, -1, 1, 1})).contiguous()};
+    at::Tensor res = at::einsum("bckxy,ock->boxy", {full, in["weight"]});
+    out.set({(res + in["bias"].view({1, -1, 1, 1})).contiguous()});
   }
 };
 

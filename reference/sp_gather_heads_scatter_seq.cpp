@@ -7,11 +7,11 @@
 namespace {
 
 struct GatherHeadsScatterSeq : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& x = in["x"];
     int64_t pad = ctx.size("Tp") - x.size(1);
     at::Tensor padded = pad ? at::constant_pad_nd(x, {0, 0, 0, 0, 0, pad}) : x;
-    return {pkb_cp::heads_to_seq(ctx.comm(), padded).contiguous()};
+    out.set({pkb_cp::heads_to_seq(ctx.comm(), padded).contiguous()});
   }
 };
 

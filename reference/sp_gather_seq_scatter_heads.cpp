@@ -6,8 +6,8 @@
 namespace {
 
 struct GatherSeqScatterHeads : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
-    return {pkb_cp::seq_to_heads(ctx.comm(), in["x"]).contiguous()};
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
+    out.set({pkb_cp::seq_to_heads(ctx.comm(), in["x"]).contiguous()});
   }
 };
 

@@ -9,13 +9,13 @@
 namespace {
 
 struct GatherSeqScatterHeadsQkv : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& x = in["qkv"];
     int64_t w = ctx.world(), b = x.size(0), t = x.size(1), f = x.size(2);
     at::Tensor send = x.view({b, t, 3, w, f / 3 / w}).permute({3, 0, 1, 2, 4}).contiguous();  // (W, B, T, 3, f/3W)
     at::Tensor recv = at::empty_like(send);
     ctx.comm().all_to_all(recv, send);
-    return {recv.permute({1, 0, 2, 3, 4}).reshape({b, w * t, f / w})};
+    out.set({recv.permute({1, 0, 2, 3, 4}).reshape({b, w * t, f / w})});
   }
 };
 

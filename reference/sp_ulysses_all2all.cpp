@@ -8,12 +8,12 @@
 namespace {
 
 struct UlyssesAllToAll : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& x = in["x"];
     int64_t w = ctx.world(), ml = x.size(0) / w, n = x.size(1);
     at::Tensor recv = at::empty_like(x);  // (W blocks of (M/W, N)), block s from rank s
     ctx.comm().all_to_all(recv, x.contiguous());
-    return {recv.view({w, ml, n}).permute({1, 0, 2}).reshape({ml, w * n})};
+    out.set({recv.view({w, ml, n}).permute({1, 0, 2}).reshape({ml, w * n})});
   }
 };
 

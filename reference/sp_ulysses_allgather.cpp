@@ -7,8 +7,8 @@
 namespace {
 
 struct UlyssesAllGather : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
-    return {ctx.comm().all_gather(in["x"].contiguous())};
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
+    out.set({ctx.comm().all_gather(in["x"].contiguous())});
   }
 };
 

@@ -10,7 +10,7 @@
 namespace {
 
 struct UlyssesAllGatherVariable : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& x = in["x"];
     int64_t w = ctx.world(), m = ctx.size("M");
     at::Tensor padded = at::zeros({m, x.size(1)}, x.options());
@@ -18,7 +18,7 @@ struct UlyssesAllGatherVariable : pkb::Reference {
     at::Tensor all = ctx.comm().all_gather(padded);  // (W*M, N)
     std::vector<at::Tensor> parts;
     for (int64_t r = 0; r < w; ++r) parts.push_back(all.narrow(0, r * m, m - 37 * r));
-    return {at::cat(parts)};
+    out.set({at::cat(parts)});
   }
 };
 

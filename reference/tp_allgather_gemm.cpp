@@ -10,12 +10,12 @@
 namespace {
 
 struct AllGatherGemm : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& a = in["a"];
     int64_t m = a.size(0), kl = a.size(1);
     at::Tensor parts = ctx.comm().all_gather(a);  // (W*M, Kl): slice r of rank r
     at::Tensor a_full = parts.view({ctx.world(), m, kl}).permute({1, 0, 2}).reshape({m, ctx.world() * kl});
-    return {at::matmul(a_full, in["b"])};
+    out.set({at::matmul(a_full, in["b"])});
   }
 };
 

@@ -12,9 +12,9 @@
 namespace {
 
 struct AllGatherGemmTransposed : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     at::Tensor a_t = ctx.comm().all_gather(in["a_t"]);  // (K, M): A^T
-    return {at::matmul(a_t.t(), in["b"])};
+    out.set({at::matmul(a_t.t(), in["b"])});
   }
 };
 

@@ -14,7 +14,7 @@
 namespace {
 
 struct AllGatherMlpReduceScatter : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& x = in["x"];
     int64_t mr = x.size(0), hl = x.size(1), w = ctx.world();
     at::Tensor parts = ctx.comm().all_gather(x);  // (W*Mr, Hl)
@@ -22,7 +22,7 @@ struct AllGatherMlpReduceScatter : pkb::Reference {
     at::Tensor partial = at::matmul(at::silu(at::matmul(x_full, in["w1"])), in["w2"]);  // (Mr, H)
     at::Tensor y = at::empty({mr / w, partial.size(1)}, partial.options());
     ctx.comm().reduce_scatter(y, partial);
-    return {y};
+    out.set({y});
   }
 };
 

@@ -13,12 +13,12 @@
 namespace {
 
 struct Conv3dRowParallelAllReduce : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto v = [&](const char* name) { return ctx.size(name); };
     at::Tensor y = at::conv3d(in["x"], in["weight"], {}, {v("stride"), v("stride"), v("stride")},
                               {v("pad"), v("pad"), v("pad")}, {v("dil"), v("dil"), v("dil")}, 1);
     ctx.comm().all_reduce(y);
-    return {y + in["bias"].view({1, -1, 1, 1, 1})};
+    out.set({y + in["bias"].view({1, -1, 1, 1, 1})});
   }
 };
 

@@ -13,14 +13,14 @@
 namespace {
 
 struct Fp8BlockDequantAllToAll : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& y = in["y"];
     const at::Tensor& s = in["s"];
     int64_t w = y.size(0), block = ctx.size("block");
     at::Tensor x = (y.to(at::kFloat).view({w, -1, block}) * s.unsqueeze(-1)).view(y.sizes());
-    at::Tensor out = at::empty_like(x);
-    ctx.comm().all_to_all(out, x);
-    return {out};
+    at::Tensor res = at::empty_like(x);
+    ctx.comm().all_to_all(res, x);
+    out.set({res});
   }
 };
 

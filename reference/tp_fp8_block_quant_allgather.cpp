@@ -13,7 +13,7 @@
 namespace {
 
 struct Fp8BlockQuantAllGather : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& x = in["x"];
     int64_t m = x.size(0), n = x.size(1), block = ctx.size("block");
     // Two passes over x, none over an fp32 copy (the original's ATen form made five): the
@@ -28,7 +28,7 @@ struct Fp8BlockQuantAllGather : pkb::Reference {
     y = y.view({m, n});
     at::Tensor y_all = ctx.comm().all_gather(y.view(at::kByte)).view(at::kFloat8_e4m3fn);
     at::Tensor s_all = ctx.comm().all_gather(s);
-    return {y_all, s_all};
+    out.set({y_all, s_all});
   }
 };
 

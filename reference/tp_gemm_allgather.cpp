@@ -10,11 +10,11 @@
 namespace {
 
 struct GemmAllGather : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     at::Tensor c = at::matmul(in["a"], in["b"]);  // (M, Nl)
     int64_t m = c.size(0), nl = c.size(1);
     at::Tensor parts = ctx.comm().all_gather(c);  // (W*M, Nl)
-    return {parts.view({ctx.world(), m, nl}).permute({1, 0, 2}).reshape({m, ctx.world() * nl})};
+    { out.set({parts.view({ctx.world(), m, nl}).permute({1, 0, 2}).reshape({m, ctx.world() * nl})}); }
   }
 };
 

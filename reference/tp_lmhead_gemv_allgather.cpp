@@ -11,11 +11,11 @@
 namespace {
 
 struct LmHeadGemvAllGather : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     at::Tensor local = at::matmul(in["h"], in["weight"].t()) + in["bias"];  // (T, Vl)
     int64_t t = local.size(0), vl = local.size(1);
     at::Tensor parts = ctx.comm().all_gather(local);  // (W*T, Vl)
-    return {parts.view({ctx.world(), t, vl}).permute({1, 0, 2}).reshape({t, ctx.world() * vl})};
+    { out.set({parts.view({ctx.world(), t, vl}).permute({1, 0, 2}).reshape({t, ctx.world() * vl})}); }
   }
 };
 

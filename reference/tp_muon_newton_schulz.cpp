@@ -47,7 +47,7 @@ const std::map<std::string, Coeffs>& coefficient_sets() {
 }
 
 struct MuonNewtonSchulz : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto it = coefficient_sets().find(ctx.arg_str("coefficient_type"));
     if (it == coefficient_sets().end()) throw std::invalid_argument("unknown coefficient_type");
     const Coeffs& coeffs = it->second;
@@ -66,7 +66,7 @@ struct MuonNewtonSchulz : pkb::Reference {
       at::Tensor update = at::addmm(gram, gram, gram, /*beta=*/b, /*alpha=*/c);
       x = at::addmm(x, update, x, /*beta=*/a, /*alpha=*/1.0);
     }
-    return {x.to(in["x"].scalar_type())};
+    out.set({x.to(in["x"].scalar_type())});
   }
 };
 

@@ -10,7 +10,7 @@
 namespace {
 
 struct ReduceScatterRmsNorm : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& x = in["x"];
     const at::Tensor& gamma = in["gamma"];
     int64_t h = gamma.numel(), chunk = x.numel() / ctx.world();
@@ -19,7 +19,7 @@ struct ReduceScatterRmsNorm : pkb::Reference {
     mine.div_(ctx.world());
     // ATen's RMSNorm (one fused kernel on CUDA, fp32 inside) where the original made seven
     // unfused fp32 passes: the same formula, its sums in another order.
-    return {at::rms_norm(mine.view({chunk / h, h}), {h}, gamma, ctx.arg_float("eps"))};
+    out.set({at::rms_norm(mine.view({chunk / h, h}), {h}, gamma, ctx.arg_float("eps"))});
   }
 };
 

@@ -24,14 +24,14 @@ struct RmsNormAllReduce : pkb::Reference {
   // fp32 ops made eight): the sum of squares accumulated in fp32 straight from dt (as a
   // 2-norm, squared: within an fp32 ulp of the original's sum), and the product with the
   // fp32 scale rounded to dt in the same kernel, as the original's .to(dt) rounds it.
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& hidden = in["hidden"];
     at::Tensor sum_sq = at::linalg_vector_norm(hidden, 2, {-1}, /*keepdim=*/true, at::kFloat).square_();
     ctx.comm().all_reduce(sum_sq);
     at::Tensor inv_rms = sum_sq.div_(static_cast<double>(hidden.size(-1) * ctx.world())).add_(ctx.arg_float("eps")).rsqrt_();
     at::Tensor normed = at::empty_like(hidden);
     at::mul_out(normed, hidden, inv_rms);
-    return {normed.mul_(in["weight"])};
+    out.set({normed.mul_(in["weight"])});
   }
 };
 

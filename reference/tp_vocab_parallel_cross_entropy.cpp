@@ -20,13 +20,13 @@
 namespace {
 
 struct VocabParallelCrossEntropy : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& target = in["target"];
     const at::Tensor& logits = in["logits"];
     int64_t vl = logits.size(-1), start = ctx.rank() * vl;
     if (ctx.world() == 1 && logits.is_cuda())  // every target is in this rank's slice
-      return {at::cross_entropy_loss(logits.reshape({-1, vl}), target.reshape({-1}), {}, at::Reduction::None)
-                  .view(target.sizes())};
+      return out.set({at::cross_entropy_loss(logits.reshape({-1, vl}), target.reshape({-1}), {}, at::Reduction::None)
+                          .view(target.sizes())});
 
     at::Tensor zmax = logits.amax(-1).to(at::kFloat);
     ctx.comm().all_reduce(zmax, pkb::ReduceOp::Max);
@@ -39,7 +39,7 @@ struct VocabParallelCrossEntropy : pkb::Reference {
 
     at::Tensor sum_exp = at::sub(logits, zmax.unsqueeze(-1)).exp_().sum(-1);  // dt - fp32 is fp32
     ctx.comm().all_reduce(sum_exp);
-    return {(sum_exp.log() - picked).to(in["logits"].scalar_type())};
+    out.set({(sum_exp.log() - picked).to(in["logits"].scalar_type())});
   }
 };
 

@@ -14,11 +14,11 @@ namespace {
 struct VocabParallelLogprobTopk : pkb::Reference {
   void make_inputs(pkb::Ctx& ctx, pkb::Inputs& in) override { pkb_tp::make_logprob_inputs(ctx, in, 2.0); }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& logits = in["logits"];
     const at::Tensor& target = in["target"];
     at::Tensor lp = pkb_tp::chunk_logprobs(ctx, logits.reshape({-1, logits.size(-1)}), target.reshape({-1}));
-    return {lp.view(target.sizes())};
+    out.set({lp.view(target.sizes())});
   }
 };
 

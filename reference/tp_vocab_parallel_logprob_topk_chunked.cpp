@@ -12,7 +12,7 @@ namespace {
 struct VocabParallelLogprobTopkChunked : pkb::Reference {
   void make_inputs(pkb::Ctx& ctx, pkb::Inputs& in) override { pkb_tp::make_logprob_inputs(ctx, in, 2.0); }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& target = in["target"];
     at::Tensor logits = in["logits"].reshape({-1, in["logits"].size(-1)});
     at::Tensor flat = target.reshape({-1});
@@ -22,7 +22,7 @@ struct VocabParallelLogprobTopkChunked : pkb::Reference {
       int64_t cnt = std::min(step, n - start);
       pieces.push_back(pkb_tp::chunk_logprobs(ctx, logits.narrow(0, start, cnt), flat.narrow(0, start, cnt)));
     }
-    return {at::cat(pieces).view(target.sizes())};
+    out.set({at::cat(pieces).view(target.sizes())});
   }
 };
 

@@ -13,19 +13,19 @@ namespace {
 struct VocabParallelLogprobTopkChunkedBwd : pkb::Reference {
   void make_inputs(pkb::Ctx& ctx, pkb::Inputs& in) override { pkb_tp::make_logprob_inputs(ctx, in, 2.0); }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& logits3 = in["logits"];
     at::Tensor logits = logits3.reshape({-1, logits3.size(-1)});
     at::Tensor target = in["target"].reshape({-1});
     at::Tensor grad = in["grad_output"].reshape({-1}).to(at::kFloat);
     int64_t n = target.numel(), step = ctx.size("B") * ctx.size("chunk"), w = ctx.world(), vl = logits.size(1);
-    at::Tensor out = at::empty({n, vl}, logits.options().dtype(at::kFloat));  // each chunk's exchange lands in place
+    at::Tensor res = at::empty({n, vl}, logits.options().dtype(at::kFloat));  // each chunk's exchange lands in place
     for (int64_t start = 0; start < n; start += step) {
       int64_t cnt = std::min(step, n - start), nl = cnt / w;
       at::Tensor seq = pkb_tp::vocab_to_seq(ctx.comm(), logits.narrow(0, start, cnt));  // in dt, as the forward
       at::Tensor own = target.narrow(0, start + ctx.rank() * nl, nl).unsqueeze(-1);
       at::Tensor gt = grad.narrow(0, start + ctx.rank() * nl, nl).unsqueeze(-1);
-      at::Tensor into = out.narrow(0, start, cnt);
+      at::Tensor into = res.narrow(0, start, cnt);
       if (auto f = pkb_tp::top_k_top_p_kept(seq, ctx.size("top_k"), ctx.arg_float("top_p"))) {
         // Nonzero only at the kept tokens: (onehot(target) - softmax(filtered)) * g_t there,
         // scattered straight into the return exchange's row order (W, nl, Vl): vocab index
@@ -44,7 +44,7 @@ struct VocabParallelLogprobTopkChunkedBwd : pkb::Reference {
         pkb_tp::seq_to_vocab(ctx.comm(), g, into);
       }
     }
-    return {out.view(logits3.sizes())};
+    out.set({res.view(logits3.sizes())});
   }
 };
 

@@ -1,13 +1,11 @@
 // The reference API: reference/<slug>.cpp implements a problem's behaviour in libtorch,
 // one Reference per problem, registered under the problem's slug. The spec
-// (problems/<slug>.toml) declares the inputs and outputs; pkb builds the declared inputs,
-// calls run() on every rank and checks the outputs against the spec.
+// (problems/<slug>.toml) declares the inputs and outputs; pkb builds the declared inputs
+// and the output tensors, calls run() on every rank and checks the outputs against the spec.
 //
 //   struct AllReduce : pkb::Reference {
-//     std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
-//       at::Tensor y = at::empty_like(in["x"]);
-//       ctx.comm().all_reduce_into(y, in["x"]);  // out of place: no copy NCCL does not need
-//       return {y};
+//     void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
+//       ctx.comm().all_reduce_into(out["y"], in["x"]);  // straight into the output: no copy
 //     }
 //   };
 //   PKB_REFERENCE("coll_allreduce", AllReduce);
@@ -43,6 +41,48 @@ class Inputs {
  private:
   std::vector<std::string> names_;
   std::vector<at::Tensor> tensors_;
+};
+
+// A call's outputs on one rank, in spec order, by name: tensors pkb made at the shapes the
+// spec declares (a data-dependent dim, `<=` in the spec, at its upper bound), on the rank's
+// device or the host as declared. run() writes its results into them: in place (at::*_out,
+// the communicator's *_into, copy_ of a last step) or through set(). A candidate rank hands
+// the reference pkb's own output buffers here, exactly as it hands them to a candidate, so
+// the reference timed as the baseline does the work a candidate must do and nothing more:
+// a reference that writes in place pays no copy; one that sets a tensor it made pays one,
+// as a candidate that computed elsewhere would.
+class Outputs {
+ public:
+  // `dynamic`: which dims of the slot are data-dependent (may come out smaller).
+  void add(const std::string& name, at::Tensor slot, std::vector<bool> dynamic);
+  size_t size() const { return slots_.size(); }
+  const std::vector<std::string>& names() const { return names_; }
+  // The slot of an output, to write in place (at its declared shape).
+  at::Tensor& operator[](const std::string& name);
+  at::Tensor& at(size_t i) { return slots_.at(i); }
+  // Output i is `y`: copied into its slot (nothing to do where y is the slot itself), a
+  // data-dependent dim taking y's size. Throws std::runtime_error, naming the spec's
+  // declaration, where y's type, place or shape does not fit it.
+  void set(size_t i, const at::Tensor& y);
+  void set(const std::string& name, const at::Tensor& y);
+  void set(const std::vector<at::Tensor>& ys);  // every output, in spec order
+  // The size of a data-dependent dim of output i that run() wrote in place.
+  void set_size(size_t i, int64_t dim, int64_t size);
+  // What the call produced: the slots at the sizes set.
+  std::vector<at::Tensor> results() const;
+  const std::vector<int64_t>& sizes(size_t i) const { return sizes_.at(i); }
+  // How many outputs set() copied in this object's life (0: all written in place).
+  int copies() const { return copies_; }
+  // Every size back at its capacity: a new call on the same slots.
+  void reset_sizes();
+
+ private:
+  size_t index(const std::string& name) const;
+  std::vector<std::string> names_;
+  std::vector<at::Tensor> slots_;
+  std::vector<std::vector<bool>> dynamic_;
+  std::vector<std::vector<int64_t>> sizes_;
+  int copies_ = 0;
 };
 
 // What a reference sees of the run.
@@ -93,8 +133,9 @@ class Reference {
   // After pkb has built the declared inputs of a trial: fill those declared with
   // init = "custom", or derive inputs from others. Shapes must stay as declared.
   virtual void make_inputs(Ctx&, Inputs&) {}
-  // The problem's behaviour: outputs in spec order. Must not change the inputs.
-  virtual std::vector<at::Tensor> run(Ctx& ctx, const Inputs& in) = 0;
+  // The problem's behaviour, written into `out` (every element of every output). Must not
+  // change the inputs that the spec declares read-only.
+  virtual void run(Ctx& ctx, const Inputs& in, Outputs& out) = 0;
   // For an output whose spec declares `ties` (a choice among equal keys: the labels of a
   // top-k, a position in a sort), called when the candidate's output differs from the
   // reference's. Returns a bool tensor shaped like that output, true where the candidate's

@@ -38,7 +38,7 @@ struct EvalOptions {
   std::string solution, seed, json_out, save, hardware = "auto", tk_dir;
   std::string launcher = "local", slurm_dir;  // --launcher slurm: where the job's script, log and result go
   std::vector<std::string> sbatch;
-  bool no_timing = false, no_ref_cache = false, dry_plan = false;
+  bool no_timing = false, dry_plan = false;
   double heap_mib = 0, capture_mib = 0, memory_limit_gib = 0;
   rank::Job job;
   RunOptions run;
@@ -93,52 +93,6 @@ void check_solution_is_a_file(Globals& g, const std::string& problem, const std:
   throw UsageError("no such candidate file: " + solution);
 }
 
-// --profile-ops: each side's ops on rank 0, host us a timed call (means), the ops the call
-// made itself first (with the rest of its median), then the longest of those inside them.
-void print_ops(const json& r) {
-  const json& host = r["timing"].value("host", json::object());
-  auto side_of = [&](const char* side) { return host.value(side, json::object()); };
-  if (!side_of("reference").value("ops", json()).is_array() && !side_of("candidate").value("ops", json()).is_array()) return;
-  struct Row {
-    double calls[2] = {0, 0};
-    std::optional<double> us[2];  // reference, candidate; none where that side made no such op
-  };
-  std::map<std::pair<bool, std::string>, Row> rows;  // (nested, name)
-  for (int k : {0, 1})
-    for (auto& o : side_of(k ? "candidate" : "reference").value("ops", json::array())) {
-      Row& w = rows[{o["nested"].get<bool>(), o["name"].get<std::string>()}];
-      w.calls[k] = o["calls"];
-      w.us[k] = o["us"].get<double>();
-    }
-  auto us = [](const std::optional<double>& x) { return x ? fmt_us(*x) : std::string("-"); };
-  auto longest = [](const Row& w) { return std::max(w.us[0].value_or(0), w.us[1].value_or(0)); };
-  printf("host per timed call by op (--profile-ops, rank 0, us; calls a call: reference/candidate):\n");
-  printf("  %-44s %9s %10s %10s %9s\n", "op", "calls", "reference", "candidate", "cand/ref");
-  for (bool nested : {false, true}) {
-    std::vector<std::pair<std::string, Row>> list;
-    for (auto& [k, w] : rows)
-      if (k.first == nested) list.push_back({k.second, w});
-    std::stable_sort(list.begin(), list.end(), [&](auto& a, auto& b) { return longest(a.second) > longest(b.second); });
-    if (nested && !list.empty()) printf("  inside them, the longest:\n");
-    if (nested && list.size() > 12) list.resize(12);
-    double sum[2] = {0, 0};
-    for (auto& [name, w] : list) {
-      std::string ratio = w.us[0] && w.us[1] && *w.us[0] > 0 ? io::format("%.2f", *w.us[1] / *w.us[0]) : "";
-      printf("  %-44s %4s/%-4s %10s %10s %9s\n", name.substr(0, 44).c_str(), io::format("%.0f", w.calls[0]).c_str(),
-             io::format("%.0f", w.calls[1]).c_str(), us(w.us[0]).c_str(), us(w.us[1]).c_str(), ratio.c_str());
-      for (int k : {0, 1}) sum[k] += w.us[k].value_or(0);
-    }
-    if (nested) continue;
-    // The call's host time outside any op (the ops are means over the calls, so is this).
-    auto rest = [&](int k) -> std::optional<double> {
-      const json& h = side_of(k ? "candidate" : "reference");
-      if (!h.value("enqueue_mean_us", json()).is_number()) return std::nullopt;
-      return h["enqueue_mean_us"].get<double>() - sum[k];
-    };
-    printf("  %-44s %9s %10s %10s\n", "the rest of the call, outside these ops", "", us(rest(0)).c_str(), us(rest(1)).c_str());
-  }
-}
-
 void print_table(const json& r) {
   printf("verdict: %s", r["verdict"].get<std::string>().c_str());
   if (!r["message"].get<std::string>().empty()) printf(" — %s", r["message"].get<std::string>().c_str());
@@ -165,13 +119,16 @@ void print_table(const json& r) {
            r["run"]["hardware_profile"].get<std::string>().c_str(), fmt_us(r["roofline"]["bound_us"]).c_str(),
            r["roofline"]["limiter"].get<std::string>().c_str());
   printf("\n");
-  // The calls each side made, where the time budgets cut the settings' counts.
+  // The calls each side made, where the time budgets cut the settings' counts, and how the
+  // rounds ended.
   const json& counts = r["run"].value("counts", json());
   if (counts.is_object()) {
-    const json &c = counts["candidate"], &f = counts["reference"];
-    printf("calls: candidate %d warm-up + %d timed (%d checked), reference %d + %d%s\n", c.value("warmup", 0),
-           c.value("iters", 0), c.value("captured", 0), f.value("warmup", 0), f.value("iters", 0),
-           r["timing"].value("reference_cached", false) ? " (cached)" : "");
+    const json &c = counts["candidate"], &f = counts["reference"], &rounds = r["timing"].value("rounds", json::object());
+    printf("calls: candidate %d warm-up + %d timed (%d checked), reference %d alone + %d warm-up + %d timed beside it; "
+           "%d rounds of %d, ended by %s\n",
+           c.value("warmup", 0), c.value("iters", 0), c.value("captured", 0), f.value("baseline", 0),
+           f.value("warmup", 0), f.value("iters", 0), rounds.value("count", 0), rounds.value("block", 0),
+           rounds.value("stop", std::string("?")).c_str());
   }
   // Where both sides' timed threads ran (launch/cpus.hpp), where it can matter.
   const json& cpus = r["run"].value("cpus", json());
@@ -192,9 +149,8 @@ void print_table(const json& r) {
     for (auto& x : r["flags"]) f += (f.empty() ? "" : ", ") + x.get<std::string>();
     printf("flags: %s\n", f.c_str());
   }
-  if (r["timing"].contains("host_mismatch"))
-    printf("hosts apart: %s\n", r["timing"]["host_mismatch"].get<std::string>().c_str());
-  print_ops(r);
+  if (r["timing"].contains("reference_slowed"))
+    printf("reference slowed: %s\n", r["timing"]["reference_slowed"].get<std::string>().c_str());
   if (!eval::timing_counts(r))
     printf("note: %s timings say nothing about speed; reports count this run as correct, never as fast\n",
            r["run"].value("device", "") != "cuda" ? "CPU-device" : "these");
@@ -231,9 +187,7 @@ int evaluate(Globals& g, EvalOptions& o) {
   q.save = o.save;
   q.hardware = o.hardware;
   q.tk_dir = o.tk_dir;
-  if (o.job.profile_ops && o.no_timing) throw UsageError("--profile-ops profiles the timed calls: drop --no-timing");
   q.timing = !o.no_timing;
-  q.reference_cache = !o.no_ref_cache;
   q.dry_plan = o.dry_plan;
   q.heap_mib = o.heap_mib;
   q.capture_mib = o.capture_mib;
@@ -444,7 +398,7 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
       ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
   cmd->add_option("--timing-budget", j.timing_budget_s,
-                  "seconds of timed calls: fewer than --iters where calls are long, never under --min-iters")
+                  "seconds of timed calls a side: fewer than --iters where calls are long, never under --min-iters")
       ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
   cmd->add_option("--min-iters", j.min_iters, "timed calls whatever the budget")->check(CLI::Range(1, 1000000))->capture_default_str();
@@ -452,23 +406,27 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
       ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
   cmd->add_option("--min-trials", j.min_trials, "trials whatever the budget")->check(CLI::Range(1, 100000))->capture_default_str();
-  cmd->add_flag("--no-reference-cache", o.no_ref_cache, "time the reference even when a cached timing exists");
-  cmd->add_flag("--profile-ops", j.profile_ops,
-                "time each ATen op and communicator call inside both sides' timed calls on the host, into the record "
-                "and, for one problem, printed side by side (with @reference: which op the same code spends longer in "
-                "on one side; several problems: bench/ops_table.py); the timing is then neither cached nor counted");
-  cmd->add_option("--reference-max-iqr", j.reference_max_iqr,
-                  "the IQR over the median that a reference timing may reach (or 1 us) to be kept and cached (default "
-                  "0.10 on CUDA; no limit on the CPU device); beyond it, timed again, and flagged noisy_reference if "
-                  "it stays")
-      ->check(CLI::Range(0.0, 1e6));
-  cmd->add_option("--reference-attempts", j.reference_attempts,
-                  "timings of the reference in the same judges, until one is stable (before fresh judges)")
-      ->check(CLI::Range(1, 100))
+  cmd->add_option("--baseline-iters", j.baseline_iters,
+                  "calls of the reference alone in the candidate rank before the candidate is loaded: the baseline "
+                  "its calls beside the candidate are held to")
+      ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
-  cmd->add_option("--reference-redraws", j.reference_redraws,
-                  "starts of the ranks again with fresh judges while the reference's timing stays unstable")
-      ->check(CLI::Range(0, 100))
+  cmd->add_option("--block", j.block, "timed calls of one side in a row; the two sides alternate in rounds")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--max-iters", j.max_iters,
+                  "timed calls a side at most: past --iters the rounds go on while the speedup's interval is wider "
+                  "than --interval")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  cmd->add_option("--interval", j.interval_target,
+                  "the speedup's 95% interval, +- this fraction of it, that the rounds go on for (within the budget)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--reference-drift", j.reference_drift,
+                  "how much slower than its baseline the reference is credited beside the candidate (a candidate that "
+                  "slows it down gains no more)")
+      ->check(CLI::Range(0.0, 10.0))
       ->capture_default_str();
   cmd->add_option("--launcher", o.launcher, "local (here), or slurm (a Slurm job on a GPU node; waits for its result)")
       ->check(CLI::IsMember({"local", "slurm"}));

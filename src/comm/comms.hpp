@@ -1,6 +1,5 @@
-// Making communicators: the world communicator of a rank, the wrapper that turns every
-// collective into "no communication" (pkb validate), and the one that names each call
-// for --profile-ops.
+// Making communicators: the world communicator of a rank, and the wrapper that turns every
+// collective into "no communication" (pkb validate).
 #pragma once
 
 #include <memory>
@@ -29,10 +28,6 @@ void* nccl_handle(Comm* c);
 std::unique_ptr<Comm> make_no_comm(std::unique_ptr<Comm> inner);
 // The same over a communicator the caller keeps.
 std::unique_ptr<Comm> make_no_comm(Comm& inner);
-
-// Every call of `inner` (which the caller keeps) timed as a user scope of its own
-// ("comm::all_reduce"): --profile-ops names the communicator's share of a call.
-std::unique_ptr<Comm> make_scoped_comm(Comm& inner);
 
 // Members of the sub-communicator `color` after an all-gather of (color, key): global
 // ranks of this comm in key order, and this rank's position (-1 if not a member).

@@ -62,22 +62,6 @@ void heap_barrier(const heap::Heap& h, int channel, void* stream = nullptr);
 void write_flag(void* stream, uint32_t* flag, uint32_t value);
 void wait_flag(void* stream, uint32_t* flag, uint32_t value);
 
-// A flag in pinned host memory that this process's host sets and a stream waits on
-// (wait_flag on flag()): the judges' reference loop holds its stream on one until its host
-// starts a call, as the gate holds the judge's stream on the candidate rank's `ready`
-// (jobs/timing.cpp). Only the host writes it, so no stream waits on another. CUDA only.
-class HostFlag {
- public:
-  HostFlag();
-  ~HostFlag();
-  HostFlag(const HostFlag&) = delete;
-  HostFlag& operator=(const HostFlag&) = delete;
-  uint32_t* flag() const { return flag_; }
-  void set(uint32_t value);  // a release store: the device sees the value and what came before
- private:
-  uint32_t* flag_ = nullptr;
-};
-
 struct Clocks {
   int sm_mhz = 0, max_sm_mhz = 0;
   unsigned long long throttle_reasons = 0;  // NVML clocks-event reasons
@@ -92,19 +76,10 @@ uint64_t peak_allocated(at::Device d);
 void reset_peak(at::Device d);
 void release_cached_memory(at::Device d);
 
-// The median time of device-to-device copies of `sizes` bytes (a cudaMemcpyAsync each,
-// back to back), timed together with events like a candidate's call (0 on the CPU
-// device); past 1 GiB in all, one 1 GiB copy's time scaled to the total.
-double copy_us(at::Device d, const std::vector<size_t>& sizes);
-
 // `bytes` from `src` to `dst`, both in `d`'s memory: on torch's current stream on a GPU, at
 // once on the CPU (host memory, even in a CUDA run): one raw copy, where a copy_ costs the
 // host several microseconds more a call.
 void copy_bytes(at::Device d, void* dst, const void* src, size_t bytes);
-
-// The host's time to launch one empty kernel on `stream` (the median of a few batches of
-// `n`, per launch), for timing::probe_host; -1 on the CPU device.
-double launch_us(at::Device d, void* stream, int n);
 
 // The GPUs as CUDA sees them, as JSON (see probe.hpp).
 std::string probe_json();

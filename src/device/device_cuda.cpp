@@ -10,7 +10,6 @@
 #include <nccl.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -25,7 +24,6 @@
 namespace pkb::device {
 
 cudaError_t launch_barrier(uint32_t* const* pads, int rank, int world, int channel, cudaStream_t stream);
-cudaError_t launch_empty(cudaStream_t stream);
 
 namespace {
 
@@ -231,19 +229,6 @@ void wait_flag(void* stream, uint32_t* flag, uint32_t value) {
            "cuStreamWaitValue32");
 }
 
-HostFlag::HostFlag() {
-  void* p = nullptr;
-  check(cudaHostAlloc(&p, sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc");
-  flag_ = static_cast<uint32_t*>(p);  // one address for host and device (unified addressing)
-  *flag_ = 0;
-}
-
-HostFlag::~HostFlag() {
-  if (flag_) cudaFreeHost(flag_);
-}
-
-void HostFlag::set(uint32_t value) { __atomic_store_n(flag_, value, __ATOMIC_RELEASE); }
-
 Clocks read_clocks(at::Device d) {
   Clocks c;
   if (!d.is_cuda()) return c;
@@ -267,60 +252,6 @@ void copy_bytes(at::Device d, void* dst, const void* src, size_t bytes) {
   }
   check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, c10::cuda::getCurrentCUDAStream(d.index()).stream()),
         "cudaMemcpyAsync");
-}
-
-double copy_us(at::Device d, const std::vector<size_t>& sizes) {
-  size_t total = 0;
-  for (size_t b : sizes) total += b;
-  if (!d.is_cuda() || total == 0) return 0;
-  // Past 1 GiB a copy runs at the device's bandwidth: time one copy of 1 GiB and scale,
-  // rather than hold two more copies of a large problem's outputs. Below, one copy per
-  // output, back to back, as @reference makes them (each copy has its own fixed cost).
-  const size_t cap = size_t{1} << 30;
-  std::vector<size_t> parts = total > cap ? std::vector<size_t>{cap} : sizes;
-  const size_t bytes = std::min(total, cap);
-  char *a = nullptr, *b = nullptr;
-  check(cudaMalloc(&a, bytes), "cudaMalloc");
-  check(cudaMalloc(&b, bytes), "cudaMalloc");
-  cudaStream_t s = nullptr;
-  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
-  auto copies = [&] {
-    size_t at = 0;
-    for (size_t n : parts) {
-      if (n) cudaMemcpyAsync(b + at, a + at, n, cudaMemcpyDeviceToDevice, s);
-      at += n;
-    }
-  };
-  for (int i = 0; i < 3; ++i) copies();
-  const int reps = 21;
-  EventTimer timer(s, reps);
-  for (int i = 0; i < reps; ++i) {
-    timer.start(i);
-    copies();
-    timer.stop(i);
-  }
-  std::vector<double> us = timer.elapsed_us();
-  std::sort(us.begin(), us.end());
-  cudaStreamDestroy(s);
-  cudaFree(a);
-  cudaFree(b);
-  return us[reps / 2] * static_cast<double>(total) / static_cast<double>(bytes);
-}
-
-double launch_us(at::Device d, void* stream, int n) {
-  if (!d.is_cuda()) return -1;
-  auto s = static_cast<cudaStream_t>(stream);
-  check(launch_empty(s), "empty kernel launch");  // the module loaded before the clock starts
-  check(cudaStreamSynchronize(s), "CUDA error");
-  std::vector<double> per;
-  for (int k = 0; k < 7; ++k) {
-    auto t = std::chrono::steady_clock::now();
-    for (int i = 0; i < n; ++i) launch_empty(s);
-    per.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count() / n);
-    check(cudaStreamSynchronize(s), "CUDA error");
-  }
-  std::sort(per.begin(), per.end());
-  return per[per.size() / 2];
 }
 
 // torch's allocator is set up lazily, with the first CUDA tensor: its statistics need it.

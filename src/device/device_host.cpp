@@ -2,7 +2,6 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
-#include <chrono>
 #include <cstring>
 #include <stdexcept>
 
@@ -32,14 +31,9 @@ Joined capture_joined(at::Device, void*, const std::function<void()>&) { return 
 Clocks read_clocks(at::Device) { return {}; }
 void write_flag(void*, uint32_t*, uint32_t) { throw std::logic_error("write_flag: no CUDA device in this pkb"); }
 void wait_flag(void*, uint32_t*, uint32_t) { throw std::logic_error("wait_flag: no CUDA device in this pkb"); }
-HostFlag::HostFlag() { throw std::logic_error("HostFlag: no CUDA device in this pkb"); }
-HostFlag::~HostFlag() = default;
-void HostFlag::set(uint32_t) {}
 void copy_bytes(at::Device, void* dst, const void* src, size_t bytes) {
   if (bytes) std::memcpy(dst, src, bytes);
 }
-double copy_us(at::Device, const std::vector<size_t>&) { return 0; }
-double launch_us(at::Device, void*, int) { return -1; }
 uint64_t peak_allocated(at::Device) { return 0; }
 void reset_peak(at::Device) {}
 void release_cached_memory(at::Device) {}

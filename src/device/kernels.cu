@@ -1,5 +1,5 @@
 // pkb's own kernels (not the candidates'): the device barrier used to align ranks before
-// timing and by pkb selftest, and an empty one whose launch the host probe times.
+// timing and by pkb selftest.
 #include <cuda_runtime.h>
 
 #include "pkb/device.cuh"
@@ -10,17 +10,11 @@ namespace {
 __global__ void barrier_kernel(uint32_t* const* pads, int rank, int world, int channel) {
   dev::barrier_block(pads, rank, world, channel);
 }
-__global__ void empty_kernel() {}
 }  // namespace
 
 cudaError_t launch_barrier(uint32_t* const* pads, int rank, int world, int channel, cudaStream_t stream) {
   int threads = world < 32 ? 32 : world;
   barrier_kernel<<<1, threads, 0, stream>>>(pads, rank, world, channel);
-  return cudaGetLastError();
-}
-
-cudaError_t launch_empty(cudaStream_t stream) {
-  empty_kernel<<<1, 1, 0, stream>>>();
   return cudaGetLastError();
 }
 

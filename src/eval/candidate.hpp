@@ -34,8 +34,10 @@ class Candidate {
   virtual std::string returned(const char* entry, int rc) const {
     return std::string(entry) + " returned " + std::to_string(rc);
   }
-  // The host time (us) pkb itself spent inside the last run on the candidate's behalf: the
-  // copy of @reference's outputs into pkb's buffers; 0 for a real candidate.
+  // Whether the candidate hands back tensors of its own, which pkb copies into its output
+  // buffers inside the call (charged to it, and alike to the reference it is timed beside).
+  virtual bool copies_outputs() const { return false; }
+  // The host time (us) pkb spent inside the last run on that copy; 0 where there is none.
   virtual double adapter_us() const { return 0; }
 };
 

@@ -55,7 +55,7 @@ MemoryPlan plan_memory(const MemoryRequest& r) {
   auto [in, out] = largest_rank_io(r);
 
   // The judge: the reference's inputs, outputs and working memory (its peak: it runs on the
-  // judge's own inputs). Measured by an earlier run, declared by the spec, or estimated.
+  // judge's own inputs). Declared by the spec, or estimated.
   uint64_t ref_peak = r.reference_peak;
   p.reference_source = r.reference_peak_source;
   if (ref_peak == 0 && !r.spec->reference_peak.empty()) {
@@ -68,8 +68,7 @@ MemoryPlan plan_memory(const MemoryRequest& r) {
     ref_peak = in + out + std::max(in, out);  // its inputs and outputs, and one temporary of the larger
     p.reference_source = "estimated";
   }
-  // The judge also holds the captures of the candidate's outputs, taken as each call ends,
-  // and (rank 0, CUDA, timing) the device-copy check.
+  // The judge also holds the captures of the candidate's outputs, taken as each call ends.
   int want = r.timing ? std::max(r.iters, 1) : 1;
   int floor = r.timing ? std::min(r.min_captures, want) : 1;
   // Where memory cannot hold the floor, fewer still: never under this many.
@@ -82,14 +81,15 @@ MemoryPlan plan_memory(const MemoryRequest& r) {
                                  {"captured outputs (" + std::to_string(p.captures) + " calls)", p.captures * capture},
                                  {"process runtime", kRankRuntime}};
     if (r.nccl) j.push_back({"NCCL buffers", kNcclBuffers});
-    if (r.cuda && r.timing) j.push_back({"the device-copy check (rank 0)", 2 * std::min<uint64_t>(out, uint64_t{1} << 30)});
     return j;
   };
-  // The candidate rank: its harness, the candidate's own heap, its runtime.
+  // The candidate rank: its harness, the candidate's own heap, its runtime, and with timing
+  // the reference timed beside the candidate (on the harness's inputs: the rest of its peak).
   auto candidate_parts = [&] {
     std::vector<MemoryPart> c = {{"gate and inputs and outputs (one set)", set},
                                  {"the candidate's own heap", p.candidate_heap},
                                  {"process runtime", kRankRuntime}};
+    if (r.timing) c.push_back({"the reference's working memory (its baseline, timed here)", ref_peak > in ? ref_peak - in : 0});
     if (r.nccl) c.push_back({"NCCL buffers", kNcclBuffers});
     return c;
   };

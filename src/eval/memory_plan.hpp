@@ -1,8 +1,8 @@
 // How much device memory an evaluation takes on each GPU, before any rank starts: a
-// candidate rank's symmetric heap (the harness: one set of inputs and outputs; then the
-// candidate's own heap) and a judge rank's (the reference's peak: its inputs, outputs and
-// working memory; the captures of the candidate's outputs), each with its process's
-// runtime; ranks sharing a GPU add up. pkb sizes its own buffers to fit (fewer captures,
+// candidate rank's (its symmetric heap: the harness, one set of inputs and outputs, then the
+// candidate's own heap; the reference's working memory where it is timed there) and a judge
+// rank's (the reference's peak: its inputs, outputs and working memory; the captures of the
+// candidate's outputs), each with its process's runtime; ranks sharing a GPU add up. pkb sizes its own buffers to fit (fewer captures,
 // then a smaller default candidate heap, down to 256 MiB) and refuses, in
 // one line with the numbers, a problem that cannot fit at all. On the CPU device the same
 // arithmetic runs against the host's memory. Torch-free; tested on made-up numbers.
@@ -29,9 +29,9 @@ struct MemoryRequest {
   uint64_t capture_budget = 0;         // the most bytes of captures a judge rank may take
   uint64_t candidate_heap = 0;         // asked for (--heap-size); 0: pkb's default, which may shrink
   // The reference's working memory on the busiest rank (its peak, inputs and outputs
-  // included): measured by an earlier run, or declared by the spec; 0: unknown (estimated).
+  // included), where known; 0: the spec's declaration, else an estimate.
   uint64_t reference_peak = 0;
-  std::string reference_peak_source;   // "measured", "declared" (or "" when unknown)
+  std::string reference_peak_source;   // where reference_peak comes from ("" when 0)
 };
 
 struct MemoryPart {
@@ -46,7 +46,7 @@ struct MemoryPlan {
   uint64_t memory = 0;        // what the GPU has
   int captures = 0;           // timed calls whose outputs are captured
   uint64_t candidate_heap = 0;  // the candidate's own heap, as pkb will make it
-  std::string reference_source;  // measured, declared or estimated
+  std::string reference_source;  // given, declared or estimated
   bool fits = true;
   std::vector<std::string> notes;  // what pkb shrank to fit
   std::string refusal;             // one line, when it does not fit

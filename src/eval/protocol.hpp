@@ -4,17 +4,25 @@
 // judge). Named here once for both sides and for the parent, which checks the candidate
 // ranks' timing against when their messages arrived.
 //
-// The conversation of one pair, after the judges have timed the reference:
+// The conversation of one pair:
 //   candidate: ready {heap_span}          judge maps the candidate rank's harness
 //   calibration (CUDA), per empty call i of kCalibrationCalls:
 //                 candidate: fill {call: i}   judge: filled {call: i, seq}
+//   baseline (the reference alone, in the candidate rank, before the candidate is loaded):
+//                 judge: inputs {warm}    candidate: timing {iters, warmup}
+//                 per call i: candidate: fill {call: i, us}   judge: filled {call: i, seq}
+//                 candidate: timed {failure, calls, us}        judge: decision {failure}
 //   per trial t:  judge: inputs {trial, seq}   candidate: ran {trial, failure, sizes}
 //                 judge: decision {failure, stop}
-//   timing:       judge: inputs {warm}    candidate: timing {iters}
-//                 per timed call i: candidate: fill {call: i}   judge: filled {call: i, seq}
-//                 candidate: timed {failure, sizes, calls}       judge: decision {failure}
-// `seq` numbers the call on the gate (jobs/gate.hpp); which timed calls the judge captures
-// it never says.
+//   timing:       judge: inputs {warm}    candidate: timing {candidate_s, reference_s, warmup}
+//                 judge: plan {calls}     (the most calls the rounds can make)
+//                 per call i: candidate: fill {call: i, us}
+//                             judge: filled {call: i, seq, side}, or at a round's end {call: i, stop}
+//                 candidate: timed {failure, sizes, calls, us}  judge: decision {failure}
+// `seq` numbers the call on the gate (jobs/gate.hpp); `side` says whose call it is (the
+// candidate's or the reference's); `us` is the previous call's time by the candidate rank's
+// own clock on the CPU device, where it is the only clock (null on CUDA). Which of the
+// candidate's calls the judge captures it never says.
 #pragma once
 
 #include <stdexcept>
@@ -30,16 +38,12 @@ namespace pkb::eval::protocol {
 
 inline constexpr char kJudges[] = "j/";      // the judge ranks' namespace
 inline constexpr char kCandidates[] = "c/";  // the candidate ranks'
-// Set by judge rank 0 under kJudges once the reference is timed and its memory freed: no
-// candidate rank touches the device before. kRedraw as its value: the timing stayed
-// unstable and the judges end for fresh ones, so every candidate rank ends too, untouched.
-inline constexpr char kReferenceDone[] = "reference_done";
-inline constexpr char kRedraw[] = "redraw";
 inline constexpr char kHostRegion[] = "harness_host";  // + "/<rank>": a candidate rank's host tensors
 
 // Message types.
 inline constexpr char kReady[] = "ready", kInputs[] = "inputs", kRan[] = "ran", kDecision[] = "decision",
-                      kTiming[] = "timing", kFill[] = "fill", kFilled[] = "filled", kTimed[] = "timed";
+                      kTiming[] = "timing", kPlan[] = "plan", kFill[] = "fill", kFilled[] = "filled",
+                      kTimed[] = "timed";
 
 // The empty calls on which a judge measures what the gate costs (CUDA).
 inline constexpr int kCalibrationCalls = 40;

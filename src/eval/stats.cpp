@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <random>
 
 namespace pkb::eval {
 
@@ -49,35 +48,6 @@ Stats stats_of(std::vector<double> us) {
   s.p75 = quantile(us, 0.75);
   s.iqr = s.p75 - s.p25;
   return s;
-}
-
-nlohmann::json Interval::to_json() const { return {{"lo", lo}, {"hi", hi}, {"level", level}, {"method", "bootstrap"}}; }
-
-Interval speedup_interval(const std::vector<double>& ref, const std::vector<double>& cand, double level, int resamples) {
-  Interval out;
-  out.level = level;
-  if (ref.empty() || cand.empty()) return out;
-  std::mt19937_64 rng(0x706b62);  // fixed: the same samples give the same interval
-  auto median_of_resample = [&](const std::vector<double>& x, std::vector<double>& buf) {
-    std::uniform_int_distribution<size_t> pick(0, x.size() - 1);
-    for (auto& v : buf) v = x[pick(rng)];
-    auto mid = buf.begin() + static_cast<long>(buf.size() / 2);
-    std::nth_element(buf.begin(), mid, buf.end());
-    if (buf.size() % 2) return *mid;
-    double upper = *mid;
-    return (upper + *std::max_element(buf.begin(), mid)) / 2;
-  };
-  std::vector<double> rb(ref.size()), cb(cand.size()), ratios;
-  ratios.reserve(resamples);
-  for (int b = 0; b < resamples; ++b) {
-    double c = median_of_resample(cand, cb), r = median_of_resample(ref, rb);
-    if (c > 0) ratios.push_back(r / c);
-  }
-  if (ratios.empty()) return out;
-  std::sort(ratios.begin(), ratios.end());
-  out.lo = quantile(ratios, (1 - level) / 2);
-  out.hi = quantile(ratios, 1 - (1 - level) / 2);
-  return out;
 }
 
 std::vector<double> slowest_per_call(const std::vector<std::vector<double>>& per_rank) {

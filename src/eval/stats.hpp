@@ -29,18 +29,6 @@ inline bool spread_beyond(double iqr_us, double median_us, double rel, double fl
   return iqr_us > std::max(rel * median_us, floor_us);
 }
 
-// The speedup (reference median / candidate median) with a confidence interval: a
-// percentile bootstrap, each side's calls resampled on their own (`resamples` times, from a
-// fixed seed so a result is reproducible). The interval says how far the medians of calls
-// like these could move from run to run of the same timing; not the run-to-run drift of the
-// machine (a disturbed baseline is the reference timing's stability check's business).
-struct Interval {
-  double lo = 0, hi = 0, level = 0.95;
-  nlohmann::json to_json() const;
-};
-Interval speedup_interval(const std::vector<double>& reference_us, const std::vector<double>& candidate_us,
-                          double level = 0.95, int resamples = 2000);
-
 // A collective ends when its slowest rank ends: per call, the largest time over ranks.
 std::vector<double> slowest_per_call(const std::vector<std::vector<double>>& per_rank);
 

@@ -47,10 +47,9 @@ struct Rules {
   // which is what counts: a median far below the judge's (by this fraction and more than
   // this many us) was rewritten inside the candidate's process. Held on CUDA.
   double self_report_fraction = 0.75, self_report_min_us = 2;
-  // The two sides' host probes (rank 0's) apart by more than this factor, where the slower
-  // side's calls are launch-bound (their host took at least this fraction of their device
-  // time): the speedup follows the processes, not the code (flag host_mismatch).
-  double host_mismatch = 1.25, launch_bound_fraction = 0.8;
+  // The speedup's 95% interval wider than this (relative half-width) when the rounds ended
+  // on the budget: the timing says too little to count (flag noisy_timing).
+  double max_interval = 0.10;
 };
 
 // What the verdict is judged on besides the ranks' reports.
@@ -61,41 +60,19 @@ struct Context {
   int world = 1, ranks_per_gpu = 1;
   bool timing = true;
   const spec::HardwareProfile* hardware = nullptr;  // for the roofline (none: no roofline)
-  nlohmann::json cached_reference;                  // the reference's timing from the cache, or null
-  // cached_reference was timed in this evaluation, by judges of an earlier start of the
-  // ranks (ended for fresh ones while another problem's timing was unstable): not cached.
-  bool reference_timed_here = false;
-  // Each earlier start's attempts at the reference, whose timing was unstable (oldest first).
-  nlohmann::json reference_redraws = nlohmann::json::array();
   // CUDA: the judge and candidate rank beside it share one GPU context (MPS), so the
-  // judge's clock sees the candidate's calls; without it, the rank's own events are used
-  // and the timing does not count (timing_unverified).
+  // judge's clock sees the calls alone; without it their spans hold the other context's
+  // time slices and the timing does not count (timing_unverified).
   bool mps = true;
-  // --profile-ops: both sides' calls paid the op profiler's callbacks (jobs/op_profile.hpp):
-  // the reference's timing is not kept and the speedup does not count (flag profiled).
-  bool profiled = false;
+  // The job's timing rules (rank::Job): the interval the rounds aim at, and how much slower
+  // than its baseline the reference is credited beside the candidate.
+  double interval_target = 0.03, reference_drift = 0.05;
 };
-
-// The reference's timing from its judges' reports (rank order, each with the attempts): the
-// kept attempt's statistics over the slowest rank's calls, every attempt's summary, whether
-// it is stable, and what a later evaluation may reuse (cache(): null when unstable).
-struct JudgedReference {
-  Stats stats;
-  std::vector<double> calls;
-  nlohmann::json counts, attempts;
-  nlohmann::json host;  // the kept attempt's host on judge rank 0 (timing.host.reference), or null
-  bool stable = true;
-  std::string unstable;  // why not
-  double peak_bytes = 0;
-  nlohmann::json cache() const;
-};
-JudgedReference judged_reference(const std::vector<JudgeReport>& judges);
 
 // Fills res's verdict, message, failure, timing, speedup, busbw_gbps, roofline, flags,
-// escape_check, run's counts, phases_ms, device_copy and clocks from `rep`: the group of
-// pkb eval, W judge ranks then W candidate ranks (judge r beside candidate rank r).
-// Returns the reference's timing to cache (null when this run did not time it).
-nlohmann::json judge(nlohmann::json& res, const launch::GroupReport& rep, const Context& c, const Rules& rules = {});
+// escape_check, run's counts, phases_ms and clocks from `rep`: the group of pkb eval, W
+// judge ranks then W candidate ranks (judge r beside candidate rank r).
+void judge(nlohmann::json& res, const launch::GroupReport& rep, const Context& c, const Rules& rules = {});
 
 // What a candidate rank's phase events say about its channel: "" when they follow pkb's
 // order, else what broke it (only something other than pkb could have written them).

@@ -19,16 +19,17 @@ struct ProblemContext {
   rank::Rank& rank;
   spec::ProblemSpec spec;
   at::ScalarType dt;
-  std::unique_ptr<Comm> scoped_comm;  // --profile-ops: the references' communicator, each call named
   ref::RefCtx ctx;
   std::unique_ptr<Reference> reference;
 
   // A trial's fresh inputs (ctx.begin_trial(key) first).
   Inputs inputs_for(int64_t key);
-  // Runs the reference and checks its outputs against the spec; given `pristine` (a copy of
-  // `in` from before the call), the read-only inputs must come back equal to it (the
-  // reference is pkb's: a failure there is a bug in it). Dryrun and validate check it with
-  // the copy they keep anyway; a judge spares the copy of a large problem's inputs.
+  // Runs the reference into fresh outputs (their shapes and types are the spec's: ref::
+  // Outputs checks what it is given); given `pristine` (a copy of `in` from before the
+  // call), the outputs start poisoned, so an element it never writes shows, and the
+  // read-only inputs must come back equal to it (the reference is pkb's: a failure there is
+  // a bug in it). Dryrun and validate check it with the copy they keep anyway; a judge
+  // spares the copy of a large problem's inputs.
   std::vector<at::Tensor> run_reference(Inputs& in, const Inputs* pristine = nullptr);
   // Where this problem's saved outputs go: the job's save_dir, or its <slug>/
   // (job.save_by_problem); "" when nothing is saved.

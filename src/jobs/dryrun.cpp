@@ -50,7 +50,7 @@ json dryrun_one(rank::Rank& r, const std::string& spec_path, Comm* no_comm) {
     r.make_heap(0);  // its signal pads align the timed calls
     device::release_cached_memory(r.device);
     device::reset_peak(r.device);
-    r.to_timing_cpu();  // as pkb eval's judges time it (launch/cpus.hpp)
+    r.to_timing_cpu();  // as pkb eval's candidate ranks time both sides (launch/cpus.hpp)
     res["timing"] = eval::to_json(timing::time_reference(pc, stream));
     r.to_partner_cpu();
     res["peak_bytes"] = device::peak_allocated(r.device);

@@ -1,15 +1,20 @@
 // pkb eval on a candidate rank: the candidate, confined, on inputs its judge rank puts into
-// its set before every call, and the timing of its calls.
+// its set before every call, and the timing of its calls beside the reference's.
 //
-// The rank starts only once the judges have timed the reference. It lays out its harness
-// (eval/layout.hpp) in the symmetric heap and a shared host region, which its judge maps;
-// lets its judge calibrate the gate on pkb's own empty calls; makes its own communicator
-// (NCCL, where ranks have a GPU each) connect; enters the sandbox (rank/sandbox.hpp) and
-// only then loads the candidate. Every call runs between the gate's flags (jobs/gate.hpp):
-// the judge poisons the outputs and writes the inputs before it, and times it and copies
-// its outputs out from its own process as the call's work on ctx->stream ends. This
-// process never holds the run's seed, the reference, its answers, the captures or the
-// clock that counts: it cannot copy or rewrite what it never holds.
+// The rank lays out its harness (eval/layout.hpp) in the symmetric heap and a shared host
+// region, which its judge maps; lets its judge calibrate the gate on pkb's own empty calls;
+// makes its own communicator (NCCL, where ranks have a GPU each) connect; sets up the
+// problem's reference over it; enters the sandbox (rank/sandbox.hpp); has the reference
+// timed alone there (the baseline), and only then loads the candidate. Every call, the
+// candidate's and the reference's alike, runs between the gate's flags (jobs/gate.hpp): the
+// judge poisons the outputs and writes the inputs before it, and times it and copies the
+// candidate's outputs out from its own process as the call's work on ctx->stream ends. The
+// timed calls alternate between the two in blocks the judges choose (eval/interleave.hpp),
+// so both sides are timed in this one process, by the same path and clock. This process
+// never holds the run's seed, the reference's answers, the captures or the clock that
+// counts: it cannot copy or rewrite what it never holds. It runs the reference's code, so
+// it could slow the reference down beside it: the judges credit the reference at most a
+// little over its baseline, timed before any candidate code existed here.
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -62,22 +67,21 @@ void deny_if_violated(int rank, const std::string& when) {
 
 // What a candidate rank makes once and its problems share (several only for the reference
 // as the candidate): its stream, the pair's messages, the harness regions sized for the
-// largest problem (the gate's flags at their start), the communicator @reference runs on.
+// largest problem (the gate's flags at their start), the communicator the reference runs on.
 struct Shared {
   void* stream = nullptr;
   std::unique_ptr<Pair> pair;
   char* base = nullptr;  // the harness region in the heap
   std::unique_ptr<heap::Mapping> host;
   std::unique_ptr<CandidateGate> gate;
-  std::unique_ptr<Comm> own_comm;  // @reference's where the rank has no communicator
-  std::unique_ptr<Comm> scoped_comm;  // @reference's, each call named (--profile-ops)
+  std::unique_ptr<Comm> own_comm;  // the reference's where the rank has no communicator
   std::unique_ptr<eval::Candidate> candidate;  // a native or .py candidate, loaded once
-  std::vector<std::unique_ptr<eval::Candidate>> references;  // @reference: one per problem
+  std::vector<std::unique_ptr<eval::ReferenceCandidate>> references;  // one per problem: the baseline (and @reference)
   rank::SandboxStatus sandbox;
 };
 
-// One problem on a candidate rank: the calibration of its gate, then pkb_init, the trials
-// and the timed calls of the candidate on the problem's set.
+// One problem on a candidate rank: the calibration of its gate, the reference's baseline,
+// then pkb_init, the trials and the timed rounds of the candidate beside the reference.
 class CandidateProblem {
  public:
   CandidateProblem(rank::Rank& r, size_t k, Shared& sh)
@@ -97,14 +101,49 @@ class CandidateProblem {
     const int n = eval::protocol::kCalibrationCalls;
     auto own = device::make_timer(r_.device, stream_, n);
     for (int i = 0; i < n; ++i) {
-      uint32_t seq = request_call(i);
-      gate_->call(seq, [] { return 0; }, own.get(), i);
+      Request q = request_call(i);
+      gate_->call(q.seq, [] { return 0; }, own.get(), i);
     }
     device::sync_stream(r_.device, stream_);
   }
 
-  json run(eval::Candidate& candidate) {
+  // The reference alone, timed through the gate as every later call is: its warm-up, then
+  // calls on inputs the judge writes before each. Before the candidate is loaded (the
+  // first problem's) or while none is (@reference's), so nothing of a candidate can touch
+  // it: what the judges hold the reference's calls beside the candidate to. Returns false
+  // when the judges end the problem here.
+  bool baseline(eval::Candidate& reference) {
+    if (!job_.timing) return true;
+    r_.client.phase(phase::kReferenceWarmup);
+    pair_.receive(proto::kInputs);  // the warm-up's inputs are in the set
+    std::optional<Failure> fail;
+    timing::Warmup w = timing::warm_up(r_, [&] {
+      fail = call(reference, phase::kReferenceWarmup, timing::kWarmKey);
+      return !fail;
+    });
+    int n = timing::agree_iters(r_, w.s_per_call, std::max(job_.baseline_iters, 1));
+    pair_.send(proto::kTiming, {{"iters", n}, {"warmup", w.calls}});
+    r_.client.phase(phase::kReferenceTiming);
+    auto own = device::make_timer(r_.device, stream_, n);
+    int i = 0;
+    for (; !fail; ++i) {
+      Request q = request_call(i, last_us(*own, i));  // the request after the last call is told to stop
+      if (q.stop) break;
+      if (i >= n) throw proto::ProtocolError("the judge asked for more than " + std::to_string(n) + " calls");
+      fail = gate_->call(q.seq, [&] { return call(reference, phase::kReferenceTiming, timing::kBaselineKey + i); },
+                         own.get(), i);
+    }
+    device::synchronize(r_.device);
+    std::vector<double> us = own->elapsed_us();
+    us.resize(i);
+    pair_.send(proto::kTimed, {{"failure", failure_json(fail)}, {"calls", i}, {"us", r_.device.is_cuda() ? json() : json(us)}});
+    r_.client.phase(phase::kAwaitJudge);
+    return decided();
+  }
+
+  json run(eval::Candidate& candidate, eval::Candidate& reference) {
     cand_ = &candidate;
+    ref_ = &reference;
     auto t0 = Clock::now();
     init();
     report_.phase_ms["init"] = ms_since(t0);
@@ -116,9 +155,14 @@ class CandidateProblem {
       timing();
       report_.phase_ms["timing"] = ms_since(t0);
     }
+    return finish();
+  }
+
+  // The report of a problem that ended before the candidate ran (its baseline failed).
+  json finish() {
     report_.sandbox = sh_.sandbox.to_json();
     r_.client.phase(phase::kFinish);
-    cand_->finalize(cctx_->get());
+    if (cand_) cand_->finalize(cctx_->get());
     device::synchronize(r_.device);
     return eval::to_json(report_);
   }
@@ -141,12 +185,12 @@ class CandidateProblem {
     for (size_t i = 0; i < spec_.inputs.size(); ++i) din_.push_back(described(spec_.inputs[i], harness_->in[i], layout_.in[i]));
     for (size_t i = 0; i < spec_.outputs.size(); ++i)
       dout_.push_back(described(spec_.outputs[i], harness_->out[i], layout_.out[i]));
+    cctx_ = std::make_unique<CandidateCtx>(*r_.heap, r_.client, r_.device.is_cuda() ? r_.device.index() : -1, stream_,
+                                           comm::nccl_handle(r_.comm.get()), spec_, vars_);
   }
 
   void init() {
     r_.client.phase(phase::kInit);
-    cctx_ = std::make_unique<CandidateCtx>(*r_.heap, r_.client, r_.device.is_cuda() ? r_.device.index() : -1, stream_,
-                                           comm::nccl_handle(r_.comm.get()), spec_, vars_);
     // pkb_init sees shapes and dtypes, no data.
     std::vector<pkb_tensor> din, dout;
     for (size_t i = 0; i < spec_.inputs.size(); ++i)
@@ -167,33 +211,52 @@ class CandidateProblem {
                                  "sizes in the same order");
   }
 
-  // Asks the judge for call `i` (its inputs written, its outputs poisoned) and returns the
-  // call's sequence number on the gate. On CUDA the thread never sleeps between asking and
-  // the call: it polls the store's acknowledgement of the request and then the judge's
-  // answer while the judge writes the inputs (for up to kAwaitInputsSpinS, then sleeps), as
-  // the judges' reference calls follow a spinning synchronise. A thread that slept, even
-  // on the acknowledgement's ~20 us, enqueued the call after it slower: its host per call
-  // a median 1.14x the judges' over ten launch-bound problems, 0.93x polling (bench/results/
-  // h200-2026-12-04, call 14). Not where a spin would take a core from a judge: on the CPU
-  // device (its timings count for nothing) or, unpinned, with fewer CPUs than every rank
-  // and the parent need (an allocation of few cores beside several GPUs). A pinned rank's
-  // CPU is its own (launch/cpus.hpp).
+  // What the judge answers a request for a call: the call's number on the gate, which side
+  // it is, or that the timed rounds are over.
+  struct Request {
+    uint32_t seq = 0;
+    eval::interleave::Side side = eval::interleave::Side::candidate;
+    bool stop = false;
+  };
+
+  // Asks the judge for call `i` (its inputs written, its outputs poisoned); `us`: the last
+  // call's time by this rank's own clock, on the CPU device (where it is the only clock;
+  // null on CUDA). On CUDA the thread never sleeps between asking and the call: it polls
+  // the store's acknowledgement of the request and then the judge's answer while the judge
+  // writes the inputs (for up to kAwaitInputsSpinS, then sleeps), so the call is enqueued
+  // by a thread that did not just wake (a thread that slept even on the acknowledgement's
+  // ~20 us enqueued the call after it slower). Not where a spin would take a core from a
+  // judge: on the CPU device or, unpinned, with fewer CPUs than every rank and the parent
+  // need (an allocation of few cores beside several GPUs). A pinned rank's CPU is its own
+  // (launch/cpus.hpp).
   static constexpr double kAwaitInputsSpinS = 0.05;
   bool spin_for_inputs() const {
     cpu_set_t cpus;
     return r_.device.is_cuda() && (job_.timing_cpu >= 0 || (sched_getaffinity(0, sizeof cpus, &cpus) == 0 &&
                                                             CPU_COUNT(&cpus) >= 2 * r_.world + 1));
   }
-  uint32_t request_call(int i) {
+  Request request_call(int i, json us = nullptr) {
     struct Spin {
       launch::Client& c;
       ~Spin() { c.spin_while_waiting(0); }
     } spin{r_.client};
     if (spin_) r_.client.spin_while_waiting(kAwaitInputsSpinS);
-    pair_.send(proto::kFill, {{"call", i}});
+    pair_.send(proto::kFill, {{"call", i}, {"us", us}});
     json f = pair_.receive(proto::kFilled);
     if (f.value("call", -1) != i) throw proto::ProtocolError("filled the wrong call");
-    return f.at("seq").get<uint32_t>();
+    Request q;
+    q.stop = f.value("stop", false);
+    if (q.stop) return q;
+    q.seq = f.at("seq").get<uint32_t>();
+    q.side = f.value("side", "candidate") == std::string("reference") ? eval::interleave::Side::reference
+                                                                       : eval::interleave::Side::candidate;
+    return q;
+  }
+
+  // Call i-1's time by this rank's own clock, for the judge, on the CPU device; null on CUDA.
+  json last_us(device::CallTimer& own, int i) const {
+    if (r_.device.is_cuda() || i == 0) return nullptr;
+    return own.elapsed_us().at(static_cast<size_t>(i - 1));
   }
 
   std::optional<Failure> sandbox_failure(const std::string& ph, int64_t trial) {
@@ -227,13 +290,18 @@ class CandidateProblem {
   }
 
   // Every call starts with its data-dependent dims at their capacity (solution.h), whatever
-  // the last one reported.
-  std::optional<Failure> call(const std::string& ph, int64_t trial) {
+  // the last one reported. The reference's calls fail as pkb's own, which the verdict says.
+  std::optional<Failure> call(eval::Candidate& who, const std::string& ph, int64_t trial) {
     reset_sizes();
-    int rc = cand_->run(cctx_->get(), din_, dout_);
-    if (rc != 0) return failure(Verdict::wrong, ph, trial, "error", cand_->returned("pkb_run", rc) + explain());
-    return std::nullopt;
+    int rc = who.run(cctx_->get(), din_, dout_);
+    if (rc == 0) return std::nullopt;
+    if (&who != cand_)
+      return failure(Verdict::crash, ph, trial, "reference",
+                     "the reference, timed in the candidate rank, failed (" + who.returned("pkb_run", rc) + explain() +
+                         ")" + (cand_ ? ": the candidate left its process unfit for it" : ""));
+    return failure(Verdict::wrong, ph, trial, "error", who.returned("pkb_run", rc) + explain());
   }
+  std::optional<Failure> call(const std::string& ph, int64_t trial) { return call(*cand_, ph, trial); }
 
   // The sizes the call reported, one list per output.
   ReportedSizes reported_sizes() const {
@@ -274,51 +342,62 @@ class CandidateProblem {
 
   // ---- timing -------------------------------------------------------------------------------
 
-  // Warm-up and the escape check here, on the set as the judge left it; then every timed
-  // call on inputs the judge writes just before it, between the gate's flags. The judge's
-  // clock is the one that counts; the rank's own events are its reading, sent along.
+  // Warm-ups and the escape check here, on the set as the judge left it; then the timed
+  // rounds: each call, the candidate's or the reference's as the judge says, on inputs the
+  // judge writes just before it, between the gate's flags. The judge's clock is the one
+  // that counts; the rank's own events are its reading of the candidate's calls, sent along.
   void timing() {
     r_.client.phase(phase::kTimingSetup);
     pair_.receive(proto::kInputs);  // the warm-up's inputs are in the set
     r_.client.phase(phase::kCandidateWarmup);
     std::optional<Failure> fail;
-    timing::Warmup w = timing::warm_up(r_, [&] {
+    timing::Warmup wc = timing::warm_up(r_, [&] {
       fail = call(phase::kCandidateWarmup, timing::kWarmKey);
       return !fail;
     });
-    int n = timing::agree_iters(r_, w.s_per_call);
+    int n = timing::agree_iters(r_, wc.s_per_call);
     if (!fail) escape_check(n);
-    pair_.send(proto::kTiming, {{"iters", n}});
+    // The reference was warm at its baseline; the candidate's calls came since.
+    timing::Warmup wr = timing::warm_up(
+        r_,
+        [&] {
+          if (!fail) fail = call(*ref_, phase::kCandidateWarmup, timing::kWarmKey);
+          return !fail;
+        },
+        std::max(job_.warmup / 5, 1), job_.warmup_budget_s / 4);
+    pair_.send(proto::kTiming, {{"candidate_s", wc.s_per_call}, {"reference_s", wr.s_per_call},
+                                {"warmup", {{"candidate", wc.calls}, {"reference", wr.calls}}}, {"failed", bool(fail)}});
+    const int most = pair_.receive(proto::kPlan).at("calls").get<int>();
 
     r_.client.phase(phase::kCandidateTiming);
-    auto own = device::make_timer(r_.device, stream_, n);
+    auto own = device::make_timer(r_.device, stream_, std::max(most, 1));
+    std::vector<int> mine;  // the candidate's calls among them
     std::vector<ReportedSizes> sizes;
-    eval::HostProbe probe = timing::probe_host(r_.device, stream_);
-    auto t0 = Clock::now();
-    timing::HostMeter host;
-    host.start(probe, job_.profile_ops);
-    for (int i = 0; i < n && !fail; ++i) {
-      uint32_t seq = request_call(i);
-      host.call_started();  // before `ready` and after `done`: its samples are not timed
-      fail = gate_->call(seq, [&] {
-        auto begin = Clock::now();  // the candidate's own call, as the judges time the reference's run
-        auto f = call(phase::kCandidateTiming, timing::kTimedKey + i);
-        host.call_ran(begin, Clock::now(), cand_->adapter_us());
-        return f;
-      }, own.get(), i);
-      host.call_returned();
+    std::vector<double> copy_us;
+    int i = 0;
+    for (; !fail; ++i) {
+      Request q = request_call(i, last_us(*own, i));  // the judges end the rounds where they choose
+      if (q.stop) break;
+      if (i >= most) throw proto::ProtocolError("the judge asked for more than " + std::to_string(most) + " calls");
+      bool candidate = q.side == eval::interleave::Side::candidate;
+      fail = gate_->call(q.seq, [&] { return call(candidate ? *cand_ : *ref_, phase::kCandidateTiming, timing::kTimedKey + i); },
+                         own.get(), i);
+      if (!candidate) continue;
+      mine.push_back(i);
       sizes.push_back(reported_sizes());
+      copy_us.push_back(cand_->adapter_us());
     }
-    eval::CallTimes t;
-    t.us = own->elapsed_us();
-    t.us.resize(sizes.size());
-    t.loop_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-    t.host = host.stop();
-    t.warmup = w.calls;
     device::synchronize(r_.device);
+    std::vector<double> all = own->elapsed_us();
+    all.resize(i);
     if (!fail) fail = sandbox_failure(phase::kCandidateTiming, -1);
+    eval::CallTimes t;
+    for (int k : mine) t.us.push_back(all[k]);
+    t.warmup = wc.calls;
     report_.timing = t;
-    pair_.send(proto::kTimed, {{"failure", failure_json(fail)}, {"sizes", sizes}, {"calls", sizes.size()}});
+    if (std::any_of(copy_us.begin(), copy_us.end(), [](double x) { return x > 0; })) report_.copy_us = copy_us;
+    pair_.send(proto::kTimed, {{"failure", failure_json(fail)}, {"sizes", sizes}, {"calls", i},
+                               {"us", r_.device.is_cuda() ? json() : json(all)}});
     r_.client.phase(phase::kAwaitJudge);
     decided();
   }
@@ -371,6 +450,7 @@ class CandidateProblem {
   CandidateGate* gate_;
   const bool spin_ = spin_for_inputs();  // after r_ (members are made in this order)
   eval::Candidate* cand_ = nullptr;
+  eval::Candidate* ref_ = nullptr;
   eval::CandidateReport report_;
   eval::HarnessLayout layout_;
   std::unique_ptr<Harness> harness_;
@@ -379,16 +459,16 @@ class CandidateProblem {
 };
 
 // A candidate rank: the harness regions for its largest problem, exported before any
-// candidate code exists; the gate calibrated; its communicator connected; the sandbox; the
-// candidate loaded; then each problem in turn.
+// candidate code exists; the gate calibrated; its communicator connected; the references
+// set up; the sandbox; the baseline; the candidate loaded; then each problem in turn.
 class CandidateRank {
  public:
   explicit CandidateRank(rank::Rank& r) : r_(r), job_(r.job) {}
 
   json run() {
-    // From here on, on the CPU its judge timed the reference on (launch/cpus.hpp): the gate's
-    // calibration, the candidate's calls and any thread the candidate starts. For good: the
-    // sandbox denies moving later.
+    // From here on, on the CPU of its own that the timed calls run on (launch/cpus.hpp): the
+    // gate's calibration, both sides' calls and any thread the candidate starts. For good:
+    // the sandbox denies moving later.
     r_.to_timing_cpu();
     sh_.stream = device::make_stream(r_.device);
     sh_.pair = std::make_unique<Pair>(r_.client, Pair::Side::candidate, r_.rank);
@@ -400,13 +480,13 @@ class CandidateRank {
     first->calibrate();  // before anything of the candidate is loaded
     r_.client.phase(phase::kInit);
     connect();
-    // The reference as the candidate (@reference) is pkb's own code: set up before the
-    // sandbox (a sub-communicator opens sockets), over the candidate's NCCL where ranks have
-    // a GPU each, else over shared memory of its own (no sockets after the sandbox either).
-    if (reference) {
+    // Each problem's reference, pkb's own code: the baseline timed beside the candidate, and
+    // with @reference the candidate too. Set up before the sandbox (a sub-communicator opens
+    // sockets), over the candidate's NCCL where ranks have a GPU each, else over shared
+    // memory of its own (no sockets after the sandbox either).
+    if (reference || job_.timing) {
       if (!r_.comm) sh_.own_comm = comm::make_shm(r_.client, r_.rank, r_.world, r_.device);
       Comm* comm = r_.comm ? r_.comm.get() : sh_.own_comm.get();
-      if (job_.profile_ops) comm = (sh_.scoped_comm = comm::make_scoped_comm(*comm)).get();  // as the judges' (jobs/context.hpp)
       for (size_t k = 0; k < n; ++k) {
         spec::ProblemSpec s = spec::load_spec(job_.specs[k]);
         at::ScalarType dt = tensor::resolve(job_.dtype.empty() ? s.dtype : job_.dtype, at::kFloat);
@@ -426,8 +506,6 @@ class CandidateRank {
       if (needs.processes) rank::allow_programs(paths, needs.exec);
       sh_.sandbox = rank::enter_sandbox(paths);
     }
-    if (!reference) sh_.candidate = eval::load_candidate(job_.library);  // its constructors (a module's import) run here, confined
-    deny_if_violated(r_.rank, "while being loaded");
 
     json reports = json::array();
     for (size_t k = 0; k < n; ++k) {
@@ -437,7 +515,23 @@ class CandidateRank {
         problem = std::make_unique<CandidateProblem>(r_, k, sh_);
         problem->calibrate();
       }
-      reports.push_back(problem->run(reference ? *sh_.references[k] : *sh_.candidate));
+      eval::ReferenceCandidate* ref = sh_.references.empty() ? nullptr : sh_.references[k].get();
+      // The baseline, in the sandbox and before the candidate is loaded: nothing of it here yet.
+      bool go_on = !ref || problem->baseline(*ref);
+      if (go_on && !reference && !sh_.candidate) {
+        sh_.candidate = eval::load_candidate(job_.library);  // its constructors (a module's import) run here, confined
+        deny_if_violated(r_.rank, "while being loaded");
+        // A candidate that hands back tensors of its own is charged their copy into pkb's
+        // buffers; its baseline pays the same.
+        if (sh_.candidate->copies_outputs())
+          for (auto& x : sh_.references) x->set_form(eval::ReferenceForm::copied);
+      }
+      if (go_on) {
+        eval::Candidate& candidate = reference ? *ref : *sh_.candidate;
+        reports.push_back(problem->run(candidate, ref ? *ref : candidate));
+      } else {
+        reports.push_back(problem->finish());
+      }
       if (several) r_.client.part(reports.back().dump());  // kept, whatever a later problem does
       // Kept: the candidate's threads may still point into a problem's buffers, and the
       // rank exits right after the result, with no teardown.

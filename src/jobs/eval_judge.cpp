@@ -1,16 +1,18 @@
 // pkb eval on a judge rank: the side of an evaluation that holds the secret seed, the
-// reference and its answers, and never loads a candidate.
+// reference's answers and the clock, and never loads a candidate.
 //
-// First, before any candidate rank touches its GPU, the judges time the reference (unless
-// the parent has that timing cached) and give its memory back. Then each judge maps its
-// candidate rank's harness (eval/layout.hpp: the gate's flags and the set the candidate is
-// called on), calibrates the gate (jobs/gate.hpp) on pkb's own empty calls, and drives the
-// candidate rank over their pair's messages (eval/protocol.hpp): it writes every call's
-// fresh inputs and poisons its outputs, opens the gate, copies the outputs into memory of
-// its own the moment the call's work on the candidate's stream ends, times the call with
-// events on its own stream, and judges the copies against the reference it runs here, on
-// inputs it made itself. The candidate's process never holds the seed, the reference's
-// outputs, the captures, the comparison or the clock that counts.
+// Each judge maps its candidate rank's harness (eval/layout.hpp: the gate's flags and the
+// set the candidate is called on), calibrates the gate (jobs/gate.hpp) on pkb's own empty
+// calls, and drives the candidate rank over their pair's messages (eval/protocol.hpp): it
+// writes every call's fresh inputs and poisons its outputs, opens the gate, times the call
+// with events on its own stream, copies the candidate's outputs into memory of its own the
+// moment the call's work on the candidate's stream ends, and judges the copies against the
+// reference it runs here, on inputs it made itself. The timed calls are the reference's
+// (run in the candidate rank: alone before the candidate is loaded, then in blocks
+// alternating with the candidate's) and the candidate's: the judges choose each call's side
+// and when the rounds end (eval/interleave.hpp), agreeing on every round's times. The
+// candidate's process never holds the seed, the reference's answers, the captures, the
+// comparison or the clock that counts.
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -86,41 +88,28 @@ struct Shared {
   uint32_t seq = 0;
 };
 
-// The judges' timing of one problem's reference (before any candidate rank exists).
-struct ReferenceTimed {
-  timing::ReferenceTiming timing;
-  double peak_bytes = 0;
-  double ms = 0;
-
-  // A judge's report of it alone: the report that JudgeProblem completes, or the whole of
-  // it where the judges end the ranks for fresh ones.
-  eval::JudgeReport report() const {
-    eval::JudgeReport r;
-    r.reference = timing.attempts;
-    r.reference_kept = timing.kept;
-    r.reference_stable = timing.stable;
-    r.reference_unstable = timing.why;
-    r.reference_peak_bytes = peak_bytes;
-    r.phase_ms["reference_timing"] = ms;
-    return r;
-  }
-};
-
 // One problem judged: its reference and answers, the candidate rank's set viewed through
-// the shared mappings, the calibration, the trials and the timed calls.
+// the shared mappings, the calibration, the baseline, the trials and the timed rounds.
 class JudgeProblem {
  public:
-  JudgeProblem(rank::Rank& r, size_t k, Shared& sh, const std::optional<ReferenceTimed>& timed)
+  JudgeProblem(rank::Rank& r, size_t k, Shared& sh)
       : r_(r), job_(r.job), plan_(r.job.eval_problem(k)), pc_(r, r.job.specs.at(k)), sh_(sh), pair_(*sh.pair),
-        stream_(sh.stream) {
-    if (timed) report_ = timed->report();
-  }
+        stream_(sh.stream) {}
 
   json run() {
     auto t0 = Clock::now();
     view_candidate();
     calibrate();
     report_.phase_ms["candidate_setup"] = ms_since(t0);
+    if (job_.timing) {
+      t0 = Clock::now();
+      Decision b = baseline();
+      report_.phase_ms["baseline"] = ms_since(t0);
+      if (b.failure) {
+        report_.failure = b.failure;
+        return eval::to_json(report_);
+      }
+    }
     t0 = Clock::now();
     Decision d = trials();
     report_.phase_ms["trials"] = ms_since(t0);
@@ -357,98 +346,211 @@ class JudgeProblem {
     return s;
   }
 
-  // ---- timing: the candidate rank's timed calls, their inputs and their checks ----------------
+  // ---- timing: both sides' timed calls, their inputs and their checks ------------------------
 
-  // Warm-up inputs for the candidate rank's own warm-up and escape check; then every timed
-  // call through the gate: its inputs written and outputs poisoned here, the L2 evicted,
-  // the judges aligned, the call timed on this judge's stream and, for the calls chosen in
-  // secret, its outputs copied out as it ends.
-  Decision timing() {
-    r_.client.phase(phase::kTimingSetup);
-    fill(timing::kWarmKey);
-    if (r_.rank == 0 && r_.device.is_cuda()) {  // what a copy-bound candidate should reach
-      std::vector<size_t> sizes;  // the outputs in device memory, one copy each (as @reference copies them)
-      for (auto& y : harness_->out)
-        if (y.is_cuda()) sizes.push_back(y.nbytes());
-      size_t bytes = std::accumulate(sizes.begin(), sizes.end(), size_t{0});
-      report_.device_copy = {{"bytes", bytes}, {"copies", sizes.size()}, {"median_us", device::copy_us(r_.device, sizes)}};
+  // Serves the calls of a timed session of at most `most` calls (each announced as phase
+  // `ph`, with its number): for each request, call `i`'s
+  // fresh inputs (key base + i) written and its outputs poisoned, the call timed through
+  // the gate on this judge's clock. `next(i, m)` sees each request first (the candidate
+  // rank's own reading of the last call on the CPU device, in m["us"]; request `most`
+  // comes after the last call) and answers: the call's side and capture, or that the
+  // session is over. Returns the candidate rank's closing message (`timed`), or throws a
+  // ProtocolError.
+  struct Next {
+    bool stop = false;
+    eval::interleave::Side side = eval::interleave::Side::reference;
+    const std::vector<at::Tensor>* capture = nullptr;
+  };
+  json serve(const char* ph, int64_t base, int most, device::CallTimer& timer,
+             const std::function<Next(int, const json&)>& next) {
+    const std::vector<at::Tensor>* pending = nullptr;  // the last call's capture, done on the host once it ended
+    bool stopped = false;
+    for (int i = 0;; ++i) {
+      json m = pair_.receive_any();
+      gate_->sync();  // the previous call is over, its outputs copied
+      if (pending) capture_on_host(*pending);
+      pending = nullptr;
+      if (m["type"] == proto::kTimed) return m;
+      if (m["type"] != proto::kFill || m.value("call", -1) != i || i > most || stopped)
+        throw proto::ProtocolError("a '" + m["type"].get<std::string>() + "' message at timed call " + std::to_string(i));
+      Next n = next(i, m);
+      n.stop = n.stop || i == most;  // the request after the session's last call ends it
+      if (n.stop) {
+        stopped = true;
+        pair_.send(proto::kFilled, {{"call", i}, {"stop", true}});
+        continue;
+      }
+      r_.client.phase(ph, i);  // the progress line counts the calls
+      Inputs pristine = fill(base + i, i % 2);
+      if (n.side == eval::interleave::Side::candidate) last_inputs_ = std::move(pristine);
+      uint32_t seq = next_seq();
+      gate_->timed(seq, timer, i, job_.cache == "cold", *r_.heap, harness_->out, n.capture);
+      pending = n.capture;
+      pair_.send(proto::kFilled, {{"call", i}, {"seq", seq}, {"side", eval::interleave::side_name(n.side)}});
     }
-    probe_at_candidate();
+  }
+
+  // Call i's time: this judge's clock less what the gate costs an empty call (CUDA), or the
+  // candidate rank's own reading (the CPU device, where it is the only clock).
+  double call_us(const std::vector<double>& judged, const std::vector<double>& reported, int i) const {
+    if (r_.device.is_cuda()) return std::max(0.0, judged.at(i) - report_.gate->taken_us);
+    return i < static_cast<int>(reported.size()) ? reported[i] : 0.0;
+  }
+
+  // Every judge's times of the same calls, the slowest rank per call.
+  std::vector<double> slowest(const std::vector<double>& mine) {
+    std::vector<std::vector<double>> all;
+    for (auto& blob : r_.client.all_gather(r_.rank, r_.world, json(mine).dump()))
+      all.push_back(json::parse(blob).get<std::vector<double>>());
+    return eval::slowest_per_call(all);
+  }
+
+  // The reference alone in the candidate rank, before the candidate is loaded: its warm-up
+  // on the warm-up's inputs, then job.baseline_iters calls (fewer where they are long),
+  // each on inputs of its own. Every judge agrees on the slowest rank's calls.
+  Decision baseline() {
+    r_.client.phase(phase::kTimingSetup);
+    fill(timing::kBaselineKey - 1);
     pair_.send(proto::kInputs, {{"warm", true}});
     r_.client.phase(phase::kAwaitCandidate);
     std::optional<Failure> fail;
     json timed;
-    int n = 0;
-    std::vector<int> captured;
+    std::vector<double> reported;
+    int n = 0, warm = 0;
     try {
-      n = pair_.receive(proto::kTiming).at("iters").get<int>();
-      if (n < 1 || n > job_.iters) throw proto::ProtocolError("asked for " + std::to_string(n) + " timed calls");
-      captured = choose_captured(n);
-      captures_ = std::make_unique<Captures>(harness_->out, static_cast<int>(captured.size()), r_.device);
-      std::map<int, int> slot_of;  // timed call -> capture
-      for (size_t k = 0; k < captured.size(); ++k) slot_of[captured[k]] = static_cast<int>(k);
-      auto slot = [&](int i) -> const std::vector<at::Tensor>* {
-        auto it = slot_of.find(i);
-        return it == slot_of.end() ? nullptr : &(*captures_)[it->second];
-      };
+      json t = pair_.receive(proto::kTiming);
+      n = t.at("iters").get<int>();
+      warm = t.value("warmup", 0);
+      if (n < 1 || n > std::max(job_.baseline_iters, 1))
+        throw proto::ProtocolError("asked for " + std::to_string(n) + " calls of the reference");
       auto timer = device::make_timer(r_.device, stream_, n);
-      device::Clocks before = device::read_clocks(r_.device);
-      timing::HostMeter machine;  // only its machine_busy says something here: this thread waits
-      machine.start();
-      r_.client.phase(phase::kAwaitCandidate);
-      // Every timed call's inputs, made here just before the call, so no call sees
-      // another's and none exist before their call.
-      int i = 0;
-      for (;; ++i) {
-        json m = pair_.receive_any();
-        gate_->sync();  // the previous call is over, its outputs copied
-        if (i > 0 && slot(i - 1)) capture_on_host(*slot(i - 1));
-        if (m["type"] == proto::kTimed) {
-          timed = m;
-          break;
-        }
-        if (m["type"] != proto::kFill || m.value("call", -1) != i || i >= n)
-          throw proto::ProtocolError("a '" + m["type"].get<std::string>() + "' message at timed call " + std::to_string(i));
-        r_.client.phase(phase::kTimedCall, i);  // the progress line counts the calls
-        last_inputs_ = fill(timing::kTimedKey + i, i % 2);
-        uint32_t seq = next_seq();
-        gate_->timed(seq, *timer, i, job_.cache == "cold", *r_.heap, harness_->out, slot(i));
-        pair_.send(proto::kFilled, {{"call", i}, {"seq", seq}});
+      timed = serve(phase::kReferenceTiming, timing::kBaselineKey, n, *timer, [&](int, const json&) { return Next{}; });
+      if (timed.value("calls", -1) != n && reported_failure(timed) == std::nullopt)
+        throw proto::ProtocolError(std::to_string(timed.value("calls", -1)) + " of " + std::to_string(n) + " calls");
+      if (timed.value("us", json()).is_array()) reported = timed["us"].get<std::vector<double>>();
+      fail = reported_failure(timed);
+      std::vector<double> judged = timer->elapsed_us(), mine;
+      for (int i = 0; i < n; ++i) mine.push_back(call_us(judged, reported, i));
+      baseline_ = eval::CallTimes{slowest(mine), warm};
+    } catch (const std::exception& e) {
+      fail = protocol_failure("baseline", -1, e.what());
+    }
+    Decision d = agree(fail, false);
+    tell(d);
+    return d;
+  }
+
+  // The timed rounds: the candidate's warm-up (and the reference's again) in the candidate
+  // rank, the plan agreed from both paces, then each call's side as the plan says, the
+  // judges agreeing at every round's end on its times and on whether to go on; the
+  // candidate's calls chosen in secret captured as they end. Then its captures judged.
+  Decision timing() {
+    r_.client.phase(phase::kTimingSetup);
+    fill(timing::kWarmKey);
+    pair_.send(proto::kInputs, {{"warm", true}});
+    r_.client.phase(phase::kAwaitCandidate);
+    std::optional<Failure> fail;
+    json timed;
+    std::vector<int> mine;  // the candidate's calls, by call number
+    std::vector<int> captured;
+    eval::Timing t;
+    t.baseline = baseline_;
+    try {
+      json pace = pair_.receive(proto::kTiming);
+      t.candidate_warmup = pace.at("warmup").at("candidate");
+      t.reference_warmup = pace.at("warmup").at("reference");
+      // Every judge plans from the same numbers: the slowest rank's paces.
+      json gathered = json::array();
+      for (auto& blob : r_.client.all_gather(r_.rank, r_.world, pace.dump())) gathered.push_back(json::parse(blob));
+      double ref_s = 0, cand_s = 0;
+      for (auto& g : gathered) {
+        ref_s = std::max(ref_s, g.at("reference_s").get<double>());
+        cand_s = std::max(cand_s, g.at("candidate_s").get<double>());
       }
+      const eval::interleave::Settings settings = interleave_settings();
+      t.plan = eval::interleave::plan(settings, ref_s, cand_s);
+      const int most = t.plan.max_calls();
+      pair_.send(proto::kPlan, {{"calls", most}});
+      captured = choose_captured(t.plan.max_rounds * t.plan.block);
+      captures_ = std::make_unique<Captures>(harness_->out, static_cast<int>(captured.size()), r_.device);
+      std::map<int, int> slot_of;  // the candidate's k-th call -> capture
+      for (size_t k = 0; k < captured.size(); ++k) slot_of[captured[k]] = static_cast<int>(k);
+      auto timer = device::make_timer(r_.device, stream_, most);
+      device::Clocks before = device::read_clocks(r_.device);
+      std::vector<double> reported;  // the candidate rank's own reading of each call (CPU device)
+      auto t0 = Clock::now();
+      eval::interleave::Stop stop = eval::interleave::Stop::go_on;
+      r_.client.phase(phase::kAwaitCandidate);
+      timed = serve(phase::kTimedCall, timing::kTimedKey, most, *timer, [&](int i, const json& m) {
+        if (i > 0) reported.push_back(m.value("us", json(0.0)).is_number() ? m["us"].get<double>() : 0.0);
+        if (i > 0 && eval::interleave::ends_round(t.plan, i - 1)) {
+          close_round(t, i, *timer, reported, Clock::now() - t0);
+          stop = eval::interleave::decide(t.plan, settings, t.rounds, t.seconds);
+          if (stop != eval::interleave::Stop::go_on) return Next{true};
+        }
+        Next n;
+        n.side = eval::interleave::side_of(t.plan, i);
+        if (n.side == eval::interleave::Side::candidate) {
+          auto it = slot_of.find(static_cast<int>(mine.size()));
+          if (it != slot_of.end()) n.capture = &(*captures_)[it->second];
+          mine.push_back(i);
+        }
+        return n;
+      });
+      t.stop = eval::interleave::stop_name(stop);
       device::Clocks after = device::read_clocks(r_.device);
-      report_.machine_busy = machine.stop().machine_busy;
-      probe_at_candidate();
       report_.clocks = eval::Clocks{before.sm_mhz, after.sm_mhz, after.max_sm_mhz, after.throttle_reasons,
                                     before.throttled || after.throttled};
-      report_.captured_calls = static_cast<int>(captured.size());
-      if (r_.device.is_cuda()) {
-        // The judge's clock, less what the gate costs a call that does nothing.
-        std::vector<double> us = timer->elapsed_us();
-        us.resize(i);
-        for (double& x : us) x = std::max(0.0, x - report_.gate->taken_us);
-        report_.candidate = eval::CallTimes{us, 0, 0};
+      report_.timing = t;
+      if (r_.device.is_cuda()) {  // this judge's clock over its own candidate rank's calls
+        std::vector<double> judged = timer->elapsed_us();
+        eval::CallTimes c;
+        for (int i : mine) c.us.push_back(call_us(judged, reported, i));
+        report_.candidate = c;
       }
       fail = reported_failure(timed);
     } catch (const std::exception& e) {
       fail = protocol_failure("timing", -1, e.what());
     }
     r_.client.phase(phase::kTimingChecks);
-    if (!fail) fail = check_timed(timed, n, captured);
+    int made = std::min<int>(static_cast<int>(mine.size()), static_cast<int>(timed.value("sizes", json::array()).size()));
+    report_.captured_calls = static_cast<int>(std::count_if(captured.begin(), captured.end(), [&](int k) { return k < made; }));
+    if (!fail) fail = check_timed(timed, mine, captured);
     return agree(fail, false);
   }
 
-  // The judge's own host probe on the CPU it timed the reference on (JudgeReport::
-  // probes_at_candidate), while its candidate rank waits on it: before the warm-up's inputs
-  // are announced, and once the last timed call is in.
-  void probe_at_candidate() {
-    if (!r_.device.is_cuda()) return;
-    r_.to_timing_cpu();
-    report_.probes_at_candidate.push_back(timing::probe_host(r_.device, stream_));
-    r_.to_partner_cpu();
+  eval::interleave::Settings interleave_settings() const {
+    eval::interleave::Settings s;
+    s.block = job_.block;
+    s.calls = job_.iters;
+    s.min_calls = job_.min_iters;
+    // The CPU device's timings count for nothing: no rounds past `calls` for their interval.
+    s.max_calls = r_.device.is_cuda() ? job_.max_iters : job_.iters;
+    s.target = job_.interval_target;
+    s.budget_s = 2 * job_.timing_budget_s;
+    return s;
   }
 
-  // The timed calls whose outputs are captured: all when the slots hold them, else a
-  // secret sample drawn from the run's seed, the same on every judge.
+  // The round that call `next` follows: each side's calls in it, at the slowest rank.
+  void close_round(eval::Timing& t, int next, device::CallTimer& timer, const std::vector<double>& reported,
+                   Clock::duration elapsed) {
+    const int first = next - 2 * t.plan.block;
+    std::vector<double> judged = r_.device.is_cuda() ? timer.elapsed_us() : std::vector<double>{}, mine;
+    for (int i = first; i < next; ++i) mine.push_back(call_us(judged, reported, i));
+    mine.push_back(std::chrono::duration<double>(elapsed).count());  // the rounds' time so far, this judge's
+    std::vector<double> all = slowest(mine);
+    t.seconds = all.back();  // every judge decides on the slowest judge's time too
+    all.pop_back();
+    eval::interleave::Round round;
+    for (int i = first; i < next; ++i)
+      (eval::interleave::side_of(t.plan, i) == eval::interleave::Side::reference ? round.reference_us : round.candidate_us)
+          .push_back(all[i - first]);
+    t.rounds.push_back(round);
+  }
+
+  // The candidate's timed calls whose outputs are captured: all when the slots hold them
+  // (`n`: the most the rounds can make), else a secret sample drawn from the run's seed, the
+  // same on every judge. Numbered by the candidate's calls (0 is its first timed call).
   std::vector<int> choose_captured(int n) {
     std::vector<int> calls(n);
     std::iota(calls.begin(), calls.end(), 0);
@@ -461,24 +563,31 @@ class JudgeProblem {
     return calls;
   }
 
-  // The last call's read-only inputs, then every captured call against the reference on
-  // its own inputs made again: replayed, cached, skipped or late work shows here. Late
-  // work is named wherever a call shows it (only the last call still has its live
-  // outputs); else the first wrong call.
-  std::optional<Failure> check_timed(const json& timed, int n, const std::vector<int>& captured) {
-    int calls = timed.value("calls", 0);
-    if (calls != n) return protocol_failure("timing", -1, std::to_string(calls) + " of " + std::to_string(n) + " calls");
-    if (!last_inputs_.tensors().empty())
-      if (auto f = check_inputs(last_inputs_, "timing", timing::kTimedKey + n - 1)) return f;
-    json sizes = timed.at("sizes");
-    if (static_cast<int>(sizes.size()) != n) return protocol_failure("timing", -1, "sizes of " + std::to_string(sizes.size()) + " calls");
+  // The last candidate call's read-only inputs, then every captured call against the
+  // reference on its own inputs made again: replayed, cached, skipped or late work shows
+  // here. Late work is named wherever a call shows it (only the last call still has its
+  // live outputs, where no reference call came after it); else the first wrong call.
+  std::optional<Failure> check_timed(const json& timed, const std::vector<int>& mine, const std::vector<int>& captured) {
+    int calls = timed.value("calls", -1);
+    json sizes = timed.value("sizes", json::array());
+    if (static_cast<int>(sizes.size()) != static_cast<int>(mine.size()))
+      return protocol_failure("timing", -1, "sizes of " + std::to_string(sizes.size()) + " of " +
+                                                std::to_string(mine.size()) + " calls");
+    if (!mine.empty() && calls != mine.back() + 1 && calls != mine.back() + 2)
+      return protocol_failure("timing", -1, std::to_string(calls) + " calls made");
+    bool last_is_live = !mine.empty() && calls == mine.back() + 1;
+    if (!mine.empty() && last_is_live && !last_inputs_.tensors().empty())
+      if (auto f = check_inputs(last_inputs_, "timing", timing::kTimedKey + mine.back())) return f;
     std::optional<Failure> first;
     for (size_t k = 0; k < captured.size(); ++k) {
-      int i = captured[k];
+      int c = captured[k];
+      if (c >= static_cast<int>(mine.size())) break;
+      int i = mine[c];
       Inputs pristine = pc_.inputs_for(timing::kTimedKey + i);
       std::vector<at::Tensor> want = pc_.run_reference(pristine);
+      bool live = last_is_live && c + 1 == static_cast<int>(mine.size());
       std::optional<Failure> f =
-          judge_call((*captures_)[static_cast<int>(k)], sizes_of(sizes[i]), i == n - 1, want, "timing", timing::kTimedKey + i);
+          judge_call((*captures_)[static_cast<int>(k)], sizes_of(sizes[c]), live, want, "timing", timing::kTimedKey + i);
       ++report_.timed_calls_checked;
       if (!f) continue;
       f->detail = "timed call " + std::to_string(i) + ": " + f->detail;
@@ -500,14 +609,11 @@ class JudgeProblem {
   eval::HarnessLayout layout_;
   std::unique_ptr<Harness> harness_;
   std::unique_ptr<Captures> trial_capture_, captures_;
-  Inputs last_inputs_;
+  Inputs last_inputs_;         // the last candidate call's, as written
+  eval::CallTimes baseline_;   // the reference alone, agreed by the judges
 };
 
-// A judge rank: the references timed first (those the parent has no timing of), before any
-// candidate rank touches its GPU; then the candidate rank's memory mapped once, and each
-// problem judged in turn. Where a timing stayed unstable and the parent may start the ranks
-// again (job.reference_redraws), the judges end here instead, and every candidate rank with
-// them: the disturbance seen on VMs follows a process, so fresh judges time it again.
+// A judge rank: the candidate rank's memory mapped once, then each problem judged in turn.
 class JudgeRank {
  public:
   explicit JudgeRank(rank::Rank& r) : r_(r), job_(r.job) {}
@@ -517,39 +623,11 @@ class JudgeRank {
     r_.make_heap(0);  // its signal pads align the judges' timed calls
     const size_t n = job_.specs.size();
     const bool several = n > 1;
-    std::vector<std::optional<ReferenceTimed>> timed(n);
-    r_.to_timing_cpu();  // where the candidate rank will time its calls (launch/cpus.hpp)
-    for (size_t k = 0; k < n; ++k) {
-      if (!job_.timing || !job_.eval_problem(k).time_reference) continue;
-      if (several) r_.client.set_problem(std::filesystem::path(job_.specs[k]).stem().string());
-      auto t0 = Clock::now();
-      device::reset_peak(r_.device);
-      ProblemContext pc(r_, job_.specs[k]);
-      ReferenceTimed t;
-      t.timing = timing::time_reference_until_stable(pc, sh_.stream, timing::Stability::of(job_, r_.device.is_cuda()));
-      t.peak_bytes = static_cast<double>(device::peak_allocated(r_.device));
-      t.ms = ms_since(t0);
-      timed[k] = t;
-      device::release_cached_memory(r_.device);
-    }
-    r_.to_partner_cpu();  // off the CPU its candidate rank times on
-    // Every judge agreed on each timing's stability (they decide on the same numbers).
-    bool redraw = false;
-    for (auto& t : timed) redraw = redraw || (t && !t->timing.stable && job_.reference_redraws > 0);
-    // The candidate ranks start only now, on a device with the references' memory back.
-    device::release_cached_memory(r_.device);
-    r_.client.barrier(r_.world);
-    if (r_.rank == 0) r_.client.set(proto::kReferenceDone, redraw ? proto::kRedraw : "1");
-    if (redraw) {
-      json reports = json::array();
-      for (auto& t : timed) reports.push_back(t ? eval::to_json(t->report()) : json());
-      return {{"redraw", true}, {"problems", reports}};
-    }
     map_candidate();
     json reports = json::array();
     for (size_t k = 0; k < n; ++k) {
       if (several) r_.client.set_problem(std::filesystem::path(job_.specs[k]).stem().string());
-      reports.push_back(JudgeProblem(r_, k, sh_, timed[k]).run());
+      reports.push_back(JudgeProblem(r_, k, sh_).run());
       if (several) r_.client.part(reports.back().dump());  // kept, whatever a later problem does
       device::release_cached_memory(r_.device);  // the next problem starts from an empty cache
     }

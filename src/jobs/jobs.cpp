@@ -2,27 +2,16 @@
 #include "jobs/jobs.hpp"
 
 #include "eval/protocol.hpp"
-#include "launch/phases.hpp"
 
 namespace pkb::jobs {
 
 using json = nlohmann::json;
 
-bool before_setup(const rank::Job& job, launch::Client& client) {
+void before_setup(const rank::Job& job, launch::Client& client) {
   namespace proto = eval::protocol;
-  // pkb eval's two kinds of rank keep to their own keys; a candidate rank touches nothing
-  // of the device while the judges time the reference.
+  // pkb eval's two kinds of rank keep to their own keys.
   if (job.role == rank::Role::judge) client.set_namespace(proto::kJudges);
-  if (job.role == rank::Role::candidate) {
-    client.set_namespace(proto::kCandidates);
-    bool timed_by_judges = false;
-    for (auto& e : job.eval_problems) timed_by_judges = timed_by_judges || e.time_reference;
-    if (job.timing && timed_by_judges) {
-      client.phase(launch::phase::kAwaitReference);
-      return client.get_from(proto::kJudges, proto::kReferenceDone) != proto::kRedraw;
-    }
-  }
-  return true;
+  if (job.role == rank::Role::candidate) client.set_namespace(proto::kCandidates);
 }
 
 json run_job(rank::Rank& r) {

@@ -13,9 +13,9 @@ namespace pkb::jobs {
 nlohmann::json run_dryrun(rank::Rank& r);
 // The runtime's own checks: communicator, heap, device barrier.
 nlohmann::json run_selftest(rank::Rank& r);
-// pkb eval's two kinds of rank: a judge (the reference's timing, every call's inputs, the
-// comparisons; eval_judge.cpp) and a candidate rank (the candidate, confined, and its
-// timing; eval_candidate.cpp). Each returns its eval::JudgeReport / CandidateReport.
+// pkb eval's two kinds of rank: a judge (every call's inputs, the clock, the comparisons;
+// eval_judge.cpp) and a candidate rank (the candidate, confined, and both sides' timed
+// calls; eval_candidate.cpp). Each returns its eval::JudgeReport / CandidateReport.
 nlohmann::json run_judge(rank::Rank& r);
 nlohmann::json run_candidate(rank::Rank& r);
 // Whether an all-zero answer, the inputs passed through, and the reference without
@@ -25,11 +25,8 @@ nlohmann::json run_candidate(rank::Rank& r);
 nlohmann::json run_validate(rank::Rank& r);
 
 // What a rank of `job` does before it sets up its device (rank::Rank): pkb eval's two kinds
-// of rank keep to their own store keys, and a candidate rank waits until the judges have
-// timed the reference. Nothing for the other jobs. False: the rank ends here, untouched
-// (the judges end the ranks for fresh ones: eval_judge.cpp), with kRedrawnResult.
-bool before_setup(const rank::Job& job, launch::Client& client);
-inline constexpr char kRedrawnResult[] = R"({"redrawn": true})";
+// of rank keep to their own store keys. Nothing for the other jobs.
+void before_setup(const rank::Job& job, launch::Client& client);
 
 // The job of r.job.mode. Throws on an unknown mode.
 nlohmann::json run_job(rank::Rank& r);

@@ -5,7 +5,7 @@
 
 namespace pkb::rank {
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Job::EvalProblem, time_reference, captures, candidate_heap_bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Job::EvalProblem, captures, candidate_heap_bytes)
 
 namespace {
 
@@ -48,11 +48,12 @@ void fields(J&& visit, Job& j) {
   visit("min_trials", j.min_trials);
   visit("timing", j.timing);
   visit("cache", j.cache);
-  visit("profile_ops", j.profile_ops);
   visit("sandbox", j.sandbox);
-  visit("reference_max_iqr", j.reference_max_iqr);
-  visit("reference_attempts", j.reference_attempts);
-  visit("reference_redraws", j.reference_redraws);
+  visit("baseline_iters", j.baseline_iters);
+  visit("block", j.block);
+  visit("max_iters", j.max_iters);
+  visit("interval_target", j.interval_target);
+  visit("reference_drift", j.reference_drift);
   visit("eval_problems", j.eval_problems);
 }
 

@@ -67,33 +67,28 @@ struct Job {
 
   // eval (and dryrun --time): warm-up and timed calls of each side, within time budgets.
   // The counts stand where the budgets allow: warm-up stops after warmup_budget_s (one
-  // call at least); timed calls are as many of `iters` as timing_budget_s holds at the
-  // warm-up's pace, never under min_iters; trials stop after trials_budget_s once
-  // min_trials ran.
+  // call at least); timed calls are as many of `iters` a side as 2 * timing_budget_s holds
+  // for both sides at the warm-ups' pace, never under min_iters; trials stop after
+  // trials_budget_s once min_trials ran.
   std::string library;         // the candidate's shared object, .py file, or kReferenceSolution
   int warmup = 500, iters = 100;
   double warmup_budget_s = 1, timing_budget_s = 10, trials_budget_s = 60;
   int min_iters = 10, min_trials = 5;
   bool timing = true;
   std::string cache = "cold";  // cold: evict the L2 before each timed call
-  bool profile_ops = false;    // each side's ops timed on the host inside its timed calls (jobs/op_profile.hpp)
   bool sandbox = true;         // confine the candidate (rank/sandbox.hpp)
-  // A reference timing becomes a baseline only when stable (jobs/timing.hpp, Stability):
-  // its calls' IQR at most reference_max_iqr of their median (< 0: the device's rule, 0.10
-  // on CUDA and none on the CPU device, whose timings never count for speed) and the SM
-  // clock up. An unstable one is timed again by fresh judges: on VMs a disturbance follows a
-  // process for its whole life, so the judges end the ranks before any candidate rank starts
-  // and the parent starts them again, at most reference_redraws times (on a rank: the starts
-  // still left after it). reference_attempts > 1 times it again in the same judges first;
-  // not by default, since a process's second timing ran faster than first ones (H200, call
-  // 24) where the candidate is timed once, after the same warm-up.
-  double reference_max_iqr = -1;
-  int reference_attempts = 1, reference_redraws = 3;
+  // pkb eval's timed rounds (eval/interleave.hpp): the reference alone first, baseline_iters
+  // calls in the candidate rank before the candidate is loaded; then the two sides in
+  // blocks of `block` calls, alternating, past `iters` a side while the speedup's 95%
+  // interval is wider than +-interval_target of it, up to max_iters a side or the budget.
+  // The reference's calls beside the candidate count at most (1 + reference_drift) times
+  // its baseline's median (a candidate cannot gain by slowing the reference down).
+  int baseline_iters = 50, block = 10, max_iters = 300;
+  double interval_target = 0.03, reference_drift = 0.05;
   // pkb eval, one per problem of `specs` (several only for the reference as the candidate):
   // what the parent planned for it.
   struct EvalProblem {
-    bool time_reference = true;  // false: the parent has the reference's timing cached
-    int captures = 20;           // timed calls whose outputs the judge captures (all when it is >= iters)
+    int captures = 20;  // the candidate's timed calls whose outputs the judge captures (all that fit)
     size_t candidate_heap_bytes = 0;  // the candidate's own heap; 0: twice its inputs and outputs, >= 256 MiB
   };
   std::vector<EvalProblem> eval_problems;

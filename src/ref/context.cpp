@@ -34,6 +34,84 @@ Inputs Inputs::clone() const {
   return c;
 }
 
+void Outputs::add(const std::string& name, at::Tensor slot, std::vector<bool> dynamic) {
+  names_.push_back(name);
+  sizes_.push_back(slot.sizes().vec());
+  dynamic.resize(static_cast<size_t>(slot.dim()), false);
+  dynamic_.push_back(std::move(dynamic));
+  slots_.push_back(std::move(slot));
+}
+
+size_t Outputs::index(const std::string& name) const {
+  for (size_t i = 0; i < names_.size(); ++i)
+    if (names_[i] == name) return i;
+  throw std::out_of_range("no output called '" + name + "'");
+}
+
+at::Tensor& Outputs::operator[](const std::string& name) { return slots_[index(name)]; }
+
+void Outputs::set(const std::string& name, const at::Tensor& y) { set(index(name), y); }
+
+void Outputs::set(const std::vector<at::Tensor>& ys) {
+  if (ys.size() != slots_.size())
+    throw std::runtime_error("the reference set " + std::to_string(ys.size()) + " outputs; the spec declares " +
+                             std::to_string(slots_.size()));
+  for (size_t i = 0; i < ys.size(); ++i) set(i, ys[i]);
+}
+
+void Outputs::set(size_t i, const at::Tensor& y) {
+  const at::Tensor& slot = slots_.at(i);
+  const std::string what = "the reference's output '" + names_[i] + "'";
+  if (!y.defined()) throw std::runtime_error(what + " is no tensor");
+  if (y.scalar_type() != slot.scalar_type())
+    throw std::runtime_error(what + " is " + c10::toString(y.scalar_type()) + "; the spec declares " +
+                             c10::toString(slot.scalar_type()));
+  if (y.device() != slot.device())
+    throw std::runtime_error(what + " is on " + y.device().str() + "; the spec declares it on " + slot.device().str());
+  bool fits = y.dim() == slot.dim();
+  for (int64_t d = 0; fits && d < y.dim(); ++d)
+    fits = dynamic_[i][d] ? y.size(d) <= slot.size(d) : y.size(d) == slot.size(d);
+  if (!fits)
+    throw std::runtime_error(what + " has shape " + tensor::shape_str(y.sizes()) + "; the spec declares " +
+                             tensor::shape_str(slot.sizes()) + " (data-dependent dims at most that)");
+  sizes_[i] = y.sizes().vec();
+  at::Tensor into = slot;
+  for (int64_t d = 0; d < y.dim(); ++d)
+    if (y.size(d) != slot.size(d)) into = into.narrow(d, 0, y.size(d));
+  if (y.data_ptr() == into.data_ptr() && y.strides() == into.strides()) return;  // written in place
+  ++copies_;
+  // One raw copy where both are dense in row-major order at y's sizes; else copy_.
+  bool raw = y.is_contiguous() && into.is_contiguous();
+  if (raw) device::copy_bytes(y.device(), into.data_ptr(), y.data_ptr(), y.nbytes());
+  else into.copy_(y, /*non_blocking=*/true);
+}
+
+void Outputs::set_size(size_t i, int64_t dim, int64_t size) {
+  const at::Tensor& slot = slots_.at(i);
+  if (dim < 0 || dim >= slot.dim() || !dynamic_[i][dim])
+    throw std::runtime_error("the reference set the size of dim " + std::to_string(dim) + " of output '" + names_[i] +
+                             "', which is not a data-dependent dim");
+  if (size < 0 || size > slot.size(dim))
+    throw std::runtime_error("the reference set dim " + std::to_string(dim) + " of output '" + names_[i] + "' to " +
+                             std::to_string(size) + "; its capacity is " + std::to_string(slot.size(dim)));
+  sizes_[i][dim] = size;
+}
+
+std::vector<at::Tensor> Outputs::results() const {
+  std::vector<at::Tensor> out;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    at::Tensor y = slots_[i];
+    for (int64_t d = 0; d < y.dim(); ++d)
+      if (sizes_[i][d] != y.size(d)) y = y.narrow(d, 0, sizes_[i][d]);
+    out.push_back(y);
+  }
+  return out;
+}
+
+void Outputs::reset_sizes() {
+  for (size_t i = 0; i < slots_.size(); ++i) sizes_[i] = slots_[i].sizes().vec();
+}
+
 namespace ref {
 
 namespace {
@@ -118,31 +196,30 @@ const Inputs& DrawnInputs::of(int rank) const {
   return it->second;
 }
 
-void check_outputs(const RefCtx& ctx, const std::vector<at::Tensor>& outputs, const std::string& who) {
-  const auto& spec = ctx.spec();
-  if (outputs.size() != spec.outputs.size())
-    throw std::runtime_error(who + " returned " + std::to_string(outputs.size()) + " outputs; " + spec.path +
-                             " declares " + std::to_string(spec.outputs.size()));
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const auto& t = spec.outputs[i];
-    const at::Tensor& y = outputs[i];
-    std::string where = spec.path + ":" + std::to_string(t.line);
-    if (!y.defined()) throw std::runtime_error(who + " returned no tensor for output '" + t.name + "'");
-    at::ScalarType type = tensor::resolve(t.dtype, ctx.dtype());
-    if (y.scalar_type() != type)
-      throw std::runtime_error(who + " output '" + t.name + "' is " + c10::toString(y.scalar_type()) + "; " + where +
-                               " declares " + c10::toString(type));
-    auto want = spec::shape_of(t, ctx.vars());
-    bool ok = y.dim() == static_cast<int64_t>(want.size());
-    for (size_t d = 0; ok && d < want.size(); ++d)
-      ok = t.shape[d].dynamic ? y.size(d) <= want[d] : y.size(d) == want[d];
-    if (!ok)
-      throw std::runtime_error(who + " output '" + t.name + "' has shape " + tensor::shape_str(y.sizes()) + "; " + where +
-                               " declares " + tensor::shape_str(want) + " (dims written <= are upper bounds)");
-    if (t.host != y.is_cpu() && ctx.device().is_cuda())
-      throw std::runtime_error(who + " output '" + t.name + "' is on " + y.device().str() + "; " + where +
-                               (t.host ? " declares it on the host" : " expects it on the rank's device"));
+namespace {
+
+std::vector<bool> dynamic_dims(const spec::TensorSpec& t) {
+  std::vector<bool> d;
+  for (auto& dim : t.shape) d.push_back(dim.dynamic);
+  return d;
+}
+
+}  // namespace
+
+Outputs make_outputs(const RefCtx& ctx) {
+  Outputs out;
+  for (auto& t : ctx.spec().outputs) {
+    at::Device where = t.host ? at::Device(at::kCPU) : ctx.device();
+    at::TensorOptions o = at::TensorOptions().dtype(tensor::resolve(t.dtype, ctx.dtype())).device(where);
+    out.add(t.name, at::empty(spec::shape_of(t, ctx.vars()), o), dynamic_dims(t));
   }
+  return out;
+}
+
+Outputs outputs_over(const spec::ProblemSpec& spec, const std::vector<at::Tensor>& slots) {
+  Outputs out;
+  for (size_t i = 0; i < spec.outputs.size(); ++i) out.add(spec.outputs[i].name, slots.at(i), dynamic_dims(spec.outputs[i]));
+  return out;
 }
 
 }  // namespace ref

@@ -73,7 +73,10 @@ class DrawnInputs : public CallInputs {
   mutable std::map<int, Inputs> drawn_;
 };
 
-// Throws std::runtime_error naming the spec line when `outputs` do not match the spec.
-void check_outputs(const RefCtx& ctx, const std::vector<at::Tensor>& outputs, const std::string& who);
+// The outputs of a call as the spec declares them on this rank, each in a fresh tensor
+// (capacity shapes, on the device or the host as declared): where a judge's reference writes.
+Outputs make_outputs(const RefCtx& ctx);
+// Outputs over tensors that exist already (pkb's buffers in a candidate rank), in spec order.
+Outputs outputs_over(const spec::ProblemSpec& spec, const std::vector<at::Tensor>& slots);
 
 }  // namespace pkb::ref

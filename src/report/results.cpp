@@ -71,8 +71,8 @@ std::string timing_note(const json& j) {
   if (run.value("ranks_per_gpu", 1) != 1 || has("shared_gpu")) return "shared GPU";
   if (has("throttled")) return "throttled clocks";
   if (has("left_processes")) return "processes left behind";
-  if (has("noisy_reference") || has("noisy_gate")) return "noisy timing";
-  if (has("host_mismatch")) return "hosts apart";  // the two processes' host speeds, not the code
+  if (has("noisy_timing") || has("noisy_gate") || has("noisy_reference")) return "noisy timing";
+  if (has("host_mismatch")) return "hosts apart";  // an older record's: the two processes' host speeds
   if (eval::timing_in_doubt(flags)) return "timing violation";
   return "";
 }

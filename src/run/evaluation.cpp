@@ -94,33 +94,7 @@ build::Result build_candidate(const EvalRequest& q, const launch::Placement& p) 
   }
 }
 
-// ---- each problem's reference timing and memory ---------------------------------------------
-
-// Reference timings depend on the problem, its reference, sizes, W, the machine and the
-// timing settings, not on the candidate or the seed: the judges time the reference over
-// up to `iters` calls, each on fresh inputs drawn from the run's seed, so the statistics
-// describe the reference's speed over the problem's input distribution, whatever the
-// seed (docs/results.md). A sweep times each reference once. "v4": each call's stream held
-// until its host starts the call (jobs/timing.cpp), so earlier timings are not reused.
-std::string reference_timing_file(const EvalRequest& q, const spec::ProblemSpec& s, const launch::Placement& p,
-                                  const std::string& dtype) {
-  const rank::Job& j = q.job;
-  std::ostringstream k;
-  k << "v4|" << PKB_VERSION << "|" << io::read_file(s.path) << "|" << io::read_file(q.registry->reference_source(s))
-    << "|" << j.size << "|" << dtype << "|" << p.world << "|" << p.ranks_per_gpu << "|" << launch::name(p.device) << "|"
-    << p.gpu_name << "|" << j.warmup << "|" << j.iters << "|" << j.min_iters << "|" << j.warmup_budget_s << "|"
-    << j.timing_budget_s << "|" << j.cache << "|" << (p.mps ? "mps" : "") << "|" << j.reference_max_iqr << "|"
-    << (p.cpus.pinned() ? "pinned" : "");
-  return build::default_cache_dir() + "/reference-timing/" + build::sha256_hex(k.str()).substr(0, 32) + ".json";
-}
-
-// The reference's timing from an earlier evaluation of this problem (same sizes, ranks,
-// machine and timing settings), or null.
-json cached_reference(const std::string& file) {
-  if (!fs::exists(file)) return nullptr;
-  json j = json::parse(io::read_file(file), nullptr, false);
-  return j.is_object() && j.contains("stats") && j.contains("counts") ? j : json();
-}
+// ---- each problem's memory ------------------------------------------------------------------
 
 // MemAvailable of /proc/meminfo, in bytes (0 when unknown).
 uint64_t host_memory_available() {
@@ -133,10 +107,9 @@ uint64_t host_memory_available() {
 }
 
 // The problem's memory plan on the placed devices (eval/memory_plan.hpp): against the
-// smallest placed GPU's memory (the host's available memory on the CPU device), with the
-// reference's measured peak where an earlier timing of it has one.
+// smallest placed GPU's memory (the host's available memory on the CPU device).
 eval::MemoryPlan plan_memory(const EvalRequest& q, const spec::ProblemSpec& s, const launch::Placement& p,
-                             const std::string& dtype, const json& cached) {
+                             const std::string& dtype) {
   eval::MemoryRequest r;
   r.spec = &s;
   r.size = q.job.size;
@@ -161,15 +134,13 @@ eval::MemoryPlan plan_memory(const EvalRequest& q, const spec::ProblemSpec& s, c
   double mib = q.capture_mib > 0 ? q.capture_mib : r.cuda ? 8192.0 / p.ranks_per_gpu : 256.0;
   r.capture_budget = static_cast<uint64_t>(mib * (1 << 20));
   r.candidate_heap = static_cast<uint64_t>(q.heap_mib * (1 << 20));
-  if (cached.is_object()) r.reference_peak = static_cast<uint64_t>(cached.value("peak_bytes", 0.0));
-  if (r.reference_peak) r.reference_peak_source = "measured";
   return eval::plan_memory(r);
 }
 
 // What the parent knows of one problem before the ranks start.
 struct ProblemRun {
   const spec::ProblemSpec* spec = nullptr;
-  std::string dtype, cache_file;
+  std::string dtype;
   eval::Context ctx;
   eval::MemoryPlan plan;
   json record;
@@ -227,11 +198,12 @@ json costs(const launch::GroupReport& rep, int world, double startup_s, double c
   // evaluation ended in (a verdict in trial 0, say) runs to the group's end.
   auto span = [&](double from, double to) { return from > 0 ? std::max(0.0, (to > 0 ? to : rep.wall_s) - from) : 0.0; };
   double init = entered(phase::kInit), trial = entered(phase::kTrial), timing_setup = entered(phase::kTimingSetup);
+  double baseline = entered(phase::kReferenceWarmup);
   return {{"startup", startup_s},
           {"compile", compile_s},
-          {"reference_timing", span(entered(phase::kAwaitReference), init)},
           {"bootstrap", init},
-          {"init", span(init, trial)},
+          {"init", span(init, baseline > 0 ? baseline : trial)},
+          {"baseline", span(baseline, trial)},  // the reference alone, then the candidate's load and pkb_init
           {"trials", span(trial, timing && timing_setup > 0 ? timing_setup : entered(phase::kFinish))},
           {"timing", timing ? span(timing_setup, entered(phase::kFinish)) : 0.0},
           {"ranks_total", rep.wall_s}};
@@ -253,67 +225,6 @@ std::vector<std::string> results_of(const launch::GroupReport& rep, size_t k, si
                                                             : "");
   }
   return out;
-}
-
-// A start of the ranks that the judges ended for fresh ones (each judge's report says
-// "redraw": a reference timing stayed unstable): the judges' reports of each problem's
-// timing ({} where that start did not time it). Nullopt for any other end.
-std::optional<std::vector<std::vector<eval::JudgeReport>>> redrawn_references(const launch::GroupReport& rep, int world,
-                                                                               size_t problems) {
-  if (rep.outcome != launch::Outcome::Ok || static_cast<int>(rep.ranks.size()) < world) return std::nullopt;
-  std::vector<std::vector<eval::JudgeReport>> out(problems);
-  for (int q = 0; q < world; ++q) {
-    json j = json::parse(rep.ranks[q].result, nullptr, false);
-    if (!j.is_object() || !j.value("redraw", false)) return std::nullopt;
-    const json& reports = j.at("problems");
-    for (size_t k = 0; k < problems && k < reports.size(); ++k)
-      if (!reports[k].is_null()) out[k].push_back(eval::judge_report_from_json(reports[k]));
-  }
-  for (auto& judges : out)
-    if (!judges.empty() && static_cast<int>(judges.size()) != world)
-      throw std::runtime_error("the judges ended the ranks for fresh ones with reports of different problems");
-  return out;
-}
-
-// The ranks started (rank::Job's reference_redraws at most again, with fresh judges, while a
-// reference timing stays unstable; each stable one kept, and cached, as its start ends):
-// the last start's report, and the seconds the earlier ones took.
-struct Started {
-  launch::GroupReport rep;
-  double redraws_s = 0;
-};
-
-Started start_ranks(const EvalRequest& q, const launch::Placement& p, rank::Job& job, std::vector<ProblemRun>& runs,
-                    const std::string& label, const Say& say) {
-  std::vector<const spec::ProblemSpec*> problems;
-  for (auto& r : runs) problems.push_back(r.spec);
-  Started out;
-  for (int left = job.timing ? q.job.reference_redraws : 0;; --left) {
-    job.reference_redraws = left;
-    auto t0 = Clock::now();
-    out.rep = run_ranks(p, q.ranks, job, slowest_of(problems), label, /*judged=*/true);
-    auto timed = out.rep.outcome == launch::Outcome::Interrupted ? std::nullopt
-                                                                 : redrawn_references(out.rep, p.world, runs.size());
-    if (!timed) return out;
-    out.redraws_s += seconds_since(t0);
-    for (size_t k = 0; k < runs.size(); ++k) {
-      if ((*timed)[k].empty()) continue;
-      ProblemRun& r = runs[k];
-      eval::JudgedReference t = eval::judged_reference((*timed)[k]);
-      if (!t.stable) {
-        r.ctx.reference_redraws.push_back(t.attempts);
-        const int next = q.job.reference_redraws - left + 2, most = q.job.reference_redraws + 1;
-        say(line("%s: the reference's timing stayed unstable (%s); the ranks start again with fresh judges (start %d "
-                 "of at most %d)",
-                 r.spec->slug.c_str(), t.unstable.c_str(), next, most));
-        continue;
-      }
-      r.ctx.cached_reference = t.cache();
-      r.ctx.reference_timed_here = true;
-      job.eval_problems[k].time_reference = false;
-      if (!job.profile_ops) io::write_file_atomically(r.cache_file, r.ctx.cached_reference.dump() + "\n");
-    }
-  }
 }
 
 }  // namespace
@@ -380,21 +291,17 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
                  launch::name(p.device), p.gpu_name.empty() ? "" : (" (" + p.gpu_name + ")").c_str(),
                  launch::name(p.comm), job.size.c_str(), static_cast<unsigned long long>(job.seed), job.trials));
 
-  // Each problem: its reference's timing (cached from an earlier evaluation, or timed by
-  // the judges first) and its memory, planned before any rank starts.
+  // Each problem's memory, planned before any rank starts.
   std::vector<ProblemRun> runs;
   for (auto* s : problems) {
     ProblemRun r;
     r.spec = s;
     r.dtype = job.dtype.empty() ? s->dtype : job.dtype;
-    r.cache_file = reference_timing_file(with_job, *s, p, r.dtype);
-    json cached = cached_reference(r.cache_file);
-    r.ctx = eval::Context{s, job.size, r.dtype, p.device, p.world, p.ranks_per_gpu, q.timing, hw, nullptr};
+    r.ctx = eval::Context{s, job.size, r.dtype, p.device, p.world, p.ranks_per_gpu, q.timing, hw};
     r.ctx.mps = p.mps != nullptr;
-    r.ctx.profiled = job.profile_ops;
-    // A profiled run times its reference afresh: a cached timing has no ops to compare.
-    if (q.timing && q.reference_cache && !job.profile_ops) r.ctx.cached_reference = cached;
-    r.plan = plan_memory(with_job, *s, p, r.dtype, cached);
+    r.ctx.interval_target = job.interval_target;
+    r.ctx.reference_drift = job.reference_drift;
+    r.plan = plan_memory(with_job, *s, p, r.dtype);
     r.record = new_eval_record(with_job, *s, p, hw, r.dtype, p.mps != nullptr);
     if (!q.dry_plan) say_if_long(with_job, *s, p, hw, r.dtype, warn);
     runs.push_back(std::move(r));
@@ -413,7 +320,6 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
     for (auto& n : r.plan.notes) warn((several ? r.spec->slug + ": " : "") + n);
     job.specs.push_back(r.spec->path);
     rank::Job::EvalProblem e;
-    e.time_reference = r.ctx.cached_reference.is_null();
     e.captures = r.plan.captures;
     e.candidate_heap_bytes = r.plan.candidate_heap;
     job.eval_problems.push_back(e);
@@ -472,12 +378,14 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
 
   // The ranks: judges, then candidate ranks beside them, every problem in turn.
   auto t_launch = Clock::now();
-  Started started = start_ranks(q, p, job, runs, "eval " + what + " W=" + std::to_string(p.world), say);
-  const launch::GroupReport& rep = started.rep;
+  std::vector<const spec::ProblemSpec*> ran;
+  for (auto& r : runs) ran.push_back(r.spec);
+  const launch::GroupReport rep =
+      run_ranks(p, q.ranks, job, slowest_of(ran), "eval " + what + " W=" + std::to_string(p.world), /*judged=*/true);
   const bool interrupted = rep.outcome == launch::Outcome::Interrupted;
   if (!interrupted && rep.outcome != launch::Outcome::Ok) out.details = rep.details();
 
-  // The verdicts, and the records; a reference timing worth keeping, cached. Interrupted,
+  // The verdicts, and the records. Interrupted,
   // the problems every rank had finished keep theirs (the ranks take them in turn), and
   // the first one not finished ends the list.
   int first_bad = eval::kOk;
@@ -491,12 +399,10 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
       return finished(eval::kInterrupted);
     }
     launch::GroupReport mine = several ? launch::for_problem(rep, r.spec->slug, results) : rep;
-    json to_cache = eval::judge(r.record, mine, r.ctx);
+    eval::judge(r.record, mine, r.ctx);
     r.record["costs_s"] = costs(mine, p.world, std::chrono::duration<double>(t_launch - q.started).count() - b.seconds,
                                 b.seconds, job.timing);
-    if (started.redraws_s > 0) r.record["costs_s"]["reference_redraws"] = started.redraws_s;
     r.record["run"]["leftovers_ended"] = rep.leftovers_ended;
-    if (!to_cache.is_null()) io::write_file_atomically(r.cache_file, to_cache.dump() + "\n");
     int code = eval::verdict_exit_code(r.record["verdict"].get<std::string>());
     if (first_bad == eval::kOk) first_bad = code;
   }

@@ -28,7 +28,7 @@ struct EvalRequest {
   std::string seed;                                // "": a fresh secret one
   std::string save;                                // --save-outputs
   std::string hardware = "auto", tk_dir;
-  bool timing = true, reference_cache = true, dry_plan = false;
+  bool timing = true, dry_plan = false;
   double heap_mib = 0, capture_mib = 0, memory_limit_gib = 0;
   rank::Job job;  // trials, counts and budgets (rank/job.hpp states their defaults)
   launch::PlaceRequest place;

@@ -15,8 +15,8 @@ namespace pkb::run {
 namespace {
 
 // One line on stderr, refreshed in place on a terminal: the phase a run is in and its
-// counts (the reference's timed calls while the judges time it, the trials, the candidate's
-// timed calls), of the problem at hand where the ranks run several.
+// counts (the reference's calls alone, the trials, both sides' timed calls), of the problem
+// at hand where the ranks run several.
 class ProgressLine {
  public:
   ProgressLine(const std::string& label, const rank::Job& job, int world, bool judged)
@@ -25,9 +25,8 @@ class ProgressLine {
   void on_phase(int r, const std::string& ph, int n, const std::string& problem) {
     namespace p = launch::phase;
     std::string what;
-    if (r == judge0_ && ph == p::kReferenceWarmup) what = "reference: warm-up";
-    else if (r == judge0_ && ph == p::kReferenceTiming) what = counted("reference: timed calls", n, job_.iters);
-    else if (r == judge0_ && ph == p::kTimedCall) what = counted("timed calls", n, job_.iters);
+    if (r == judge0_ && ph == p::kReferenceTiming) what = counted("reference alone: calls", n, job_.baseline_iters);
+    else if (r == judge0_ && ph == p::kTimedCall) what = counted("timed calls of both sides", n, 2 * job_.iters);
     else if (r == watched_ && ph == p::kTrial) what = counted("trial", n, job_.trials);
     else if (r == watched_ && ph != p::kSync && ph != p::kAwaitJudge && ph != p::kTrial) what = ph;
     if (what.empty() || what == shown_) return;

@@ -247,15 +247,6 @@ json record_for(const Task& t, const Settings& s, const launch::ProcessResult& c
   return line;
 }
 
-bool cached_reference_timing(const json& line) {
-  return line.value("verdict", "") == "correct" && line.value("timing", json()).is_object();
-}
-
-std::string reference_group(const Task& t, const Settings& s) {
-  if (!s.timing) return "";
-  return t.candidate.problem + " W=" + std::to_string(t.world) + " " + s.size;
-}
-
 namespace {
 
 // The reference as the candidate: every pending task of one W in one `pkb eval` child, the
@@ -322,7 +313,7 @@ size_t run_sweep(const std::vector<Task>& tasks, ResultsFile& out, const RunnerO
   // The order evaluations start in: the grid's, or largest W first when packed.
   std::vector<Waiting> waiting;
   for (size_t i = 0; i < todo.size(); ++i)
-    waiting.push_back({i, todo[i]->world, reference_group(*todo[i], o.settings)});
+    waiting.push_back({i, todo[i]->world});
   if (o.parallel > 1) waiting = largest_first(waiting);
   std::vector<const Task*> build_order;
   for (auto& w : waiting) build_order.push_back(todo[w.id]);
@@ -385,7 +376,7 @@ size_t run_sweep(const std::vector<Task>& tasks, ResultsFile& out, const RunnerO
     }
     if (packer.running() == 0 && (waiting.empty() || rejected)) break;
     for (Ended& e : running.wait([&] { return builds_done != builds_seen; })) {
-      packer.finished(e.id, !e.error && cached_reference_timing(e.line));
+      packer.finished(e.id);
       if (e.error) {
         if (!rejected) rejected = e.error;
         continue;

@@ -64,15 +64,6 @@ eval::RecordHead record_head(const Task& t, const Settings& s);
 nlohmann::json record_for(const Task& t, const Settings& s, const launch::ProcessResult& child,
                           const std::string& json_text, double wall_s, double deadline_s);
 
-// Whether an evaluation's line says it left the reference's timing in pkb's cache: pkb eval
-// caches it only from a correct, timed evaluation, so until one of a problem's evaluations
-// ends so, the next one times the reference again.
-bool cached_reference_timing(const nlohmann::json& line);
-
-// The evaluations that share one reference timing (and its cache entry): the problem at a
-// W and size; "" when the sweep times nothing.
-std::string reference_group(const Task& t, const Settings& s);
-
 // Evaluates `tasks` (in order, or packed: RunnerOptions::parallel), skipping those `out`
 // already has. Returns how many it ran. pkb eval refusing its command line stops the sweep:
 // nothing more starts, those running finish and are recorded, then EvalRejected is thrown.

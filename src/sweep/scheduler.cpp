@@ -11,18 +11,11 @@ Packer::Packer(std::vector<int> gpus, int most_at_once)
       node_gpus_(gpus.size()),
       free_(gpus.begin(), gpus.end()) {}
 
-bool Packer::held(const std::string& group) const {
-  if (group.empty() || primed_.count(group)) return false;
-  auto it = in_flight_.find(group);
-  return it != in_flight_.end() && it->second > 0;
-}
-
 std::vector<Assignment> Packer::assign(const std::vector<Waiting>& waiting) {
   std::vector<Assignment> out;
   for (const Waiting& w : waiting) {
     if (running_.size() >= most_at_once_) break;
     if (running_.count(w.id)) throw std::logic_error("evaluation " + std::to_string(w.id) + " is already running");
-    if (held(w.group)) continue;
     size_t need = cpu_ ? 0 : std::min(static_cast<size_t>(std::max(1, w.world)), node_gpus_);
     if (need > free_.size()) break;
     Assignment a{w.id, {}};
@@ -31,27 +24,16 @@ std::vector<Assignment> Packer::assign(const std::vector<Waiting>& waiting) {
       it = free_.erase(it);
     }
     running_[w.id] = a;
-    group_of_[w.id] = w.group;
-    if (!w.group.empty() && !primed_.count(w.group)) ++in_flight_[w.group];
     out.push_back(std::move(a));
   }
   return out;
 }
 
-void Packer::finished(size_t id, bool primed) {
+void Packer::finished(size_t id) {
   auto it = running_.find(id);
   if (it == running_.end()) throw std::logic_error("evaluation " + std::to_string(id) + " is not running");
   free_.insert(it->second.gpus.begin(), it->second.gpus.end());
   running_.erase(it);
-  std::string group = group_of_[id];
-  group_of_.erase(id);
-  if (group.empty()) return;
-  auto flying = in_flight_.find(group);
-  if (flying != in_flight_.end() && --flying->second <= 0) in_flight_.erase(flying);
-  if (primed) {
-    primed_.insert(group);
-    in_flight_.erase(group);
-  }
 }
 
 std::vector<Waiting> largest_first(std::vector<Waiting> waiting) {

@@ -16,7 +16,6 @@ namespace pkb::sweep {
 struct Waiting {
   size_t id = 0;      // the caller's
   int world = 1;      // its ranks; on GPUs it takes min(world, the node's GPUs), one a rank
-  std::string group;  // evaluations that share one reference timing (problem, W, size); "" none
 };
 
 // An evaluation to start now, on `gpus` (the node's GPU indices, ascending; empty on the
@@ -36,35 +35,25 @@ class Packer {
   // start in. Rules, each for a reason:
   // - at most `most_at_once` run; on GPUs each takes GPUs no running evaluation holds;
   // - one that does not fit the free GPUs stops the walk: nothing behind it starts before it
-  //   does, so a W=8 evaluation is not starved by W=1 ones refilling the GPUs it waits for;
-  // - a group runs one evaluation at a time until it is primed (finished() says so): the
-  //   first to end correct has put the reference's timing in pkb's cache, and every later
-  //   one reads it there instead of timing the reference again at the same time.
-  // Waiting evaluations held by their group are passed over, not waited for.
+  //   does, so a W=8 evaluation is not starved by W=1 ones refilling the GPUs it waits for.
   std::vector<Assignment> assign(const std::vector<Waiting>& waiting);
 
-  // Evaluation `id` (started by assign) has ended: its GPUs are free; `primed`: its group's
-  // reference timing is in the cache now.
-  void finished(size_t id, bool primed);
+  // Evaluation `id` (started by assign) has ended: its GPUs are free.
+  void finished(size_t id);
 
   size_t running() const { return running_.size(); }
   std::vector<int> free_gpus() const { return {free_.begin(), free_.end()}; }
 
  private:
-  bool held(const std::string& group) const;
-
   bool cpu_;
   size_t most_at_once_, node_gpus_;
   std::set<int> free_;
   std::map<size_t, Assignment> running_;
-  std::map<size_t, std::string> group_of_;  // of each running evaluation
-  std::set<std::string> primed_;
-  std::map<std::string, int> in_flight_;  // running evaluations per unprimed group
 };
 
 // The order in which evaluations start when several run at once: largest W first (they need
 // the most GPUs free together, so they go while the node is empty), the grid's order among
-// equals (a problem's evaluations stay together, so its reference is primed early).
+// equals.
 std::vector<Waiting> largest_first(std::vector<Waiting> waiting);
 
 // How many evaluations run at once for `--parallel` (`setting`: a count of at least 1, or

@@ -29,11 +29,7 @@ int worker_main() {
     client = &launch::Client::from_env();
     int rank = std::atoi(std::getenv("PKB_RANK") ? std::getenv("PKB_RANK") : "0");
     rank::Job job = rank::job_from_json(nlohmann::json::parse(client->hello(rank)));
-    if (!jobs::before_setup(job, *client)) {
-      client->result(jobs::kRedrawnResult);
-      fflush(nullptr);
-      std::_Exit(0);
-    }
+    jobs::before_setup(job, *client);
     client->phase(launch::phase::kInit);
     r = std::make_unique<rank::Rank>(*client, job);
     nlohmann::json result = jobs::run_job(*r);

@@ -18,19 +18,19 @@ struct Grid : pkb::Reference {
     even = ctx.comm().split(r % 2 == 0 ? 0 : -1, r);
   }
 
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     at::Tensor tp_sum = in["x"].clone();
     tp->all_reduce(tp_sum);
     at::Tensor dp_gather = dp->all_gather(in["x"]);
     at::Tensor even_sum = in["x"].clone();
     if (even) even->all_reduce(even_sum);
     else if (ctx.rank() % 2 == 0) throw std::runtime_error("an even rank got no group");
-    return {tp_sum, dp_gather, even_sum};
+    out.set({tp_sum, dp_gather, even_sum});
   }
 };
 
 struct Ring : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto& comm = ctx.comm();
     int r = ctx.rank(), w = ctx.world();
     at::Tensor buf = in["x"].clone(), acc = in["x"].clone();
@@ -52,32 +52,32 @@ struct Ring : pkb::Reference {
         comm.send(in["x"], p);
       }
     }
-    return {acc, partner};
+    out.set({acc, partner});
   }
 };
 
 struct Uneven : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     int r = ctx.rank(), w = ctx.world();
     std::vector<int64_t> send, recv;
     for (int d = 0; d < w; ++d) send.push_back(r + d + 1);
     for (int s = 0; s < w; ++s) recv.push_back(s + r + 1);
     at::Tensor y = at::empty({ctx.size("rows"), in["x"].size(1)}, in["x"].options());
     ctx.comm().all_to_all(y, in["x"], recv, send);
-    return {y};
+    out.set({y});
   }
 };
 
 struct Dynamic : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     at::Tensor all = ctx.comm().all_gather(in["x"]);
     at::Tensor keep = all > 0;
-    return {all.masked_select(keep), keep.nonzero().view({-1})};
+    out.set({all.masked_select(keep), keep.nonzero().view({-1})});
   }
 };
 
 struct DTypes : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto& comm = ctx.comm();
     at::Tensor a = in["a"].clone();
     comm.all_reduce(a);
@@ -92,7 +92,7 @@ struct DTypes : pkb::Reference {
     if (op != "sum" && op != "max") throw std::invalid_argument("op must be sum or max, not " + op);
     comm.all_reduce(d, op == "sum" ? pkb::ReduceOp::Sum : pkb::ReduceOp::Max);
     d.mul_(ctx.arg_float("scale") * (ctx.arg_bool("negate") ? -1.0 : 1.0));
-    return {a, b, c, z, d};
+    out.set({a, b, c, z, d});
   }
 };
 

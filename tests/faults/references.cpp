@@ -16,14 +16,14 @@ bool culprit(pkb::Ctx& ctx) { return ctx.rank() == ctx.world() - 1; }
 
 template <class Fault>
 struct Faulty : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     at::Tensor y = in["x"].clone();
     if (culprit(ctx) && ctx.trial() == 1) {
-      if (Fault::skip_collective()) return {y};
+      if (Fault::skip_collective()) return out.set({y});
       Fault::fail();
     }
     ctx.comm().all_reduce(y);
-    return {y};
+    out.set({y});
   }
 };
 
@@ -57,11 +57,11 @@ struct Skip {
 
 // Adds to its read-only input in trial 1 (a bug in a reference that dryrun must name).
 struct MutateInput : pkb::Reference {
-  std::vector<at::Tensor> run(pkb::Ctx& ctx, const pkb::Inputs& in) override {
+  void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     at::Tensor y = in["x"].clone();
     if (culprit(ctx) && ctx.trial() == 1) in["x"].add_(1);
     ctx.comm().all_reduce(y);
-    return {y};
+    out.set({y});
   }
 };
 
@@ -70,7 +70,7 @@ struct HangInit : pkb::Reference {
     if (culprit(ctx))
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
   }
-  std::vector<at::Tensor> run(pkb::Ctx&, const pkb::Inputs& in) override { return {in["x"].clone()}; }
+  void run(pkb::Ctx&, const pkb::Inputs& in, pkb::Outputs& out) override { out.set({in["x"].clone()}); }
 };
 
 }  // namespace

@@ -1,6 +1,6 @@
 // pkb eval end to end on the CPU device (W=4): every collective against its CPU candidate,
 // the gallery of bad candidates with their verdicts, saved outputs and pkb compare, seed
-// replay, the reference-timing cache, and pkb validate over every problem.
+// replay, the timed rounds, and pkb validate over every problem.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -59,7 +59,7 @@ TEST_P(CpuCandidate, IsCorrectOverItsTrialsAndTimed) {
   EXPECT_EQ(j["verdict"], "correct");
   EXPECT_EQ(j["run"]["trials"], trials);
   EXPECT_EQ(j["run"]["world"], 4);
-  EXPECT_EQ(j["timing"]["candidate"]["samples"], 20);
+  EXPECT_GE(j["timing"]["candidate"]["samples"], 20);  // --iters, in whole rounds
   EXPECT_GT(j["timing"]["reference"]["median_us"].get<double>(), 0);
   EXPECT_GT(j["speedup"].get<double>(), 0);
   EXPECT_EQ(j["candidate"]["sha256"].get<std::string>().size(), 64u);
@@ -88,7 +88,7 @@ TEST_P(PyCpuCandidate, IsCorrectAndTimed) {
   json j = read_json(out);
   EXPECT_EQ(j["verdict"], "correct");
   EXPECT_EQ(j["candidate"]["backend"], "triton");
-  EXPECT_EQ(j["timing"]["candidate"]["samples"], 20);
+  EXPECT_GE(j["timing"]["candidate"]["samples"], 20);  // --iters, in whole rounds
   EXPECT_TRUE(survivors(r.tag).empty());
 }
 
@@ -242,7 +242,7 @@ TEST(Eval, FailureNamesRankOutputTrialAndSavesBothSides) {
   EXPECT_EQ(py.exit_code, 0) << py.err;
 }
 
-TEST(Eval, SeedReplaysInputsAndCachesReferenceTiming) {
+TEST(Eval, SeedReplaysInputs) {
   std::string dir = temp_dir("seed");
   std::vector<std::string> fixed = {"--seed", "424242", "--trials", "3", "--save-outputs"};
   auto args = [&](const std::string& name) {
@@ -255,40 +255,36 @@ TEST(Eval, SeedReplaysInputsAndCachesReferenceTiming) {
   ASSERT_EQ(a.code, 0) << a.err;
   ASSERT_EQ(b.code, 0) << b.err;
   EXPECT_EQ(read_json(dir + "/a.json")["run"]["seed"], "424242");
-  EXPECT_EQ(read_json(dir + "/b.json")["timing"]["reference_cached"], true);
   PkbRun c = run_pkb({"compare", dir + "/a/inputs", dir + "/b/inputs", "--atol", "0", "--rtol", "0"});
   EXPECT_EQ(c.code, 0) << c.out;
 }
 
-// A reference timing that stays unstable is timed again by fresh judges (the ranks start
-// again before any candidate rank touched its device), then flagged and never cached; a
-// stable one is kept and cached by the first start. The CPU device sets no limit unless
-// given one: here one no timing meets (an IQR of nothing) and one every timing meets.
-TEST(Eval, AnUnstableReferenceTimingIsTimedAgainByFreshJudges) {
-  std::string dir = temp_dir("redraw");
-  const std::vector<std::pair<std::string, std::string>> env = {{"PKB_CACHE_DIR", dir + "/cache"}};
-  auto run = [&](const std::string& name, const std::string& max_iqr) {
-    PkbRun r = eval("coll_allreduce", "@reference", dir + "/" + name + ".json",
-                    {"--trials", "2", "--reference-max-iqr", max_iqr, "--reference-attempts", "2",
-                     "--reference-redraws", "1"},
-                    env, 2);
-    EXPECT_EQ(r.code, 0) << r.err;
-    return std::make_pair(r, read_json(dir + "/" + name + ".json"));
-  };
-  auto [strict, s] = run("strict", "0");
-  EXPECT_EQ(s["verdict"], "correct");
-  EXPECT_TRUE(contains(s["flags"].dump(), "noisy_reference"));
-  EXPECT_TRUE(contains(strict.out, "the ranks start again with fresh judges (start 2 of at most 2)")) << strict.out;
-  ASSERT_EQ(s["timing"]["reference_redraws"].size(), 1u);
-  EXPECT_EQ(s["timing"]["reference_redraws"][0].size(), 2u);  // the first judges' two attempts
-  EXPECT_EQ(s["timing"]["reference_attempts"].size(), 2u);     // the second's
-  EXPECT_GT(s["costs_s"]["reference_redraws"].get<double>(), 0);
-  EXPECT_EQ(run("strict_again", "0").second["timing"]["reference_cached"], false);  // nothing was cached
-  json l = run("loose", "1000").second;
-  EXPECT_FALSE(l["timing"].contains("reference_redraws"));
-  EXPECT_EQ(l["timing"]["reference_attempts"].size(), 1u);
-  EXPECT_FALSE(contains(l["flags"].dump(), "noisy_reference"));
-  EXPECT_EQ(run("loose_again", "1000").second["timing"]["reference_cached"], true);
+// Both sides are timed in the candidate rank, in rounds that alternate them: the same code
+// on both sides (@reference) comes out with an interval that holds 1.0, whatever the
+// machine does meanwhile (here two busy cores: these timings count for nothing, but the path
+// is the one a GPU takes). The record has the baseline (the reference alone before the
+// candidate is loaded), each round's medians, and why the rounds ended. Problems whose calls
+// take a millisecond or more on this machine, so that its scheduler's noise is a small part.
+TEST(Eval, TheSameCodeTimesTheSameOnBothSides) {
+  for (std::string problem : {"tp_gemm_allgather", "dp_layernorm_bwd_allreduce"}) {
+    std::string out = temp_dir("rounds-" + problem) + "/r.json";
+    PkbRun r = run_pkb({"eval", "-p", problem, "-s", "@reference", "--device", "cpu", "-w", "1", "--trials", "2",
+                        "--warmup", "20", "--iters", "60", "--json", out},
+                       600);
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    json j = read_json(out);
+    EXPECT_EQ(j["verdict"], "correct") << j["message"];
+    const json& ci = j["speedup_interval"];
+    EXPECT_LE(ci["lo"].get<double>(), 1.0) << problem << ": " << j["timing"].dump();
+    EXPECT_GE(ci["hi"].get<double>(), 1.0) << problem << ": " << j["timing"].dump();
+    EXPECT_EQ(ci["method"], "rounds");
+    EXPECT_EQ(j["timing"]["rounds"]["count"], 6);  // 60 calls a side in blocks of 10; no more on the CPU device
+    EXPECT_EQ(j["timing"]["rounds"]["medians_us"].size(), 6u);
+    EXPECT_EQ(j["run"]["counts"]["reference"]["baseline"], 50);
+    EXPECT_GT(j["timing"]["baseline"]["median_us"].get<double>(), 0);
+    EXPECT_EQ(j["timing"]["clock"], "candidate_rank");
+    EXPECT_TRUE(contains(r.out, "6 rounds of 10")) << r.out;
+  }
 }
 
 TEST(Eval, BadInputGetsOneClearLine) {
@@ -403,23 +399,20 @@ TEST(Eval, ReferenceOverSharedMemory) {
   EXPECT_TRUE(survivors(r.tag).empty());
 }
 
-// --pin-cpus on: the judge times the reference on the CPU its candidate rank times its
-// calls on (both recorded), the rest of both on another; a pin that does not fit the
-// allowed CPUs is one clear line.
+// --pin-cpus on: the candidate rank times both sides on a CPU of its own (recorded), the
+// rest of both ranks on another; a pin that does not fit the allowed CPUs is one clear line.
 TEST(Eval, BothSidesTimeOnTheSameCpu) {
   const std::vector<int> cpus = pkb::launch::allowed_cpus();
   if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs, this process may use " << cpus.size();
   std::string out = temp_dir("pin") + "/r.json";
   PkbRun r = eval("coll_allreduce", kSrc + "/solutions_cpu/coll_allreduce.cpp", out,
-                  {"--trials", "3", "--pin-cpus", "on", "--no-reference-cache"}, {}, 1);
+                  {"--trials", "3", "--pin-cpus", "on"}, {}, 1);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   json j = read_json(out);
   EXPECT_EQ(j["verdict"], "correct") << j["message"];
   ASSERT_EQ(j["run"]["cpus"]["pinned"], true) << j["run"].dump();
   int timing = j["run"]["cpus"]["timing"][0], partner = j["run"]["cpus"]["partner"][0];
   EXPECT_NE(timing, partner);
-  EXPECT_EQ(j["timing"]["host"]["reference"]["cpu"], timing) << j["timing"]["host"].dump();
-  EXPECT_EQ(j["timing"]["host"]["candidate"]["cpu"], timing) << j["timing"]["host"].dump();
 
   // The CPU device pins nothing unless asked.
   PkbRun a = eval("coll_allreduce", kSrc + "/solutions_cpu/coll_allreduce.cpp", out, {"--trials", "1"}, {}, 1);
@@ -442,9 +435,6 @@ TEST(Eval, BothSidesTimeOnTheSameCpu) {
   EXPECT_NE(elsewhere.err.find("--cpus 99999: none of these CPUs is allowed"), std::string::npos) << elsewhere.err;
 }
 
-// --profile-ops: each side's timed calls op by op on the host (means a call), in the record
-// and printed side by side, the communicator's calls named too and @reference's copy of its
-// outputs apart; such a timing neither counts nor reaches the reference cache.
 // pkb never loses a result it already computed: interrupted while the ranks are on a later
 // problem, `pkb eval -p A,B` keeps A's record (printed and in --json) and says it stopped.
 TEST(Eval, AnInterruptKeepsTheProblemsFinishedBeforeIt) {
@@ -490,65 +480,19 @@ TEST(Eval, AnInterruptKeepsTheProblemsFinishedBeforeIt) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(Eval, ProfileOpsNamesEachSidesOps) {
-  std::string dir = temp_dir("eval-ops"), out = dir + "/r.json";
-  const std::vector<std::pair<std::string, std::string>> cache = {{"PKB_CACHE_DIR", dir + "/cache"}};
-  PkbRun r = eval("ep_load_balancing_loss", "@reference", out, {"--trials", "2", "--profile-ops"}, cache, 1);
-  ASSERT_EQ(r.code, 0) << r.err;
-  json rec = read_json(out);
-  EXPECT_EQ(rec["verdict"], "correct");
-  EXPECT_NE(std::find(rec["flags"].begin(), rec["flags"].end(), "profiled"), rec["flags"].end()) << rec["flags"];
-  auto find = [](const json& ops, const std::string& name, bool nested) {
-    for (auto& o : ops)
-      if (o["name"] == name && o["nested"] == nested) return o;
-    return json();
-  };
-  for (const char* side : {"reference", "candidate"}) {
-    const json& h = rec["timing"]["host"][side];
-    ASSERT_TRUE(h["ops"].is_array()) << side;
-    for (const char* op : {"aten::softmax", "aten::topk", "comm::all_reduce"}) {
-      json o = find(h["ops"], op, false);
-      ASSERT_TRUE(o.is_object()) << side << " " << op << ": " << h["ops"];
-      EXPECT_DOUBLE_EQ(o["calls"].get<double>(), 1.0) << side << " " << op;  // once in each timed call
-      EXPECT_GT(o["us"].get<double>(), 0.0) << side << " " << op;
-    }
-    EXPECT_TRUE(find(h["ops"], "aten::_softmax", true).is_object()) << side;  // inside softmax
-    EXPECT_GT(h["enqueue_mean_us"].get<double>(), find(h["ops"], "aten::softmax", false)["us"].get<double>()) << side;
-  }
-  EXPECT_TRUE(find(rec["timing"]["host"]["candidate"]["ops"], "pkb::output_copy", false).is_object());
-  EXPECT_TRUE(find(rec["timing"]["host"]["reference"]["ops"], "pkb::output_copy", false).is_null());
-  EXPECT_NE(r.out.find("host per timed call by op"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("comm::all_reduce"), std::string::npos) << r.out;
-
-  // Not cached: the next run times the reference itself (and caches it for the one after),
-  // and its record has no ops.
-  for (bool cached : {false, true}) {
-    PkbRun plain = eval("ep_load_balancing_loss", "@reference", out, {"--trials", "2"}, cache, 1);
-    ASSERT_EQ(plain.code, 0) << plain.err;
-    rec = read_json(out);
-    EXPECT_EQ(rec["timing"]["reference_cached"], cached);
-    EXPECT_TRUE(rec["timing"]["host"]["candidate"]["ops"].is_null());
-    EXPECT_EQ(plain.out.find("host per timed call by op"), std::string::npos);
-  }
-
-  PkbRun bad = eval("ep_load_balancing_loss", "@reference", out, {"--profile-ops", "--no-timing"}, cache, 1);
-  EXPECT_EQ(bad.code, 2);
-  EXPECT_NE(bad.err.find("--profile-ops profiles the timed calls: drop --no-timing"), std::string::npos) << bad.err;
-}
-
 // On a terminal, pkb eval says where it is on one line refreshed in place: the reference's
-// timed calls while the judges time it, the trials, the candidate's timed calls, with
-// their counts. Without a terminal (every other test here), nothing of it.
+// calls alone, the trials, both sides' timed calls, with their counts. Without a terminal
+// (every other test here), nothing of it.
 TEST(Eval, ProgressOnATerminal) {
   std::string dir = temp_dir("eval-tty");
   TerminalRun r = run_pkb_on_terminal({"eval", "-p", "coll_allreduce", "-s", kSrc + "/solutions_cpu/coll_allreduce.cpp",
                                        "--device", "cpu", "-w", "2", "-n", "5", "--warmup", "3", "--iters", "6",
-                                       "--min-iters", "6", "--no-reference-cache"},
+                                       "--min-iters", "6", "--baseline-iters", "6"},
                                       dir + "/stdout", {{"PKB_CACHE_DIR", dir + "/cache"}});
   ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.err;
   const std::string& err = r.err;
-  for (const char* seen : {"\r\033[Keval coll_allreduce W=2  reference: timed calls 6/6", "trial 5/5",
-                           "timed calls 6/6"})
+  for (const char* seen : {"\r\033[Keval coll_allreduce W=2  reference alone: calls 6/6", "trial 5/5",
+                           "timed calls of both sides 12/12"})
     EXPECT_TRUE(contains(err, seen)) << seen << " in: " << err;
   EXPECT_TRUE(contains(err, "\r\033[K")) << "the line is cleared at the end";
 }

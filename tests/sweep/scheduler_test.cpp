@@ -1,7 +1,7 @@
 // Packing evaluations onto a node (sweep/scheduler.hpp) on made-up nodes: 8 GPUs, 2, an
 // uneven set of free ones, the CPU device. A small event simulation runs each queue to its
-// end and checks, at every start, that no GPU holds two evaluations, that no more run than
-// allowed, and that a problem's evaluations wait for its first correct one.
+// end and checks, at every start, that no GPU holds two evaluations and that no more run
+// than allowed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,9 +16,7 @@ namespace {
 
 struct Job {
   int world = 1;
-  std::string group;
   double seconds = 1;
-  bool correct = true;  // primes its group when it ends
 };
 
 struct Started {
@@ -32,7 +30,7 @@ struct Started {
 std::vector<Started> simulate(const std::vector<Job>& jobs, std::vector<int> gpus, int most_at_once,
                               std::vector<Waiting> order = {}) {
   if (order.empty())
-    for (size_t i = 0; i < jobs.size(); ++i) order.push_back({i, jobs[i].world, jobs[i].group});
+    for (size_t i = 0; i < jobs.size(); ++i) order.push_back({i, jobs[i].world});
   Packer packer(gpus, most_at_once);
   std::vector<Started> log;
   std::map<size_t, Started> running;
@@ -48,14 +46,6 @@ std::vector<Started> simulate(const std::vector<Job>& jobs, std::vector<int> gpu
                                                                      << " while " << id << " holds it";
       running[a.id] = {a.id, now, now + j.seconds, a.gpus};
       EXPECT_LE(running.size(), static_cast<size_t>(most_at_once));
-      // Until a group's first correct evaluation has ended, none of it runs beside another.
-      if (!j.group.empty()) {
-        bool primed = false;
-        for (auto& s : log) primed = primed || (jobs[s.id].group == j.group && jobs[s.id].correct);
-        for (auto& [id, r] : running)
-          if (id != a.id && jobs[id].group == j.group)
-            EXPECT_TRUE(primed) << "jobs " << id << " and " << a.id << " of group " << j.group << " at once, unprimed";
-      }
     }
     if (running.empty()) {
       ADD_FAILURE() << "nothing runs and nothing starts: " << order.size() << " waiting forever";
@@ -67,7 +57,7 @@ std::vector<Started> simulate(const std::vector<Job>& jobs, std::vector<int> gpu
     running.erase(next);
     now = done.until;
     log.push_back(done);
-    packer.finished(done.id, jobs[done.id].correct);
+    packer.finished(done.id);
   }
   std::sort(log.begin(), log.end(), [](auto& a, auto& b) { return a.id < b.id; });
   return log;
@@ -90,7 +80,6 @@ std::vector<int> gpus(int n) {
 // Eight GPUs: a W=1 evaluation on each, side by side, each on its own GPU.
 TEST(Packer, EightGpusTakeEightSingleGpuEvaluationsAtOnce) {
   std::vector<Job> jobs(8);
-  for (int i = 0; i < 8; ++i) jobs[i].group = "p" + std::to_string(i);
   auto log = simulate(jobs, gpus(8), 8);
   std::set<int> used;
   for (auto& s : log) {
@@ -105,10 +94,9 @@ TEST(Packer, EightGpusTakeEightSingleGpuEvaluationsAtOnce) {
 // Mixed W on eight GPUs, largest first: W=8 alone, then two W=4, then four W=2, then W=1s;
 // the W=4 pair takes disjoint halves.
 TEST(Packer, EightGpusLargestFirstOnDisjointSets) {
-  std::vector<Job> jobs = {{1, "a1"}, {2, "a2"}, {4, "a4"}, {8, "a8"}, {4, "b4"}, {2, "b2"}, {2, "c2"},
-                           {2, "d2"}, {1, "b1"}, {1, "c1"}};
+  std::vector<Job> jobs = {{1}, {2}, {4}, {8}, {4}, {2}, {2}, {2}, {1}, {1}};
   std::vector<Waiting> order;
-  for (size_t i = 0; i < jobs.size(); ++i) order.push_back({i, jobs[i].world, jobs[i].group});
+  for (size_t i = 0; i < jobs.size(); ++i) order.push_back({i, jobs[i].world});
   order = largest_first(order);
   std::vector<size_t> ids;
   for (auto& w : order) ids.push_back(w.id);
@@ -130,7 +118,7 @@ TEST(Packer, EightGpusLargestFirstOnDisjointSets) {
 // A W=4 evaluation waiting for GPUs is not passed by W=1 ones refilling them.
 TEST(Packer, ALargerEvaluationIsNotStarvedBySmallerOnes) {
   // Four GPUs; a long W=1 holds one. The W=4 behind it waits, and so do the W=1s after it.
-  std::vector<Job> jobs = {{1, "x", 10}, {4, "y", 1}, {1, "z1", 1}, {1, "z2", 1}};
+  std::vector<Job> jobs = {{1, 10}, {4, 1}, {1, 1}, {1, 1}};
   auto log = simulate(jobs, gpus(4), 4);
   EXPECT_EQ(log[1].at, 10) << "the W=4 one starts once the node is free";
   EXPECT_GE(log[2].at, 10) << "nothing smaller jumped ahead of it";
@@ -140,7 +128,7 @@ TEST(Packer, ALargerEvaluationIsNotStarvedBySmallerOnes) {
 // Two GPUs: W=2 evaluations one at a time, W=1 two at a time; a W larger than the node
 // takes every GPU (its ranks share them, as pkb eval does alone).
 TEST(Packer, TwoGpus) {
-  std::vector<Job> jobs = {{2, "a"}, {2, "b"}, {1, "c"}, {1, "d"}, {4, "e"}};
+  std::vector<Job> jobs = {{2}, {2}, {1}, {1}, {4}};
   auto log = simulate(jobs, gpus(2), 2);
   EXPECT_EQ(log[0].at, 0);
   EXPECT_EQ(log[1].at, 1);
@@ -154,23 +142,23 @@ TEST(Packer, TwoGpus) {
 // Only some GPUs free (others busy with other work): evaluations go on those, lowest first.
 TEST(Packer, UnevenFreeGpus) {
   Packer p({1, 2, 5, 6, 7}, 8);
-  auto a = p.assign({{0, 2, "a"}, {1, 2, "b"}, {2, 2, "c"}, {3, 1, "d"}});
+  auto a = p.assign({{0, 2}, {1, 2}, {2, 2}, {3, 1}});
   ASSERT_EQ(a.size(), 2u) << "two W=2 fit in five GPUs; the third W=2 does not and stops the walk";
   EXPECT_EQ(a[0].gpus, (std::vector<int>{1, 2}));
   EXPECT_EQ(a[1].gpus, (std::vector<int>{5, 6}));
   EXPECT_EQ(p.free_gpus(), (std::vector<int>{7}));
-  p.finished(0, true);
-  a = p.assign({{2, 2, "c"}, {3, 1, "d"}});
+  p.finished(0);
+  a = p.assign({{2, 2}, {3, 1}});
   ASSERT_EQ(a.size(), 2u);
   EXPECT_EQ(a[0].gpus, (std::vector<int>{1, 2}));
   EXPECT_EQ(a[1].gpus, (std::vector<int>{7}));
   EXPECT_TRUE(p.free_gpus().empty());
-  EXPECT_THROW(p.finished(9, true), std::logic_error);
+  EXPECT_THROW(p.finished(9), std::logic_error);
 }
 
 // One GPU: one evaluation at a time, whatever --parallel says.
 TEST(Packer, OneGpuRunsOneAtATime) {
-  std::vector<Job> jobs = {{1, "a"}, {1, "b"}, {2, "c"}};
+  std::vector<Job> jobs = {{1}, {1}, {2}};
   auto log = simulate(jobs, gpus(1), 4);
   EXPECT_EQ(log[0].at, 0);
   EXPECT_EQ(log[1].at, 1);
@@ -179,7 +167,7 @@ TEST(Packer, OneGpuRunsOneAtATime) {
 
 // The CPU device: slots, not GPUs; N at once whatever their W.
 TEST(Packer, CpuDeviceRunsNAtOnce) {
-  std::vector<Job> jobs = {{4, "a"}, {4, "b"}, {2, "c"}, {2, "d"}, {2, "e"}};
+  std::vector<Job> jobs = {{4}, {4}, {2}, {2}, {2}};
   auto log = simulate(jobs, {}, 2);
   EXPECT_EQ(log[0].at, 0);
   EXPECT_EQ(log[1].at, 0);
@@ -189,21 +177,8 @@ TEST(Packer, CpuDeviceRunsNAtOnce) {
   for (auto& s : log) EXPECT_TRUE(s.gpus.empty());
 }
 
-// A problem's evaluations (one reference timing) run one at a time until one ends correct
-// (its reference timing is cached); other problems fill the other GPUs meanwhile.
-TEST(Packer, AGroupWaitsForItsFirstCorrectEvaluation) {
-  std::vector<Job> jobs = {{1, "p", 1, false}, {1, "p", 2, true}, {1, "p", 1}, {1, "p", 1}, {1, "q", 1}, {1, ""}};
-  auto log = simulate(jobs, gpus(8), 8);
-  EXPECT_EQ(log[0].at, 0);
-  EXPECT_EQ(log[1].at, 1) << "the first ended wrong: the reference is not cached, so the next runs alone";
-  EXPECT_EQ(log[2].at, 3);
-  EXPECT_EQ(log[3].at, 3) << "once primed, the rest run side by side";
-  EXPECT_EQ(log[4].at, 0) << "another problem does not wait";
-  EXPECT_EQ(log[5].at, 0) << "no group (no timing): never held";
-}
-
 TEST(Packer, LargestFirstKeepsTheGridOrderAmongEquals) {
-  auto order = largest_first({{0, 1, "a"}, {1, 4, "b"}, {2, 1, "c"}, {3, 4, "d"}, {4, 2, "e"}});
+  auto order = largest_first({{0, 1}, {1, 4}, {2, 1}, {3, 4}, {4, 2}});
   std::vector<size_t> ids;
   for (auto& w : order) ids.push_back(w.id);
   EXPECT_EQ(ids, (std::vector<size_t>{1, 3, 4, 0, 2}));

@@ -353,24 +353,3 @@ TEST(Progress, DurationsAsPeopleReadThem) {
   EXPECT_EQ(duration_text(3 * 3600 - 10), "3 h 00 min");
 }
 
-// Which lines leave the reference's timing cached (pkb eval caches it from correct, timed
-// evaluations only), and which evaluations share one.
-TEST(ReferenceGroup, CorrectTimedLinesPrimeTheirProblemAtItsWAndSize) {
-  EXPECT_TRUE(cached_reference_timing({{"verdict", "correct"}, {"timing", {{"reference", {{"median_us", 1}}}}}}));
-  EXPECT_FALSE(cached_reference_timing({{"verdict", "correct"}, {"timing", nullptr}})) << "--no-timing";
-  EXPECT_FALSE(cached_reference_timing({{"verdict", "wrong"}, {"timing", nullptr}}));
-  Task t = sample_task();
-  Settings s;
-  Task other_w = t;
-  other_w.world = 2;
-  Task other_sample = t;
-  other_sample.candidate.sample = 7;
-  EXPECT_EQ(reference_group(t, s), reference_group(other_sample, s));
-  EXPECT_NE(reference_group(t, s), reference_group(other_w, s));
-  Settings large = s;
-  large.size = "large";
-  EXPECT_NE(reference_group(t, s), reference_group(t, large));
-  Settings untimed = s;
-  untimed.timing = false;
-  EXPECT_EQ(reference_group(t, untimed), "") << "nothing timed: nothing to share";
-}

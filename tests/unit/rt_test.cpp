@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
-#include <ATen/record_function.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,7 +12,7 @@
 #include "eval/candidate.hpp"
 #include "eval/compare.hpp"
 #include "heap/heap.hpp"
-#include "jobs/timing.hpp"
+#include "pkb/reference.hpp"
 #include "launch/client.hpp"
 #include "spec/spec.hpp"
 #include "tensor/init.hpp"
@@ -177,136 +176,40 @@ TEST(RandomInputs, ALargeTensorIsDrawnInChunksAlikeInEveryDtype) {
   EXPECT_FALSE(at::equal(tail, full.narrow(0, 0, 4096)));
 }
 
-// A call's CPU time is the thread's, up to date at the call's end. Where a kernel brings a
-// thread's getrusage figure up to date only at the scheduler's tick (the H200 machines'
-// did: 40 us calls read 0), a meter reading it fails here; this machine's kernel may not.
-TEST(HostMeter, ACallsCpuTimeIsItsOwnAndUpToDate) {
-  pkb::jobs::timing::HostMeter m;
-  m.start(pkb::eval::HostProbe{1, 2, 3, 4});
-  for (int call = 0; call < 5; ++call) {
-    m.call_started();
-    auto t = std::chrono::steady_clock::now();
-    volatile uint64_t x = 1;
-    while (std::chrono::steady_clock::now() - t < std::chrono::microseconds(300)) x = x * 6364136223846793005ull + 1;
-    m.call_returned();
-  }
-  pkb::eval::HostUse h = m.stop();
-  ASSERT_EQ(h.enqueue_us.size(), 5u);
-  ASSERT_EQ(h.enqueue_cpu_us.size(), 5u);
-  for (size_t i = 0; i < 5; ++i) {
-    EXPECT_GE(h.enqueue_us[i], 300);
-    EXPECT_LE(h.enqueue_cpu_us[i], h.enqueue_us[i] + 50) << "more CPU than wall time in call " << i;
-  }
-  // A busy call's CPU time is most of its wall time (a tick-stale reading is 0 in most calls).
-  std::vector<double> cpu = h.enqueue_cpu_us;
-  std::sort(cpu.begin(), cpu.end());
-  EXPECT_GT(cpu[2], 150) << "the median call read " << cpu[2] << " us of CPU for 300 us of spinning";
-  EXPECT_EQ(h.call_major_faults, 0);
-  EXPECT_EQ(h.probe.launch_us, 2);  // the probe given to start() is the one reported
-  EXPECT_GE(h.cpu, 0);
-  EXPECT_GE(h.thp_anon_kib, 0) << "/proc/self/smaps_rollup read";
-  EXPECT_GE(h.thp_file_kib, 0);
-  // Each call's cycles and instructions where the machine counts them, none where it does not.
-  if (pkb::jobs::timing::CpuCounters().ok()) {
-    ASSERT_EQ(h.call_instructions.size(), 5u);
-    ASSERT_EQ(h.call_cycles.size(), 5u);
-    for (size_t i = 0; i < 5; ++i) EXPECT_GT(h.call_cycles[i], 1e5) << "300 us of spinning in call " << i;
-  } else {
-    EXPECT_TRUE(h.call_cycles.empty());
-    EXPECT_TRUE(h.call_instructions.empty());
-  }
-}
+// A reference writes its outputs into tensors pkb made: in place (nothing copied), or by
+// set(), which copies into the slot, narrows a data-dependent dim to what it got, and
+// refuses a tensor of another type, place or shape, naming the output.
+TEST(Outputs, AReferenceWritesInPlaceOrSetsWhatItMade) {
+  pkb::Outputs out;
+  out.add("y", at::zeros({4, 3}), {false, false});
+  out.add("ids", at::full({5}, -1, at::kLong), {true});
+  at::mul_out(out["y"], at::ones({4, 3}), at::full({4, 3}, 2.0));  // in place
+  out.set(0, out.at(0));                                           // the slot itself: no copy
+  EXPECT_EQ(out.copies(), 0);
+  out.set("ids", at::arange(3, at::kLong));                        // a data-dependent dim comes out smaller
+  EXPECT_EQ(out.copies(), 1);
+  std::vector<at::Tensor> got = out.results();
+  EXPECT_TRUE(at::equal(got[0], at::full({4, 3}, 2.0)));
+  EXPECT_EQ(got[1].sizes().vec(), std::vector<int64_t>{3});
+  EXPECT_TRUE(at::equal(got[1], at::arange(3, at::kLong)));
+  EXPECT_EQ(out.at(1)[4].item<int64_t>(), -1);  // past the size: untouched
+  out.reset_sizes();
+  EXPECT_EQ(out.results()[1].size(0), 5);
+  out.set_size(1, 0, 2);
+  EXPECT_EQ(out.results()[1].size(0), 2);
 
-// A candidate rank's span holds pkb's gate ops around the candidate's own call: the call's
-// time is the candidate's alone (as the judges' is the reference's run), the rest the gate's.
-TEST(HostMeter, ACandidateRanksCallIsItsOwnTheRestIsTheGates) {
-  using Clock = std::chrono::steady_clock;
-  auto spin = [](int us) {
-    auto t = Clock::now();
-    while (Clock::now() - t < std::chrono::microseconds(us)) {
+  auto refused = [&](auto f, const std::string& why) {
+    try {
+      f();
+      ADD_FAILURE() << "accepted: " << why;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
     }
   };
-  pkb::jobs::timing::HostMeter m;
-  m.start();
-  for (int call = 0; call < 3; ++call) {
-    m.call_started();
-    spin(200);  // the gate before
-    auto begin = Clock::now();
-    spin(400);  // the call
-    m.call_ran(begin, Clock::now(), 7.5);
-    spin(100);  // the gate after
-    m.call_returned();
-  }
-  m.call_started();  // a judge's call: no call_ran, the whole span is the call
-  spin(300);
-  m.call_returned();
-  pkb::eval::HostUse h = m.stop();
-  ASSERT_EQ(h.enqueue_us.size(), 4u);
-  ASSERT_EQ(h.gate_us.size(), 3u);
-  ASSERT_EQ(h.copy_us.size(), 3u);
-  for (int i = 0; i < 3; ++i) {
-    EXPECT_GE(h.enqueue_us[i], 400);
-    EXPECT_LT(h.enqueue_us[i], 600) << "the gate's 300 us counted in call " << i;
-    EXPECT_GE(h.gate_us[i], 300);
-    EXPECT_EQ(h.copy_us[i], 7.5);
-  }
-  EXPECT_GE(h.enqueue_us[3], 300);
-}
-
-TEST(CpuCounters, CountTheThreadsWorkWhereTheMachineCounts) {
-  pkb::jobs::timing::CpuCounters c;
-  if (!c.ok()) {
-    EXPECT_EQ(c.read().cycles, 0u);
-    EXPECT_EQ(c.read().instructions, 0u);
-    GTEST_SKIP() << "this machine counts no CPU cycles for a thread (no PMU in the VM, or perf_event_paranoid): "
-                    "read() gives zeros, and timing.host's call_counters are null";
-  }
-  auto a = c.read();
-  volatile uint64_t x = 1;
-  for (int i = 0; i < 1000000; ++i) x = x * 6364136223846793005ull + 1;
-  auto b = c.read();
-  EXPECT_GT(b.instructions - a.instructions, 1000000u);  // at least one instruction an iteration
-  EXPECT_GT(b.cycles - a.cycles, 100000u);
-}
-
-// --profile-ops: a HostMeter that profiles counts the ops of its calls only, once a call each,
-// nested ones apart, and leaves nothing behind once stopped.
-TEST(HostMeter, ProfilesTheOpsInsideItsCallsOnly) {
-  pkb::jobs::timing::HostMeter m;
-  m.start({}, /*profile_ops=*/true);
-  at::Tensor x = at::ones({64});
-  for (int i = 0; i < 4; ++i) {
-    at::Tensor outside = x.mul(2);  // between calls: not counted
-    m.call_started();
-    at::Tensor z = at::zeros({64});
-    at::Tensor y = x.add(z);
-    {
-      RECORD_USER_SCOPE("test::scope");
-      y.mul_(3);
-    }
-    m.call_returned();
-  }
-  pkb::eval::HostUse h = m.stop();
-  auto find = [&](const std::string& name, bool nested) -> const pkb::eval::OpHost* {
-    for (auto& o : h.ops)
-      if (o.name == name && o.nested == nested) return &o;
-    return nullptr;
-  };
-  for (const char* op : {"aten::zeros", "aten::add", "test::scope"}) {
-    const pkb::eval::OpHost* o = find(op, false);
-    ASSERT_NE(o, nullptr) << op;
-    EXPECT_DOUBLE_EQ(o->calls, 1.0) << op;  // once in each of the 4 calls
-    EXPECT_GT(o->us, 0.0) << op;
-  }
-  ASSERT_NE(find("aten::mul_", true), nullptr);  // inside the scope
-  EXPECT_EQ(find("aten::mul_", false), nullptr);
-  EXPECT_EQ(find("aten::mul", false), nullptr);  // only between the calls
-  EXPECT_GE(h.ops.front().us, h.ops.back().us);  // the longest first
-
-  // Stopped: the callback is gone, and a meter that does not profile gives no ops.
-  m.start({});
-  m.call_started();
-  at::zeros({8});
-  m.call_returned();
-  EXPECT_TRUE(m.stop().ops.empty());
+  refused([&] { out.set(0, at::zeros({4, 3}, at::kDouble)); }, "'y' is Double");
+  refused([&] { out.set(0, at::zeros({4, 2})); }, "'y' has shape");   // a fixed dim must match
+  refused([&] { out.set(1, at::zeros({6}, at::kLong)); }, "'ids' has shape");  // over the capacity
+  refused([&] { out.set({at::zeros({4, 3})}); }, "set 1 outputs");
+  refused([&] { out.set_size(0, 1, 2); }, "not a data-dependent dim");
+  refused([&] { out.set_size(1, 0, 9); }, "its capacity is 5");
 }

@@ -30,23 +30,31 @@ struct Ranks {
   std::vector<eval::CandidateReport> cands;
 };
 
-// W judges that ran `trials` trials with nothing wrong, timed the reference at `ref_us` a
-// call (one stable attempt) and their candidate rank's calls at `cand_us` by their own
-// clock; W candidate ranks whose own events agree.
+// W judges that ran 100 trials with nothing wrong and agreed on two rounds of the timed
+// calls (`calls` a side, the reference's at `ref_us` and the candidate's at `cand_us`, both
+// at the slowest rank), after the reference's baseline at `ref_us`, their own clock seeing
+// their candidate rank's calls at `cand_us`; W candidate ranks whose own events agree.
 Ranks timed(double cand_us, double ref_us, int calls = 10, int world = 2) {
   Ranks r;
+  eval::Timing t;
+  t.baseline = eval::CallTimes{std::vector<double>(calls, ref_us), 5};
+  t.plan = {calls / 2, 2, 4};
+  for (int k = 0; k < 2; ++k)
+    t.rounds.push_back({std::vector<double>(calls / 2, ref_us), std::vector<double>(calls / 2, cand_us)});
+  t.stop = "interval";
+  t.reference_warmup = 3;
+  t.candidate_warmup = 5;
   for (int q = 0; q < world; ++q) {
     eval::JudgeReport j;
     j.trials_run = 100;
     j.timed_calls_checked = calls;
     j.captured_calls = calls;
-    j.reference = {{eval::CallTimes{std::vector<double>(calls, ref_us), 5, calls * ref_us}, eval::Clocks{}}};
-    j.reference_kept = 0;
-    j.candidate = eval::CallTimes{std::vector<double>(calls, cand_us), 0, 0};
+    j.timing = t;
+    j.candidate = eval::CallTimes{std::vector<double>(calls, cand_us), 0};
     j.gate = eval::GateOverhead{6, 0.5, 40, 5.8};
     r.judges.push_back(j);
     eval::CandidateReport c;
-    c.timing = eval::CallTimes{std::vector<double>(calls, cand_us), 5, calls * cand_us};
+    c.timing = eval::CallTimes{std::vector<double>(calls, cand_us), 5};
     r.cands.push_back(c);
   }
   return r;
@@ -63,7 +71,8 @@ launch::GroupReport finished(const Ranks& r) {
     rk.name = (q < w ? "judge rank " : "rank ") + std::to_string(q % w);
     rk.result = q < w ? eval::to_json(r.judges[q]).dump() : eval::to_json(r.cands[q - w]).dump();
     if (q >= w) {
-      rk.history = {{"await_reference", -1, 0}, {"init", -1, 1}};
+      rk.history = {{"init", -1, 0}, {"calibration", -1, 0}, {"reference_warmup", -1, 0}, {"reference_timing", -1, 0},
+                    {"await_judge", -1, 0}, {"init", -1, 1}};
       for (int t = 0; t < r.judges[0].trials_run; ++t) {
         rk.history.push_back({"await_judge", t, 2});
         rk.history.push_back({"trial", t, 2});
@@ -78,7 +87,6 @@ launch::GroupReport finished(const Ranks& r) {
 
 struct Judged {
   json res;
-  json cache;
 };
 
 Judged judge(const launch::GroupReport& rep, eval::Context c) {
@@ -86,7 +94,7 @@ Judged judge(const launch::GroupReport& rep, eval::Context c) {
   c.spec = &s;
   Judged j;
   j.res = {{"run", json::object()}, {"flags", json::array()}};
-  j.cache = eval::judge(j.res, rep, c);
+  eval::judge(j.res, rep, c);
   return j;
 }
 
@@ -146,43 +154,66 @@ TEST(Verdict, AJudgesFailureNamesWhereItHappened) {
   EXPECT_EQ(j.res["message"], "rank 1, output 'y', during timing: timed call 4: late");
   EXPECT_EQ(j.res["failure"]["reason"], "late_work");
   EXPECT_TRUE(j.res["timing"].is_null());
-  EXPECT_TRUE(j.cache.is_null());
 }
 
-TEST(Verdict, SpeedupFromTheSlowestRankPerCall) {
+// The speedup is the geometric mean of the rounds' ratios (each round's median reference
+// call over its median candidate call), with its 95% t-interval over the rounds; the record
+// has both sides' calls, the baseline, and how the rounds went.
+TEST(Verdict, SpeedupFromTheRounds) {
   Ranks r = timed(100, 300);
-  r.judges[1].candidate->us = std::vector<double>(10, 150);
-  r.cands[1].timing->us = std::vector<double>(10, 150);
+  for (auto& j : r.judges) {
+    j.timing->rounds[0].candidate_us = std::vector<double>(5, 150);  // this round: 2.0
+    j.timing->rounds.push_back({std::vector<double>(5, 300), std::vector<double>(5, 100)});
+    j.timing->rounds.push_back({std::vector<double>(5, 300), std::vector<double>(5, 150)});
+  }
   Judged j = judge(finished(r), cuda(2));
   EXPECT_EQ(j.res["verdict"], "correct") << j.res["message"];
-  EXPECT_DOUBLE_EQ(j.res["speedup"].get<double>(), 2.0);
-  EXPECT_DOUBLE_EQ(j.cache["stats"]["median_us"].get<double>(), 300);
-  EXPECT_EQ(j.cache["counts"]["iters"], 10);
-  EXPECT_EQ(j.res["run"]["counts"]["candidate"]["iters"], 10);
+  double gm = std::exp((2 * std::log(2.0) + 2 * std::log(3.0)) / 4);
+  EXPECT_NEAR(j.res["speedup"].get<double>(), gm, 1e-9);
+  EXPECT_LT(j.res["speedup_interval"]["lo"].get<double>(), gm);
+  EXPECT_GT(j.res["speedup_interval"]["hi"].get<double>(), gm);
+  EXPECT_EQ(j.res["speedup_interval"]["method"], "rounds");
+  EXPECT_EQ(j.res["run"]["counts"]["candidate"]["iters"], 20);
   EXPECT_EQ(j.res["run"]["counts"]["candidate"]["warmup"], 5);
-  EXPECT_EQ(j.res["timing"]["reference_cached"], false);
+  EXPECT_EQ(j.res["run"]["counts"]["reference"]["baseline"], 10);
+  EXPECT_DOUBLE_EQ(j.res["timing"]["baseline"]["median_us"].get<double>(), 300);
+  EXPECT_EQ(j.res["timing"]["rounds"]["count"], 4);
+  EXPECT_EQ(j.res["timing"]["rounds"]["medians_us"].size(), 4u);
+  EXPECT_EQ(j.res["timing"]["rounds"]["stop"], "interval");
   EXPECT_EQ(j.res["timing"]["clock"], "judge");
-  EXPECT_EQ(j.cache["samples"].size(), 10u);  // kept for the interval of later evaluations
-  EXPECT_TRUE(j.res["flags"].empty()) << j.res["flags"];
+  EXPECT_FALSE(j.res["flags"].dump().find("reference_slowed") != std::string::npos);
   EXPECT_TRUE(eval::timing_counts(json{{"verdict", "correct"}, {"speedup", 2.0},
                                        {"run", {{"device", "cuda"}, {"ranks_per_gpu", 1}}}, {"flags", json::array()}}));
+  // Every call the same: the interval is the point.
+  Judged same = judge(finished(timed(100, 300)), cuda(2));
+  EXPECT_DOUBLE_EQ(same.res["speedup"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(same.res["speedup_interval"]["lo"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(same.res["speedup_interval"]["hi"].get<double>(), 3.0);
 }
 
-TEST(Verdict, ACachedReferenceTimingIsUsedAndNotCachedAgain) {
-  Ranks r = timed(100, 0);
-  for (auto& j : r.judges) {
-    j.reference.clear();
-    j.reference_kept = -1;
-  }
+// Beside the candidate, in its process, the reference is within the candidate's reach: it
+// is credited at most (1 + reference_drift) times its baseline, timed before the candidate
+// was loaded; the speedup shrinks by the rest, and the record says so.
+TEST(Verdict, AReferenceSlowedBesideTheCandidateIsCreditedAtMostItsBaseline) {
+  Ranks r = timed(100, 300);
+  for (auto& j : r.judges) j.timing->baseline.us = std::vector<double>(10, 150);  // alone it took half
   eval::Context c = cuda(2);
-  c.cached_reference = {{"stats", eval::stats_of(std::vector<double>(7, 250)).to_json()},
-                        {"counts", {{"warmup", 3}, {"iters", 7}}}};
+  c.reference_drift = 0.05;
   Judged j = judge(finished(r), c);
   EXPECT_EQ(j.res["verdict"], "correct");
-  EXPECT_DOUBLE_EQ(j.res["speedup"].get<double>(), 2.5);
-  EXPECT_EQ(j.res["timing"]["reference_cached"], true);
-  EXPECT_EQ(j.res["run"]["counts"]["reference"]["iters"], 7);
-  EXPECT_TRUE(j.cache.is_null());
+  EXPECT_NEAR(j.res["speedup"].get<double>(), 150 * 1.05 / 100, 1e-9);
+  EXPECT_NEAR(j.res["speedup_interval"]["hi"].get<double>(), 1.575, 1e-9);
+  EXPECT_NE(j.res["flags"].dump().find("reference_slowed"), std::string::npos);
+  EXPECT_DOUBLE_EQ(j.res["timing"]["rounds"]["estimate"]["speedup"].get<double>(), 3.0);  // the rounds', before the cap
+  EXPECT_NE(j.res["timing"]["reference_slowed"].get<std::string>().find("100.0% slower"), std::string::npos)
+      << j.res["timing"]["reference_slowed"];
+  j.res["run"] = {{"device", "cuda"}, {"ranks_per_gpu", 1}};
+  EXPECT_TRUE(eval::timing_counts(j.res));  // the speedup is the capped one: it still counts
+  // Within the drift: the rounds' speedup as it is.
+  for (auto& x : r.judges) x.timing->baseline.us = std::vector<double>(10, 290);
+  Judged within = judge(finished(r), c);
+  EXPECT_DOUBLE_EQ(within.res["speedup"].get<double>(), 3.0);
+  EXPECT_EQ(within.res["flags"].dump().find("reference_slowed"), std::string::npos);
 }
 
 TEST(Verdict, FasterThanTheRooflineIsAViolationNotASpeedup) {
@@ -326,61 +357,22 @@ TEST(Verdict, TheRanksOwnTimesMustAgreeWithItsJudgesClock) {
   EXPECT_DOUBLE_EQ(c.res["speedup"].get<double>(), 40);
 }
 
-// A reference timing the judges could not make stable is used, flagged, and never cached;
-// every attempt is in the record.
-TEST(Verdict, ANoisyReferenceIsFlaggedAndNotCached) {
+// Rounds that ended on the budget with the interval still wide: the speedup is kept, with
+// its interval, but the timing does not count.
+TEST(Verdict, AWideIntervalIsFlaggedNoisy) {
   Ranks r = timed(100, 300);
   for (auto& j : r.judges) {
-    j.reference.push_back({eval::CallTimes{std::vector<double>(10, 280), 5, 2800}, eval::Clocks{}});
-    j.reference_kept = 1;
-    j.reference_stable = false;
-    j.reference_unstable = "IQR 30.0 us on a median of 280.0 us (over 10%)";
+    j.timing->rounds[1].candidate_us = std::vector<double>(5, 300);  // 3.0 then 1.0
+    j.timing->stop = "budget";
   }
   Judged j = judge(finished(r), cuda(2));
   EXPECT_EQ(j.res["verdict"], "correct");
-  EXPECT_TRUE(j.cache.is_null());
-  EXPECT_DOUBLE_EQ(j.res["timing"]["reference"]["median_us"].get<double>(), 280);  // the kept attempt
-  EXPECT_EQ(j.res["timing"]["reference_attempts"].size(), 2u);
-  EXPECT_NE(j.res["flags"].dump().find("noisy_reference"), std::string::npos);
+  EXPECT_NE(j.res["flags"].dump().find("noisy_timing"), std::string::npos);
+  EXPECT_EQ(j.res["timing"]["rounds"]["stop"], "budget");
   j.res["run"] = {{"device", "cuda"}, {"ranks_per_gpu", 1}};
   EXPECT_FALSE(eval::timing_counts(j.res));
 }
 
-// A stable timing from judges the parent ended for fresh ones (another problem's timing
-// was unstable) is this evaluation's, not the cache's: its attempts are in the record; and
-// every earlier start's unstable attempts are there too.
-TEST(Verdict, AReferenceTimedByEarlierJudgesIsNotCalledCached) {
-  Ranks earlier = timed(0, 250, 7);
-  eval::JudgedReference t = eval::judged_reference(earlier.judges);
-  ASSERT_TRUE(t.stable);
-  EXPECT_DOUBLE_EQ(t.stats.median, 250);
-  EXPECT_EQ(t.cache()["attempts"].size(), 1u);
-  Ranks r = timed(100, 0);
-  for (auto& j : r.judges) {
-    j.reference.clear();
-    j.reference_kept = -1;
-  }
-  eval::Context c = cuda(2);
-  c.cached_reference = t.cache();
-  c.reference_timed_here = true;
-  Ranks noisy = timed(0, 300);
-  for (auto& j : noisy.judges) j.reference_stable = false;
-  eval::JudgedReference u = eval::judged_reference(noisy.judges);
-  EXPECT_FALSE(u.stable);
-  EXPECT_TRUE(u.cache().is_null());
-  c.reference_redraws.push_back(u.attempts);
-  Judged j = judge(finished(r), c);
-  EXPECT_EQ(j.res["verdict"], "correct");
-  EXPECT_DOUBLE_EQ(j.res["speedup"].get<double>(), 2.5);
-  EXPECT_EQ(j.res["timing"]["reference_cached"], false);
-  EXPECT_EQ(j.res["timing"]["reference_attempts"].size(), 1u);
-  EXPECT_EQ(j.res["timing"]["reference_redraws"].size(), 1u);
-  EXPECT_DOUBLE_EQ(j.res["timing"]["reference_redraws"][0][0]["median_us"].get<double>(), 300);
-  EXPECT_TRUE(j.cache.is_null());  // the parent cached it when that start ended
-}
-
-// A gate calibration spread wide (something disturbed pkb's empty calls) puts the timing in
-// doubt; a quiet one does not. What is taken off is its lower quartile, recorded.
 TEST(Verdict, ANoisyGateCalibrationIsFlagged) {
   Ranks quiet = timed(100, 300);
   Judged q = judge(finished(quiet), cuda(2));
@@ -393,104 +385,6 @@ TEST(Verdict, ANoisyGateCalibrationIsFlagged) {
   EXPECT_NE(n.res["flags"].dump().find("noisy_gate"), std::string::npos);
   n.res["run"] = {{"device", "cuda"}, {"ranks_per_gpu", 1}};
   EXPECT_FALSE(eval::timing_counts(n.res));
-}
-
-// Two processes that run the same fixed host work at different speeds (the host probe) set a
-// launch-bound call's speedup rather than its code: flagged, and the timing does not count.
-// Not where the slower side's calls are device-bound, nor for a small difference.
-TEST(Verdict, ProcessesWhoseHostsRunApartAreFlaggedWhereLaunchBound) {
-  auto run = [](double ref_probe, double cand_probe, double cand_host_us) {
-    Ranks r = timed(100, 50);
-    r.judges[0].reference[0].times.host = eval::HostUse{{45, 48, 50}, {45, 48, 50}, 0, 300, 600, 0, 0, 0.1};
-    r.judges[0].reference[0].times.host->probe = eval::HostProbe{40, 3.5, ref_probe, 1};
-    r.cands[0].timing->host = eval::HostUse{{cand_host_us, cand_host_us}, {cand_host_us, cand_host_us}, 0, 300, 600, 0, 0, 0.1};
-    r.cands[0].timing->host->probe = eval::HostProbe{40, 3.5, cand_probe, 1};
-    Judged j = judge(finished(r), cuda(2));
-    j.res["run"] = {{"device", "cuda"}, {"ranks_per_gpu", 1}};
-    return j.res;
-  };
-  auto flagged = [](const json& res) { return res["flags"].dump().find("host_mismatch") != std::string::npos; };
-  json slow_cand = run(5, 7, 95);  // 1.4x, and 95 of its 100 us on the host
-  EXPECT_TRUE(flagged(slow_cand)) << slow_cand["flags"];
-  EXPECT_NE(slow_cand["timing"]["host_mismatch"].get<std::string>().find("candidate rank's process"), std::string::npos);
-  EXPECT_FALSE(eval::timing_counts(slow_cand));
-  EXPECT_EQ(slow_cand["verdict"], "correct");
-  EXPECT_FALSE(flagged(run(5, 7, 30)));   // its calls wait on the device: the host's speed does not set them
-  EXPECT_FALSE(flagged(run(5, 5.5, 95)));  // 1.1x: within what the probe itself varies
-  json slow_judges = run(8, 5, 30);  // the judges' process slower, the reference's calls launch-bound (48 of 50 us)
-  EXPECT_TRUE(flagged(slow_judges)) << slow_judges["flags"];
-  EXPECT_NE(slow_judges["timing"]["host_mismatch"].get<std::string>().find("judges"), std::string::npos);
-  EXPECT_TRUE(eval::timing_counts(run(5, 5, 95)));
-
-  // A cached reference timing keeps its judges' host: the candidate is held to that.
-  Ranks cached = timed(100, 0);
-  for (auto& j : cached.judges) {
-    j.reference.clear();
-    j.reference_kept = -1;
-  }
-  cached.cands[0].timing->host = eval::HostUse{{95, 95}, {95, 95}, 0, 300, 600, 0, 0, 0.1};
-  cached.cands[0].timing->host->probe = eval::HostProbe{40, 3.5, 7, 1};
-  eval::Context c = cuda(2);
-  c.cached_reference = {{"stats", eval::stats_of(std::vector<double>(7, 50)).to_json()},
-                        {"counts", {{"warmup", 3}, {"iters", 7}}},
-                        {"host", {{"enqueue_median_us", 48}, {"probe", {{"op_us", 5.0}}}}}};
-  Judged j = judge(finished(cached), c);
-  EXPECT_NE(j.res["flags"].dump().find("host_mismatch"), std::string::npos) << j.res["flags"];
-  EXPECT_FALSE(j.res["timing"]["host"].contains("reference")) << "the record's host block stays this run's";
-  c.cached_reference.erase("host");  // cached before hosts were kept: nothing to compare
-  EXPECT_EQ(judge(finished(cached), c).res["flags"].dump().find("host_mismatch"), std::string::npos);
-}
-
-// The machine moved between the two timings: the judges' own probe at the candidate's time
-// (outside the candidate's process) against the reference's probe, either way; it speaks
-// before the two processes' probes, which may then agree (both slow at their own times).
-TEST(Verdict, AMachineWhoseHostMovedBetweenTheTimingsIsFlagged) {
-  auto run = [](double ref_probe, std::vector<double> judges_then, double cand_probe, double cand_host_us) {
-    Ranks r = timed(100, 50);
-    r.judges[0].reference[0].times.host = eval::HostUse{{45, 48, 50}, {45, 48, 50}, 0, 300, 600, 0, 0, 0.1};
-    r.judges[0].reference[0].times.host->probe = eval::HostProbe{40, 3.5, ref_probe, 1};
-    for (double x : judges_then) r.judges[0].probes_at_candidate.push_back(eval::HostProbe{40, 3.5, x, 1});
-    r.cands[0].timing->host = eval::HostUse{{cand_host_us, cand_host_us}, {cand_host_us, cand_host_us}, 0, 300, 600, 0, 0, 0.1};
-    r.cands[0].timing->host->probe = eval::HostProbe{40, 3.5, cand_probe, 1};
-    return judge(finished(r), cuda(2)).res;
-  };
-  auto why = [](const json& res) { return res["timing"].value("host_mismatch", std::string()); };
-  // Slow after the candidate's calls though its own probe, before them, read fast.
-  json later = run(5, {5, 7.5}, 5, 95);
-  EXPECT_NE(why(later).find("the machine's host ran 1.50x slower at the candidate's timing"), std::string::npos) << why(later);
-  EXPECT_FALSE(eval::timing_counts(later));
-  EXPECT_EQ(why(run(5, {5, 7.5}, 5, 30)), "");  // the candidate's calls wait on the device
-  // Slow at the reference's timing, fast throughout the candidate's.
-  json earlier = run(7, {5, 5.2}, 5, 30);
-  EXPECT_NE(why(earlier).find("slower at the reference's timing"), std::string::npos) << why(earlier);
-  EXPECT_EQ(why(run(7, {5, 7}, 7, 30)), "");  // not fast throughout: the processes' probes decide, and agree here
-  EXPECT_EQ(why(run(5, {5.5, 5}, 5.2, 95)), "");  // a machine that held still
-  // No judges' probes (a CPU-device run, an older record): the two processes' probes, as before.
-  EXPECT_NE(why(run(5, {}, 7, 95)).find("candidate rank's process"), std::string::npos);
-}
-
-// The speedup's interval: resampled medians, seeded, so the same samples give the same
-// interval; it covers the point estimate, brackets 1 for two draws of one distribution and
-// leaves it out for two that differ.
-TEST(Verdict, SpeedupInterval) {
-  std::vector<double> a, b, slow;
-  for (int i = 0; i < 100; ++i) {
-    a.push_back(10 + (i * 37 % 100) / 100.0);  // 10.00 .. 10.99
-    b.push_back(10 + (i * 61 % 100) / 100.0);
-    slow.push_back(12 + (i * 61 % 100) / 100.0);
-  }
-  eval::Interval same = eval::speedup_interval(a, b);
-  EXPECT_LT(same.lo, 1.0);
-  EXPECT_GT(same.hi, 1.0);
-  EXPECT_DOUBLE_EQ(same.level, 0.95);
-  eval::Interval faster = eval::speedup_interval(slow, b);
-  EXPECT_GT(faster.lo, 1.1);
-  EXPECT_LT(faster.hi, 1.3);
-  eval::Interval again = eval::speedup_interval(slow, b);
-  EXPECT_DOUBLE_EQ(again.lo, faster.lo);
-  Judged j = judge(finished(timed(100, 300)), cuda(2));
-  EXPECT_DOUBLE_EQ(j.res["speedup_interval"]["lo"].get<double>(), 3.0);  // every call the same
-  EXPECT_DOUBLE_EQ(j.res["speedup_interval"]["hi"].get<double>(), 3.0);
 }
 
 // How long a reference's call typically takes, for the warning before a long run: the
@@ -508,76 +402,4 @@ TEST(Verdict, TypicalCallTimeFromTheRoofline) {
   EXPECT_LT(eval::typical_call_s(ar, "default", 2, ar.dtype, *cpu), 0.01);
   spec::HardwareProfile gpu = h200();
   EXPECT_DOUBLE_EQ(gpu.typical_fraction, 0.2);  // the default
-}
-
-TEST(Verdict, EachSidesHostReachesTheRecord) {
-  // Where a launch-bound call's time goes: rank 0's host on each side, through the ranks'
-  // reports, summed up over the loop's wall clock; the machine's share from the judge.
-  Ranks r = timed(100, 50);
-  r.judges[0].reference[0].times.host = eval::HostUse{{8, 9, 10}, {8, 8, 9}, 0, 300, 600, 2, 1, 0.25};
-  r.judges[0].machine_busy = 0.75;
-  r.cands[0].timing->host = eval::HostUse{{40, 50, 60}, {20, 25, 30}, 12, 500, 1500, 30, 7, 0.1};
-  r.cands[0].timing->host->call_minor_faults = 6;
-  r.cands[0].timing->host->probe = eval::HostProbe{40, 3.5, 6, 1.25};
-  // The judge's own probe at the candidate's time, before its warm-up and after its calls.
-  r.judges[0].probes_at_candidate = {eval::HostProbe{40, 3, 5.5, 1.0}, eval::HostProbe{41, 3, 7, 1.9}};
-  Judged j = judge(finished(r), cuda(2));
-  ASSERT_TRUE(j.res["timing"].contains("host")) << j.res["timing"];
-  const json& ref = j.res["timing"]["host"]["reference"];
-  const json& cand = j.res["timing"]["host"]["candidate"];
-  EXPECT_DOUBLE_EQ(ref["enqueue_median_us"].get<double>(), 9);
-  EXPECT_DOUBLE_EQ(ref["thread_cpu_share"].get<double>(), 300 / 500.0);  // 10 calls of 50 us
-  EXPECT_DOUBLE_EQ(ref["machine_busy"].get<double>(), 0.25);
-  EXPECT_DOUBLE_EQ(cand["enqueue_median_us"].get<double>(), 50);
-  EXPECT_DOUBLE_EQ(cand["process_cpu_cores"].get<double>(), 1500 / 1000.0);
-  EXPECT_EQ(cand["switches_involuntary"], 7);
-  EXPECT_DOUBLE_EQ(cand["enqueue_cpu_median_us"].get<double>(), 25);
-  EXPECT_EQ(cand["call_switches"], 12);
-  EXPECT_DOUBLE_EQ(cand["machine_busy"].get<double>(), 0.75);  // the judge's reading, outside the candidate
-  EXPECT_DOUBLE_EQ(cand["call_minor_faults"].get<double>(), 2);
-  EXPECT_DOUBLE_EQ(cand["probe"]["launch_us"].get<double>(), 3.5);
-  EXPECT_DOUBLE_EQ(cand["probe"]["alloc_us"].get<double>(), 1.25);
-  EXPECT_DOUBLE_EQ(ref["probe"]["cpu_us"].get<double>(), -1);  // not probed: unknown, not zero
-  const json& at = j.res["timing"]["host"]["judge_at_candidate"];
-  ASSERT_EQ(at.size(), 2u) << j.res["timing"]["host"];
-  EXPECT_DOUBLE_EQ(at[0]["op_us"].get<double>(), 5.5);
-  EXPECT_DOUBLE_EQ(at[1]["alloc_us"].get<double>(), 1.9);
-  EXPECT_EQ(j.res["verdict"], "correct");  // a diagnostic: the verdict and speedup are as without it
-  EXPECT_DOUBLE_EQ(j.res["speedup"].get<double>(), 0.5);
-}
-
-// --profile-ops: each side's ops reach the record through the ranks' reports, with the
-// calls' mean they add up against; the timing paid the profiler's callbacks on both sides,
-// so it is flagged `profiled`, does not count and is not cached.
-TEST(Verdict, AProfiledTimingShowsItsOpsAndCountsForNothing) {
-  Ranks r = timed(100, 50);
-  r.judges[0].reference[0].times.host = eval::HostUse{{8, 9, 13}, {8, 8, 9}, 0, 300, 600, 2, 1, 0.25};
-  r.judges[0].reference[0].times.host->ops = {{"aten::topk", 1, 6, false}, {"aten::sort", 1, 5, true}};
-  r.cands[0].timing->host = eval::HostUse{{40, 50, 60}, {20, 25, 30}, 12, 500, 1500, 30, 7, 0.1};
-  r.cands[0].timing->host->ops = {{"aten::topk", 1, 18, false}, {"pkb::output_copy", 1, 3, false}};
-  eval::Context c = cuda(2);
-  c.profiled = true;
-  Judged j = judge(finished(r), c);
-  EXPECT_EQ(j.res["verdict"], "correct");
-  const json& host = j.res["timing"]["host"];
-  ASSERT_EQ(host["reference"]["ops"].size(), 2u) << host;
-  EXPECT_EQ(host["reference"]["ops"][1]["name"], "aten::sort");
-  EXPECT_EQ(host["reference"]["ops"][1]["nested"], true);
-  EXPECT_DOUBLE_EQ(host["reference"]["enqueue_mean_us"].get<double>(), 10);
-  EXPECT_DOUBLE_EQ(host["candidate"]["ops"][0]["us"].get<double>(), 18);
-  EXPECT_DOUBLE_EQ(host["candidate"]["enqueue_mean_us"].get<double>(), 50);
-  EXPECT_NE(j.res["flags"].dump().find("profiled"), std::string::npos);
-  EXPECT_TRUE(j.cache.is_null());
-  j.res["run"] = {{"device", "cuda"}, {"ranks_per_gpu", 1}};
-  EXPECT_FALSE(eval::timing_counts(j.res));
-
-  // Unprofiled, the same timing has no ops, counts and is cached.
-  r.judges[0].reference[0].times.host->ops.clear();
-  r.cands[0].timing->host->ops.clear();
-  Judged plain = judge(finished(r), cuda(2));
-  EXPECT_TRUE(plain.res["timing"]["host"]["reference"]["ops"].is_null());
-  EXPECT_TRUE(plain.res["timing"]["host"]["candidate"]["enqueue_mean_us"].is_null());
-  EXPECT_FALSE(plain.cache.is_null());
-  plain.res["run"] = {{"device", "cuda"}, {"ranks_per_gpu", 1}};
-  EXPECT_TRUE(eval::timing_counts(plain.res));
 }
