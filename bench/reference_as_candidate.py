@@ -1,68 +1,99 @@
 #!/usr/bin/env python3
-"""The reference as its own candidate (`pkb eval --solution @reference`), one table.
+"""The reference as its own candidate (`pkb eval --solution @reference`): pkb's timing symmetry.
 
-    python3 bench/reference_as_candidate.py RESULTS.jsonl [MORE.jsonl ...]  > table.md
+    python3 bench/reference_as_candidate.py RESULTS.jsonl [--against EARLIER.jsonl] > table.md
 
 RESULTS: pkb eval's or pkb sweep's records of @reference, at W=1 and (optionally) W=2 with
-both ranks sharing the GPU, in one file or several (scripts/gpu-check.sh reference_sweep
-writes both into one). One row per problem: the W=1 verdict, both medians, the speedup with
-its 95% interval, whether it lies within [0.95, 1.05], pkb's flags, and the W=2 verdict.
+both ranks sharing the GPU, in one file (scripts/gpu-check.sh reference_sweep writes both
+into one). One row per problem: the W=1 verdict, both sides' medians in the timed rounds,
+the reference's baseline (alone, before the candidate was loaded), the speedup with its 95%
+interval, whether it lies within [0.95, 1.05], how the rounds ended, pkb's flags, the W=2
+verdict; with --against, the speedup of the same problem in an earlier sweep and whether
+the two differ by less than 5%.
 
-A reference timed against itself should come out near 1.0x. Where it does not, the flags
-and docs/results.md say why: @reference copies its outputs into pkb's buffers inside the
-timed call (a few us, most of a call of the collectives at W=1), and a launch-bound call
-follows its host, whose speed can differ between the two sides' timings (`host_mismatch`).
+The same code on both sides must come out at 1.0x: both are timed in the candidate rank, by
+the judge's clock through the same gate, in alternating rounds (docs/results.md). A timing
+"does not count" where pkb eval's flags put it in doubt (noisy_timing, noisy_gate,
+throttled, ...): the last line counts those, each with its flags.
 """
+import argparse
 import json
-import sys
+
+DOUBT = {"throttled", "shared_gpu", "left_processes", "faster_than_roofline", "timing_escape", "timing_unverified",
+         "noisy_timing", "noisy_gate", "noisy_reference", "host_mismatch", "profiled"}
 
 
-def records(paths):
+def records(path):
     """{world: {problem: record}}; a later record of the same problem and W replaces an earlier one."""
     out = {}
-    for path in paths:
-        with open(path) as f:
-            for line in f:
-                line = line.strip()
-                if not line:
-                    continue
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line:
                 d = json.loads(line)
-                world = (d.get("run") or {}).get("world", 1)
-                out.setdefault(world, {})[d["problem"]] = d
+                out.setdefault((d.get("run") or {}).get("world", 1), {})[d["problem"]] = d
     return out
 
 
 def main():
-    by_world = records(sys.argv[1:])
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results")
+    ap.add_argument("--against", help="an earlier sweep's records: each speedup beside this one's")
+    a = ap.parse_args()
+    by_world = records(a.results)
     w1, w2 = by_world.get(1, {}), by_world.get(2, {})
-    print("| problem | W=1 | ref us | cand us | speedup [95%] | in [0.95, 1.05] | flags | W=2 shared |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    timed = inside = 0
+    before = records(a.against).get(1, {}) if a.against else {}
+    head = ["problem", "W=1", "ref us", "cand us", "baseline us", "speedup [95%]", "in [0.95, 1.05]", "rounds", "flags"]
+    if a.against:
+        head += ["earlier", "apart < 5%"]
+    head.append("W=2 shared")
+    print("| " + " | ".join(head) + " |")
+    print("|" + " --- |" * len(head))
+    timed = inside = agree = both = 0
+    doubts = []
     for slug in sorted(set(w1) | set(w2)):
         d = w1.get(slug)
         row = [slug]
         if d is None:
-            row += ["not run", "", "", "", "", ""]
+            row += ["not run"] + [""] * (len(head) - 3)
         else:
             t = d.get("timing") or {}
             ref = (t.get("reference") or {}).get("median_us")
             cand = (t.get("candidate") or {}).get("median_us")
-            sp, ci = d.get("speedup"), d.get("speedup_interval") or {}
+            base = (t.get("baseline") or {}).get("median_us")
+            sp, ci, rd = d.get("speedup"), d.get("speedup_interval") or {}, t.get("rounds") or {}
+            flags = d.get("flags") or []
             row.append(d["verdict"])
             if ref and cand and sp:
                 ok = 0.95 <= sp <= 1.05
                 timed += 1
                 inside += ok
-                row += [f"{ref:.1f}", f"{cand:.1f}", f"{sp:.3f} [{ci.get('lo', 0):.3f}, {ci.get('hi', 0):.3f}]",
-                        "yes" if ok else "no"]
+                if DOUBT & set(flags):
+                    doubts.append(f"{slug} ({', '.join(sorted(DOUBT & set(flags)))})")
+                row += [f"{ref:.1f}", f"{cand:.1f}", f"{base:.1f}" if base else "",
+                        f"{sp:.3f} [{ci.get('lo', 0):.3f}, {ci.get('hi', 0):.3f}]", "yes" if ok else "**no**",
+                        f"{rd.get('count', '')} x {rd.get('block', '')}, {rd.get('stop', '')}"]
             else:
-                row += ["", "", "", ""]
-            row.append(", ".join(d.get("flags") or []))
-        row.append(w2[slug]["verdict"] if slug in w2 else "")
+                row += [""] * 6
+            row.append(", ".join(flags))
+            if a.against:
+                e = before.get(slug, {}).get("speedup")
+                if sp and e:
+                    close = abs(sp / e - 1) < 0.05
+                    both += 1
+                    agree += close
+                    row += [f"{e:.3f}", "yes" if close else "**no**"]
+                else:
+                    row += ["", ""]
+        if d is not None:
+            row.append(w2[slug]["verdict"] if slug in w2 else "")
         print("| " + " | ".join(row) + " |")
     print()
     line = (f"W=1: {sum(d['verdict'] == 'correct' for d in w1.values())} of {len(w1)} correct; "
-            f"speedup within [0.95, 1.05] for {inside} of {timed} timed.")
+            f"speedup within [0.95, 1.05] for {inside} of {timed} timed")
+    if a.against:
+        line += f"; within 5% of the earlier sweep for {agree} of {both}"
+    line += f"; {len(doubts)} timings that do not count" + (": " + "; ".join(doubts) if doubts else "") + "."
     if w2:
         line += f" W=2 shared: {sum(d['verdict'] == 'correct' for d in w2.values())} of {len(w2)} correct."
     print(line)

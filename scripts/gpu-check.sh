@@ -103,23 +103,17 @@ if c:
     if d.get("busbw_gbps"): line += f", busbw {d['busbw_gbps']['candidate']:.0f} GB/s"
     if d.get("roofline"): line += f", roofline {100*d['roofline']['fraction']:.0f}%"
     if d.get("flags"): line += ", flags " + ",".join(d["flags"])
-    if d.get("device_copy"):
-        dc = d["device_copy"]
-        line += f"; device copy of the outputs' {dc['bytes']/2**20:.0f} MiB: {dc['median_us']:.1f} us (candidate/copy {c/dc['median_us']:.3f})"
+    if t.get("baseline"): line += f"; baseline {t['baseline']['median_us']:.1f} us"
+    rd = t.get("rounds") or {}
+    if rd: line += f"; {rd.get('count')} rounds of {rd.get('block')}, ended by {rd.get('stop')}"
 if t.get("gate_overhead"):
     g, own = t["gate_overhead"], (t.get("candidate_self") or {}).get("median_us")
     line += f"; judge's clock (gate {g['median_us']:.1f} us taken off), own events {own:.1f} us" if own else ""
 if d.get("speedup_interval"):
     line += f"; 95% [{d['speedup_interval']['lo']:.2f}, {d['speedup_interval']['hi']:.2f}]"
-if "noisy_reference" in (d.get("flags") or []): line += " NOISY"
 if d.get("escape_check"):
     e = d["escape_check"]
     line += f"; escape check: {e['calls']} calls host {e['host_us']:.0f} us, stream {e['event_us']:.0f} us, baseline {e['baseline_us']:.0f} us"
-for side, h in (t.get("host") or {}).items():
-    if not isinstance(h, dict): continue  # judge_at_candidate: the judges' probes, a list
-    line += (f"; {side}'s host: enqueue {h['enqueue_median_us']:.1f} us (cpu {h.get('enqueue_cpu_median_us', -1):.1f} us, "
-             f"{h.get('call_switches', '-')} switches in calls), thread cpu {100*h['thread_cpu_share']:.0f}%, "
-             f"process {h['process_cpu_cores']:.2f} cores, machine busy {100*h['machine_busy']:.0f}%")
 print(line + " |")
 EOF
   fi
@@ -299,9 +293,10 @@ stage_reference_sweep() {
   # minutes on an H200: split it over calls with PROBLEMS (categories, comma-separated).
   local problems=${1:-all} j2=/tmp/pkb-reference-w2.jsonl
   rm -f "$OUT/reference_sweep.jsonl" $j2
-  step "@reference $problems W=1" 0 "$PKB" eval -p "$problems" -s @reference -w 1 --json "$OUT/reference_sweep.jsonl"
-  step "@reference $problems W=2 shared, no timing" 0 "$PKB" eval -p "$problems" -s @reference -w 2 --no-timing \
-    --trials 10 --json $j2
+  step "@reference $problems W=1" 0 "$PKB" eval -p "$problems" -s @reference -w 1 ${TRIALS:+--trials $TRIALS} \
+    --json "$OUT/reference_sweep.jsonl"
+  [ "${REF_W2:-1}" = 0 ] || step "@reference $problems W=2 shared, no timing" 0 "$PKB" eval -p "$problems" -s @reference \
+    -w 2 --no-timing --trials 10 --json $j2
   cat $j2 >>"$OUT/reference_sweep.jsonl" 2>/dev/null
   python3 "$SRC/bench/reference_as_candidate.py" "$OUT/reference_sweep.jsonl" >"$OUT/reference_sweep.md" 2>>"$LOG"
   tail -n 2 "$OUT/reference_sweep.md" | sed '/^$/d; s/^/| /; s/$/ | | | |/' >>"$SUM"

@@ -121,7 +121,8 @@ class CandidateProblem {
       fail = call(reference, phase::kReferenceWarmup, timing::kWarmKey);
       return !fail;
     });
-    int n = timing::agree_iters(r_, w.s_per_call, std::max(job_.baseline_iters, 1));
+    // A quarter of a side's budget: it sets only the bound on the reference beside the candidate.
+    int n = timing::agree_iters(r_, w.s_per_call, std::max(job_.baseline_iters, 1), job_.timing_budget_s / 4);
     pair_.send(proto::kTiming, {{"iters", n}, {"warmup", w.calls}});
     r_.client.phase(phase::kReferenceTiming);
     auto own = device::make_timer(r_.device, stream_, n);

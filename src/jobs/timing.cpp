@@ -53,12 +53,13 @@ Warmup warm_up(const rank::Rank& r, const std::function<bool()>& call, int most,
   return w;
 }
 
-int agree_iters(rank::Rank& r, double s_per_call, int iters) {
+int agree_iters(rank::Rank& r, double s_per_call, int iters, double budget_s) {
   const rank::Job& job = r.job;
   if (iters < 0) iters = job.iters;
+  if (budget_s < 0) budget_s = job.timing_budget_s;
   double slowest = s_per_call;
   for (auto& x : r.client.all_gather(r.rank, r.world, std::to_string(s_per_call))) slowest = std::max(slowest, std::stod(x));
-  int fit = slowest > 0 ? static_cast<int>(std::min<double>(job.timing_budget_s / slowest, iters)) : iters;
+  int fit = slowest > 0 ? static_cast<int>(std::min<double>(budget_s / slowest, iters)) : iters;
   return std::max(std::min(iters, job.min_iters), fit);
 }
 

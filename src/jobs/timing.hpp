@@ -33,9 +33,9 @@ struct Warmup {
 Warmup warm_up(const rank::Rank& r, const std::function<bool()>& call, int most = -1, double budget_s = -1);
 
 // The timed calls every rank of the client's namespace makes: as many of `iters`
-// (job.iters by default) as job.timing_budget_s holds at the slowest rank's pace, never
-// under job.min_iters.
-int agree_iters(rank::Rank& r, double s_per_call, int iters = -1);
+// (job.iters by default) as `budget_s` (job.timing_budget_s by default) holds at the
+// slowest rank's pace, never under job.min_iters.
+int agree_iters(rank::Rank& r, double s_per_call, int iters = -1, double budget_s = -1);
 
 // The last channel of the heap's signal pads, which is pkb's (candidates get the others).
 int pkb_channel(const heap::Heap& h);

@@ -78,7 +78,8 @@ struct Job {
   std::string cache = "cold";  // cold: evict the L2 before each timed call
   bool sandbox = true;         // confine the candidate (rank/sandbox.hpp)
   // pkb eval's timed rounds (eval/interleave.hpp): the reference alone first, baseline_iters
-  // calls in the candidate rank before the candidate is loaded; then the two sides in
+  // calls (as many as a quarter of timing_budget_s holds) in the candidate rank before the
+  // candidate is loaded; then the two sides in
   // blocks of `block` calls, alternating, past `iters` a side while the speedup's 95%
   // interval is wider than +-interval_target of it, up to max_iters a side or the budget.
   // The reference's calls beside the candidate count at most (1 + reference_drift) times
