@@ -54,7 +54,7 @@ struct RingAttentionBwdDp : pkb::Reference {
     const at::Tensor& q = in["q"];
     double scale = 1.0 / std::sqrt(double(q.size(3)));
     pkb_cp::Grads g =
-        pkb_cp::ring_attention_backward(*cp, in["dout"], q, in["k"], in["v"], in["res"], in["softmax_lse"], scale);
+        pkb_cp::ring_attention_backward(*cp, in["dout"], q, in["k"], in["v"], in["out"], in["softmax_lse"], scale);
     std::vector<at::Tensor> res;
     for (at::Tensor* t : {&g.dq, &g.dk, &g.dv}) {
       at::Tensor x = t->contiguous();

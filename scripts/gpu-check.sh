@@ -20,7 +20,7 @@
 # | api | | the reference-API test problems (tests/api) at W=1, 2, 4, each saved output recomputed (tests/check_api.py) | exit 0 |
 # | faults | | every fault reference (tests/faults) at W=2 sharing the GPU, then a look for leftovers | crash (4) or timeout (5) as named; no worker, MPS daemon or /dev/shm segment left |
 # | examples | W,... (1,2) | every example candidate (solutions_cuda, solutions_triton, solutions_tk) at the default size, TRIALS (10) trials, timed alone; ONLY (a regex) picks by file | correct (exit 0); W outside a problem's constraints skipped |
-# | integrity | W,... (1,2) | tests/candidates/expected.tsv's CUDA candidates with their verdicts, two at a time; the saboteurs against the honest example, each with the reference timed afresh, and a sweep with a saboteur first; the forgers at --size large, W=1 | each its expected verdict; the saboteurs leave the reference's median where the honest run has it |
+# | integrity | W,... (1,2) | tests/candidates/expected.tsv's CUDA candidates with their verdicts, two at a time; the saboteurs beside the honest example, and a sweep with a saboteur first; the forgers at --size large, W=1 | each its expected verdict; the late saboteurs leave the reference's median where the honest run has it; the reference saboteur is flagged reference_slowed |
 # | escape | | the side-stream saboteur at W=1 and W=2; a copy-bound candidate at W=2 | integrity_violation, integrity_violation, correct |
 # | bandwidth | | a copy-bound all-gather (one cudaMemcpyAsync) at --size large, W=1, three times, and the example all-gather | correct; candidate / device copy within 5% |
 # | reference_sweep | PROBLEMS (all) | pkb eval -s @reference over PROBLEMS at W=1, then at W=2 sharing the GPU (no timing, 10 trials); reference_sweep.jsonl and reference_sweep.md (bench/reference_as_candidate.py) | every problem correct; most speedups within [0.95, 1.05] (docs/results.md says why the others are off) |
@@ -227,15 +227,14 @@ stage_integrity() {
         $file $w $verdict "$(exit_of $verdict)" "$PKB" "$GALLERY" $problem "$SRC/tests/candidates/$file" $w
     done
   done | batch 2
-  # The saboteurs keep the GPU busy once their timed calls are over (spin kernels from a host
-  # thread; a persistent kernel left resident). Each evaluation gets an empty cache, so its
-  # judges time the reference themselves; then one sweep where the saboteur's evaluation
-  # times the reference and the two honest ones after it take that timing from the cache.
+  # The saboteurs: two keep the GPU busy once their timed calls are over (spin kernels from a
+  # host thread; a persistent kernel left resident), one whenever it is not being called
+  # (the reference's blocks between its own). Each beside the honest example; then one
+  # sweep with a saboteur first and two honest candidates after it.
   for w in ${worlds//,/ }; do
-    for c in solutions_cuda/coll_allreduce.cu tests/candidates/cuda/spin_saboteur.cu tests/candidates/cuda/resident_kernel.cu; do
-      rm -rf /tmp/pkb-cache-fresh
-      PKB_CACHE_DIR=/tmp/pkb-cache-fresh eval_json "integrity $(basename $c) W=$w (alone)" 0 -p coll_allreduce -s "$SRC/$c" \
-        -w $w --trials 10 --warmup 20 --iters 50
+    for c in solutions_cuda/coll_allreduce.cu tests/candidates/cuda/spin_saboteur.cu tests/candidates/cuda/resident_kernel.cu \
+      tests/candidates/cuda/reference_saboteur.cu; do
+      eval_json "integrity $(basename $c) W=$w (alone)" 0 -p coll_allreduce -s "$SRC/$c" -w $w --trials 10 --warmup 20 --iters 50
     done
     rm -rf /tmp/isweep && mkdir -p /tmp/isweep/solutions_cuda/{a_saboteur,b_honest,c_honest}/coll_allreduce
     cp "$SRC/tests/candidates/cuda/spin_saboteur.cu" /tmp/isweep/solutions_cuda/a_saboteur/coll_allreduce/sample_0.cu
@@ -251,7 +250,7 @@ for line in open(sys.argv[1]):
     d = json.loads(line)
     t = d.get("timing") or {}
     print(f"|  ↳ sweep W={sys.argv[2]} {d['sweep']['run']}: {d['verdict']} | | | ref {t.get('reference', {}).get('median_us', 0):.1f} us"
-          f" (cached {t.get('reference_cached')}), cand {t.get('candidate', {}).get('median_us', 0):.1f} us, "
+          f" (baseline {t.get('baseline', {}).get('median_us', 0):.1f}), cand {t.get('candidate', {}).get('median_us', 0):.1f} us, "
           f"speedup {d.get('speedup') or 0:.2f}x, wall {d.get('wall_s', 0):.1f} s, costs {json.dumps(d.get('costs_s', {}))} |")
     d["step"] = f"integrity sweep W={sys.argv[2]}"
     print(json.dumps(d), file=open("/tmp/isweep/lines.jsonl", "a"))

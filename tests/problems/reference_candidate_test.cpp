@@ -132,8 +132,9 @@ TEST_P(ReferenceAsCandidate, IsCorrectOnEveryProblem) {
 INSTANTIATE_TEST_SUITE_P(AllProblems, ReferenceAsCandidate, ::testing::ValuesIn(groups()),
                          [](const auto& info) { return info.param.name; });
 
-// The timed path too, on a few problems of one start: the reference timed by the judges,
-// the candidate's calls through the gate, every timed call's outputs captured and checked.
+// The timed path too, on a few problems of one start: the reference's baseline and the
+// rounds of both sides through the gate, the candidate's timed calls' outputs captured and
+// checked.
 TEST(ReferenceAsCandidateTimed, CorrectAndTimed) {
   std::string out = temp_dir("reference-timed") + "/r.jsonl";
   PkbRun r = eval_reference({"coll_allreduce", "coll_alltoall", "tp_gemm_allgather", "ep_moe_dispatch_permute"}, 2, "",
@@ -143,7 +144,7 @@ TEST(ReferenceAsCandidateTimed, CorrectAndTimed) {
   ASSERT_EQ(records.size(), 4u);
   for (auto& rec : records) {
     EXPECT_EQ(rec["verdict"], "correct") << rec["problem"] << ": " << rec["message"];
-    EXPECT_EQ(rec["timing"]["candidate"]["samples"], 5) << rec["problem"];
+    EXPECT_GE(rec["timing"]["candidate"]["samples"], 5) << rec["problem"];  // --iters, in whole rounds
     EXPECT_EQ(rec["run"]["counts"]["candidate"]["captured"], 5) << rec["problem"];
     EXPECT_GT(rec["speedup"].get<double>(), 0);
     EXPECT_TRUE(rec["speedup_interval"].is_object());

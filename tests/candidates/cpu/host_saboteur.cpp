@@ -6,8 +6,8 @@
 // host threads that spin for as long as its process lives. Where
 // the reference was timed in the candidate's process after the candidate's timed calls,
 // the reference ran on starved cores and the candidate's speedup grew by that much. pkb
-// times the reference in judge ranks before any candidate exists, so the threads only
-// slow down what comes after, which is not timed.
+// times the reference in blocks between the candidate's, so the threads slow both sides
+// alike, and holds it to its baseline, timed before the candidate was loaded.
 #include <stdint.h>
 
 #include <atomic>

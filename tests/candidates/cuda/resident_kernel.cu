@@ -6,7 +6,9 @@
 // then 100 ms without one) it leaves a persistent kernel resident on every SM, on a stream
 // of its own, polling a flag, as a persistent communication kernel between calls would;
 // pkb_finalize stops it. Where the reference was timed after the candidate's calls in its
-// process, it shared the GPU with that kernel. pkb's judges time the reference first.
+// process, it shared the GPU with that kernel. pkb times the reference in blocks between
+// the candidate's, whose calls keep coming until the rounds end, and holds it to its
+// baseline.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>

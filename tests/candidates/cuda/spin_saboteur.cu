@@ -6,9 +6,9 @@
 // a host thread of its own launches kernels that keep every SM busy, one after another, on
 // a stream of its own, for as long as the process lives. Where the reference was timed in
 // the candidate's process after the candidate's timed calls, it ran on a GPU kept busy and
-// the candidate's speedup grew by that much (13x on tp_gemm_allgather, 2026-12-01). pkb's
-// judges time the reference before any candidate rank touches the GPU, and the group's
-// processes end with the evaluation.
+// the candidate's speedup grew by that much (13x on tp_gemm_allgather). pkb times the
+// reference in blocks between the candidate's, whose calls keep coming until the rounds
+// end, holds it to its baseline, and ends the group's processes with the evaluation.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
