@@ -65,7 +65,7 @@ int stage_of(const std::string& ph) {
   const std::pair<const char*, int> stages[] = {
       {p::kInit, 2},           {p::kInterpreter, 2},     {p::kCalibration, 2}, {p::kReferenceWarmup, 2},
       {p::kReferenceTiming, 2}, {p::kTrial, 3},
-      {p::kTimingSetup, 4},    {p::kCandidateWarmup, 5}, {p::kEscapeCheck, 6},     {p::kCandidateTiming, 7},
+      {p::kTimingSetup, 4},    {p::kCandidateWarmup, 5}, {p::kCandidateTiming, 6},  {p::kEscapeCheck, 7},
       {p::kFinish, 8},         {p::kExit, 9}};
   for (auto& [name, st] : stages)
     if (ph == name) return st;

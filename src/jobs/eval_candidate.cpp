@@ -343,10 +343,10 @@ class CandidateProblem {
 
   // ---- timing -------------------------------------------------------------------------------
 
-  // Warm-ups and the escape check here, on the set as the judge left it; then the timed
-  // rounds: each call, the candidate's or the reference's as the judge says, on inputs the
-  // judge writes just before it, between the gate's flags. The judge's clock is the one
-  // that counts; the rank's own events are its reading of the candidate's calls, sent along.
+  // Warm-ups here, on the set as the judge left it; then the timed rounds: each call, the candidate's or the reference's as the judge says, on inputs the
+  // judge writes just before it, between the gate's flags; then the escape check. The
+  // judge's clock is the one that counts; the rank's own events are its reading of the
+  // candidate's calls, sent along.
   void timing() {
     r_.client.phase(phase::kTimingSetup);
     pair_.receive(proto::kInputs);  // the warm-up's inputs are in the set
@@ -356,8 +356,7 @@ class CandidateProblem {
       fail = call(phase::kCandidateWarmup, timing::kWarmKey);
       return !fail;
     });
-    int n = timing::agree_iters(r_, wc.s_per_call);
-    if (!fail) escape_check(n);
+    int n = timing::agree_iters(r_, wc.s_per_call);  // the escape check's batches
     // The reference was warm at its baseline; the candidate's calls came since.
     timing::Warmup wr = timing::warm_up(
         r_,
@@ -391,6 +390,10 @@ class CandidateProblem {
     device::synchronize(r_.device);
     std::vector<double> all = own->elapsed_us();
     all.resize(i);
+    // After the rounds: its graph capture left the process slower to enqueue for the rest of
+    // its life (launch-bound references 1.5-2x on the H100), which must not fall between the
+    // baseline and the rounds.
+    if (!fail) escape_check(n);
     if (!fail) fail = sandbox_failure(phase::kCandidateTiming, -1);
     eval::CallTimes t;
     for (int k : mine) t.us.push_back(all[k]);

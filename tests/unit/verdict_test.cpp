@@ -77,7 +77,7 @@ launch::GroupReport finished(const Ranks& r) {
         rk.history.push_back({"await_judge", t, 2});
         rk.history.push_back({"trial", t, 2});
       }
-      for (auto ph : {"timing_setup", "candidate_warmup", "escape_check", "candidate_timing", "await_judge", "finish"})
+      for (auto ph : {"timing_setup", "candidate_warmup", "candidate_timing", "escape_check", "await_judge", "finish"})
         rk.history.push_back({ph, -1, 3});
     }
     rep.ranks.push_back(rk);
