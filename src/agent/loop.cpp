@@ -132,7 +132,7 @@ class Agent {
   std::string task_key(const Job& j, const std::string& what) const {
     const Problem& p = problems_[j.problem];
     return "agent|" + targets_[j.target].run_name + "|" + p.spec->slug + "|W=" + std::to_string(p.world) +
-           "|size=" + s_.eval.size + "|sample=" + std::to_string(j.sample) + "|" + what;
+           "|size=" + s_.eval.settings.size + "|sample=" + std::to_string(j.sample) + "|" + what;
   }
 
   // The values every template may use, for this sample at turn `turn`.
@@ -149,7 +149,7 @@ class Agent {
     v["output_file"] = p.spec->slug + "." + s_.extension;
     v["world"] = std::to_string(p.world);
     v["device"] = s_.eval.device == "cpu" ? "CPU" : "CUDA";
-    v["size"] = s_.eval.size;
+    v["size"] = s_.eval.settings.size;
     if (st.best_turn) {
       v["best_turn"] = std::to_string(st.best_turn);
       v["best_speedup"] = speedup_text(st.best_speedup_json);
@@ -439,12 +439,7 @@ class Agent {
     c.sha256 = build::sha256_hex(code);
     sweep::Settings ss;
     ss.device = s_.eval.device;
-    ss.size = s_.eval.size;
-    ss.dtype = s_.eval.dtype;
-    ss.trials = s_.eval.trials;
-    ss.warmup = s_.eval.warmup;
-    ss.iters = s_.eval.iters;
-    ss.timing = s_.eval.timing;
+    ss.eval = s_.eval.settings;
     ss.timeout = s_.eval.timeout;
     sweep::Task task{c, p.world, 0, task_key(j, "turn=" + std::to_string(t))};
     json line;
@@ -524,7 +519,7 @@ class Agent {
       head.candidate_path = file.string();
       head.candidate_sha256 = build::sha256_hex(io::read_file(file.string()));
       head.backend = s_.backend;
-      head.run = {{"world", p.world}, {"device", s_.eval.device}, {"size", s_.eval.size}};
+      head.run = {{"world", p.world}, {"device", s_.eval.device}, {"size", s_.eval.settings.size}};
       json line = eval::unmeasured_record(head, eval::Verdict::compile_error,
                                           "the model answered no code in " + std::to_string(st.finished) + " turn(s)",
                                           "no_code", 0.0);

@@ -22,8 +22,8 @@ std::vector<std::string> common(const EvalSettings& s, const char* command, cons
   std::vector<std::string> a = {s.pkb};
   a.insert(a.end(), s.global_args.begin(), s.global_args.end());
   a.insert(a.end(), {command, "--problem", problem, "--world-size", std::to_string(world), "--device", s.device,
-                     "--size", s.size});
-  if (!s.dtype.empty()) a.insert(a.end(), {"--dtype", s.dtype});
+                     "--size", s.settings.size});
+  if (!s.settings.dtype.empty()) a.insert(a.end(), {"--dtype", s.settings.dtype});
   if (s.timeout > 0) a.insert(a.end(), {"--timeout", number(s.timeout)});
   return a;
 }
@@ -45,12 +45,7 @@ std::vector<std::string> eval_argv(const EvalSettings& s, const std::string& pro
   c.solution = candidate;
   c.world = world;
   c.device = s.device;
-  c.size = s.size;
-  c.dtype = s.dtype;
-  c.trials = s.trials;
-  c.warmup = s.warmup;
-  c.iters = s.iters;
-  c.timing = s.timing;
+  c.settings = s.settings;
   c.timeout = s.timeout;
   c.json_out = json_out;
   return c.argv();

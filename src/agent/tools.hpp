@@ -3,6 +3,8 @@
 // and the tools SHOW (`pkb show`'s text) and SHAPES (`pkb dryrun`'s table of outputs).
 #pragma once
 
+#include "rank/settings.hpp"
+
 #include <string>
 #include <vector>
 
@@ -16,10 +18,7 @@ struct EvalSettings {
   std::string pkb;                       // the executable run as `pkb eval` and `pkb dryrun`
   std::vector<std::string> global_args;  // --root, --problem-dir, --reference-lib: the same problems
   std::string device = "cpu";            // cpu or cuda
-  std::string size = "default";
-  std::string dtype;  // "" : the spec's
-  int trials = -1, warmup = -1, iters = -1;
-  bool timing = true;
+  rank::EvalSettings settings;           // what each evaluation measures: pkb eval's own settings
   double timeout = 0;        // pkb eval --timeout (per phase); 0: pkb's budgets
   double deadline_s = 3600;  // the whole child; killed after it
 };

@@ -52,8 +52,8 @@ int run(Globals& g, AgentOptions& o) {
   e.global_args = {"--root", g.root};
   for (auto& d : g.problem_dirs) e.global_args.insert(e.global_args.end(), {"--problem-dir", d});
   for (auto& l : g.reference_libs) e.global_args.insert(e.global_args.end(), {"--reference-lib", l});
-  e.size = o.prompt.size;
-  e.dtype = o.prompt.precision;
+  e.settings.size = o.prompt.size;
+  e.settings.dtype = o.prompt.precision;
 
   std::vector<agent::Problem> problems;
   for (auto* s : select_problems(g, o.problems))
@@ -148,11 +148,7 @@ void add_agent_command(CLI::App& app, Globals& g, Action& action) {
       ->check(CLI::Range(0, 100));
   cmd->add_option("--retry-delay", o.policy.base_delay_s, "seconds before the first retry, doubling after each (default 2)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--trials", o.eval.trials, "pkb eval --trials for every candidate (default: pkb eval's)")
-      ->check(CLI::Range(1, 100000));
-  cmd->add_option("--warmup", o.eval.warmup, "pkb eval --warmup (default: pkb eval's)")->check(CLI::Range(0, 1000000));
-  cmd->add_option("--iters", o.eval.iters, "pkb eval --iters (default: pkb eval's)")->check(CLI::Range(1, 1000000));
-  cmd->add_flag("--no-timing", [](int64_t) { o.eval.timing = false; }, "check correctness only");
+  add_settings(cmd, o.eval.settings, {"--size", "--dtype"});  // the prompt's, below
   cmd->add_option("--timeout", o.eval.timeout, "pkb eval --timeout: seconds per phase of an evaluation")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--eval-deadline", o.eval.deadline_s, "seconds one evaluation may take in all (default 3600)")

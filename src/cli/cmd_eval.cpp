@@ -31,16 +31,16 @@ using json = nlohmann::json;
 
 namespace {
 
-// The command's flags. Trials, timing and budgets bind straight to the rank's job
-// (rank/job.hpp), whose defaults they keep.
+// The command's flags. What the evaluation measures binds straight to its settings
+// (rank/settings.hpp), whose defaults they keep.
 struct EvalOptions {
   std::vector<std::string> problems;
   std::string solution, seed, json_out, save, hardware = "auto", tk_dir;
   std::string launcher = "local", slurm_dir;  // --launcher slurm: where the job's script, log and result go
   std::vector<std::string> sbatch;
-  bool no_timing = false, dry_plan = false;
+  bool dry_plan = false;
   double heap_mib = 0, capture_mib = 0, memory_limit_gib = 0;
-  rank::Job job;
+  rank::EvalSettings settings;
   RunOptions run;
   const std::string& problem() const { return problems.front(); }
 };
@@ -178,21 +178,19 @@ void write_records(const std::string& file, const std::vector<json>& records) {
 int evaluate(Globals& g, EvalOptions& o) {
   run::EvalRequest q;
   q.problems = select_problems(g, o.problems);
-  for (auto* s : q.problems) check_size(*s, o.job.size);
-  if (!o.job.dtype.empty() && !spec::is_dtype_name(o.job.dtype))
-    throw UsageError("unknown --dtype '" + o.job.dtype + "'; use one of " + spec::dtype_names());
+  for (auto* s : q.problems) check_size(*s, o.settings.size);
+  check_dtype(o.settings.dtype);
   q.skip_unfit = names_categories(o.problems);
   q.solution = o.solution;
   q.seed = o.seed;
   q.save = o.save;
   q.hardware = o.hardware;
   q.tk_dir = o.tk_dir;
-  q.timing = !o.no_timing;
   q.dry_plan = o.dry_plan;
   q.heap_mib = o.heap_mib;
   q.capture_mib = o.capture_mib;
   q.memory_limit_gib = o.memory_limit_gib;
-  q.job = o.job;
+  q.settings = o.settings;
   q.place = o.run.place;
   q.ranks = rank_settings(g, o.run);
   q.registry = &g.registry();
@@ -280,9 +278,8 @@ std::string last_lines(const std::string& path, int n) {
 int evaluate_on_slurm(Globals& g, EvalOptions& o) {
   if (o.problems.size() != 1) throw UsageError("--launcher slurm evaluates one problem: give one -p");
   const spec::ProblemSpec& s = g.problem(o.problem());
-  check_size(s, o.job.size);
-  if (!o.job.dtype.empty() && !spec::is_dtype_name(o.job.dtype))
-    throw UsageError("unknown --dtype '" + o.job.dtype + "'; use one of " + spec::dtype_names());
+  check_size(s, o.settings.size);
+  check_dtype(o.settings.dtype);
   const bool reference = rank::is_reference_solution(o.solution);
   if (!reference && !fs::is_regular_file(o.solution)) throw UsageError("no such candidate file: " + o.solution);
   const launch::PlaceRequest& req = o.run.place;
@@ -351,7 +348,6 @@ int evaluate_on_slurm(Globals& g, EvalOptions& o) {
 
 void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
   static EvalOptions o;
-  rank::Job& j = o.job;
   auto* cmd = app.add_subcommand("eval", "Check a candidate against the reference on every rank, then time both");
   cmd->add_option("-p,--problem", o.problems,
                   "slug, original id or original stem; with --solution @reference also several, a category key or all "
@@ -364,23 +360,7 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
                   "be correct at about 1.0x), not a result")
       ->required();
   cmd->add_option("--tk-dir", o.tk_dir, "ThunderKittens checkout for candidates that include kittens.cuh (env PKB_TK_DIR)");
-  cmd->add_option("-n,--trials", j.trials, "correctness trials, each with fresh random inputs (not timed calls: --iters)")
-      ->check(CLI::Range(1, 100000))
-      ->capture_default_str();
-  // nccl-tests users read -w as warm-up and -n as iterations: say what they are here.
-  cmd->add_option("--warmup", j.warmup, "untimed calls before timing (nccl-tests' -w; pkb's -w is --world-size)")
-      ->check(CLI::Range(0, 1000000))
-      ->capture_default_str();
-  cmd->add_option("--iters", j.iters, "timed calls (nccl-tests' -n; pkb's -n is --trials)")
-      ->check(CLI::Range(1, 1000000))
-      ->capture_default_str();
-  cmd->add_flag("--no-timing", o.no_timing, "check correctness only");
-  cmd->add_option("--cache", j.cache, "cold: evict the L2 before each timed call; warm: do not")
-      ->check(CLI::IsMember({"cold", "warm"}))
-      ->capture_default_str();
-  cmd->add_option("--size", j.size, kSizeHelp);
-  cmd->add_option("--dtype", j.dtype, "element type for the problem's 'dt' tensors: bf16 (or bfloat16), fp16, fp32, ...")
-      ->transform(dtype_spellings());
+  add_settings(cmd, o.settings);
   cmd->add_option("--seed", o.seed, "replay a run's seed (inputs are drawn from it)");
   cmd->add_option("--json", o.json_out, "write the result (schema pkb.eval/1) here");
   cmd->add_option("--save-outputs", o.save, "write reference/, candidate/ and inputs/ rank_*.pt of the failing trial (else trial 0)");
@@ -394,40 +374,6 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
   cmd->add_option("--capture-mib", o.capture_mib,
                   "MiB per rank for the timed calls' captured outputs (default: 8192 on CUDA, 256 on CPU; at least 20 "
                   "calls are captured)");
-  cmd->add_option("--warmup-budget", j.warmup_budget_s, "seconds after which warm-up stops (at least one call)")
-      ->check(CLI::Range(0.0, 1e6))
-      ->capture_default_str();
-  cmd->add_option("--timing-budget", j.timing_budget_s,
-                  "seconds of timed calls a side: fewer than --iters where calls are long, never under --min-iters")
-      ->check(CLI::Range(0.0, 1e6))
-      ->capture_default_str();
-  cmd->add_option("--min-iters", j.min_iters, "timed calls whatever the budget")->check(CLI::Range(1, 1000000))->capture_default_str();
-  cmd->add_option("--trials-budget", j.trials_budget_s, "seconds after which trials stop, once --min-trials ran")
-      ->check(CLI::Range(0.0, 1e6))
-      ->capture_default_str();
-  cmd->add_option("--min-trials", j.min_trials, "trials whatever the budget")->check(CLI::Range(1, 100000))->capture_default_str();
-  cmd->add_option("--baseline-iters", j.baseline_iters,
-                  "calls of the reference alone in the candidate rank before the candidate is loaded: the baseline "
-                  "its calls beside the candidate are held to")
-      ->check(CLI::Range(1, 1000000))
-      ->capture_default_str();
-  cmd->add_option("--block", j.block, "timed calls of one side in a row; the two sides alternate in rounds")
-      ->check(CLI::Range(1, 1000))
-      ->capture_default_str();
-  cmd->add_option("--max-iters", j.max_iters,
-                  "timed calls a side at most: past --iters the rounds go on while the speedup's interval is wider "
-                  "than --interval")
-      ->check(CLI::Range(1, 1000000))
-      ->capture_default_str();
-  cmd->add_option("--interval", j.interval_target,
-                  "the speedup's 95% interval, +- this fraction of it, that the rounds go on for (within the budget)")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
-  cmd->add_option("--reference-drift", j.reference_drift,
-                  "how much slower than its baseline the reference is credited beside the candidate (a candidate that "
-                  "slows it down gains no more)")
-      ->check(CLI::Range(0.0, 10.0))
-      ->capture_default_str();
   cmd->add_option("--launcher", o.launcher, "local (here), or slurm (a Slurm job on a GPU node; waits for its result)")
       ->check(CLI::IsMember({"local", "slurm"}));
   cmd->add_option("--sbatch", o.sbatch, "slurm: one more #SBATCH option, e.g. --sbatch=--partition=gpu (repeatable)");

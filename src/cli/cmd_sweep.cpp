@@ -209,15 +209,11 @@ int sweep_on_slurm(Globals& g, const SweepOptions& o, size_t grid_size) {
   for (auto& r : registry_args(g)) a.push_back(r);
   a.push_back("sweep");
   for (auto& d : o.solutions) a.insert(a.end(), {"--solutions", d});
-  a.insert(a.end(), {"--problems", o.problems, "--device", o.device, "--size", s.size, "--eval-deadline",
-                     std::to_string(o.deadline)});
+  a.insert(a.end(), {"--problems", o.problems, "--device", o.device, "--eval-deadline", std::to_string(o.deadline)});
   if (!o.seed.empty()) a.insert(a.end(), {"--seed", o.seed});
-  if (!s.dtype.empty()) a.insert(a.end(), {"--dtype", s.dtype});
   for (int w : o.worlds) a.insert(a.end(), {"--world-size", std::to_string(w)});
-  if (s.trials >= 0) a.insert(a.end(), {"--trials", std::to_string(s.trials)});
-  if (s.warmup >= 0) a.insert(a.end(), {"--warmup", std::to_string(s.warmup)});
-  if (s.iters >= 0) a.insert(a.end(), {"--iters", std::to_string(s.iters)});
-  if (!s.timing) a.push_back("--no-timing");
+  std::vector<std::string> flags = rank::to_flags(s.eval);
+  a.insert(a.end(), flags.begin(), flags.end());
   if (s.timeout > 0) a.insert(a.end(), {"--timeout", std::to_string(s.timeout)});
   if (o.jobs) a.insert(a.end(), {"--jobs", std::to_string(o.jobs)});
   if (o.parallel != "1") a.insert(a.end(), {"--parallel", o.parallel});
@@ -382,16 +378,9 @@ void add_sweep_command(CLI::App& app, Globals& g, Action& run) {
   cmd->add_option("--nproc-per-node,--num-gpus", o.worlds, "-w")->delimiter(',')->check(CLI::Range(1, 1024))->group("");
   cmd->add_option("--device", o.device, "cuda, cpu, or auto (CUDA when a GPU is visible)")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
-  cmd->add_option("-n,--trials", o.settings.trials, "trials per evaluation (pkb eval's default when unset)")
-      ->check(CLI::Range(1, 100000));
-  cmd->add_option("--warmup", o.settings.warmup, "warm-up calls before timing")->check(CLI::Range(0, 1000000));
-  cmd->add_option("--iters", o.settings.iters, "timed calls")->check(CLI::Range(1, 1000000));
-  cmd->add_flag("--no-timing", [](int64_t) { o.settings.timing = false; }, "check correctness only");
-  cmd->add_option("--size", o.settings.size, kSizeHelp);
+  add_settings(cmd, o.settings.eval);
   cmd->add_option("--seed", o.seed,
                   "replay one seed in every evaluation (default: each evaluation draws its own secret inputs)");
-  cmd->add_option("--dtype", o.settings.dtype, "element type for the problems' 'dt' tensors (default: each spec's)")
-      ->transform(dtype_spellings());
   cmd->add_option("--timeout", o.settings.timeout, "seconds a candidate may take per phase (pkb eval --timeout)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--eval-deadline", o.deadline, "seconds before a whole evaluation is killed (default 3600)")

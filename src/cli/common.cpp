@@ -2,11 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <type_traits>
 
 #include <unistd.h>
 
@@ -66,6 +68,32 @@ void check_size(const spec::ProblemSpec& s, const std::string& size) {
   } catch (const spec::SpecError& e) {
     throw UsageError(e.what());
   }
+}
+
+void check_dtype(const std::string& dtype) {
+  if (!dtype.empty() && !spec::is_dtype_name(dtype))
+    throw UsageError("unknown --dtype '" + dtype + "'; use one of " + spec::dtype_names());
+}
+
+void add_settings(CLI::App* cmd, rank::EvalSettings& s, const std::vector<std::string>& except) {
+  rank::for_each_setting(s, [&](const rank::Setting& x, auto& v) {
+    using T = std::decay_t<decltype(v)>;
+    if (std::find(except.begin(), except.end(), x.flag) != except.end()) return;
+    // The short name unless the command uses it otherwise (pkb agent's -n is its samples).
+    bool short_free = *x.short_flag && !cmd->get_option_no_throw(x.short_flag);
+    std::string names = short_free ? std::string(x.short_flag) + "," + x.flag : std::string(x.flag);
+    if constexpr (std::is_same_v<T, bool>) {
+      cmd->add_flag_callback(names, [&v] { v = false; }, x.help);  // on by default: the flag turns it off
+    } else {
+      CLI::Option* o = cmd->add_option(names, v, x.help)->capture_default_str();
+      if constexpr (std::is_arithmetic_v<T>) {
+        if (x.max >= x.min) o->check(CLI::Range(static_cast<T>(x.min), static_cast<T>(x.max)));
+      } else if (!x.choices.empty()) {
+        o->check(CLI::IsMember(std::vector<std::string>(x.choices.begin(), x.choices.end())));
+      }
+      if (std::string(x.flag) == "--dtype") o->transform(dtype_spellings());
+    }
+  });
 }
 
 CLI::Validator dtype_spellings() {

@@ -67,6 +67,14 @@ CLI::Validator dtype_spellings();
 // default preset). Throws UsageError naming what the problem has.
 extern const char* const kSizeHelp;
 void check_size(const spec::ProblemSpec& s, const std::string& size);
+// --dtype's check ("" is the spec's own): UsageError listing the names.
+void check_dtype(const std::string& dtype);
+
+// An evaluation's settings as flags of `cmd` (rank/settings.hpp: each with its range or
+// choices, and its default in the help), bound to `s`. pkb eval, sweep and agent take them
+// alike, so what one measures the others can ask for. `except`: flags the command binds
+// otherwise (pkb agent's --size and --dtype are also its prompt's).
+void add_settings(CLI::App* cmd, rank::EvalSettings& s, const std::vector<std::string>& except = {});
 
 // The hardware profile a run's roofline uses: `wanted` by name, or "auto": the one that
 // fits the placed GPUs (none for the CPU device). `store` holds the profiles read.

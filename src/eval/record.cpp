@@ -40,13 +40,10 @@ std::vector<std::string> EvalCommand::argv() const {
   std::vector<std::string> a = {pkb};
   a.insert(a.end(), global_args.begin(), global_args.end());
   a.insert(a.end(), {"eval", "--problem", problem, "--solution", solution, "--world-size", std::to_string(world),
-                     "--device", device, "--size", size});
-  if (!dtype.empty()) a.insert(a.end(), {"--dtype", dtype});
+                     "--device", device});
+  std::vector<std::string> flags = rank::to_flags(settings);
+  a.insert(a.end(), flags.begin(), flags.end());
   if (seed) a.insert(a.end(), {"--seed", std::to_string(*seed)});
-  if (trials >= 0) a.insert(a.end(), {"--trials", std::to_string(trials)});
-  if (warmup >= 0) a.insert(a.end(), {"--warmup", std::to_string(warmup)});
-  if (iters >= 0) a.insert(a.end(), {"--iters", std::to_string(iters)});
-  if (!timing) a.push_back("--no-timing");
   if (timeout > 0) {
     std::ostringstream t;
     t << timeout;

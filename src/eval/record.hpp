@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/reports.hpp"
+#include "rank/settings.hpp"
 
 namespace pkb::eval {
 
@@ -32,18 +33,16 @@ nlohmann::json new_record(const RecordHead& head);
 nlohmann::json unmeasured_record(const RecordHead& head, Verdict verdict, const std::string& message,
                                  const std::string& flag, double wall_s);
 
-// How another command runs one evaluation: every setting here becomes a flag of
-// `pkb eval`, so pkb sweep and pkb agent evaluate alike.
+// How another command runs one evaluation: the evaluation's settings (rank/settings.hpp)
+// and where it runs, each a flag of `pkb eval`, so pkb sweep and pkb agent evaluate alike.
 struct EvalCommand {
   std::string pkb;                       // the executable
   std::vector<std::string> global_args;  // --root, --problem-dir, --reference-lib: the same problems
   std::string problem, solution;
   int world = 0;
-  std::string device;                  // cuda or cpu
-  std::string size = "default", dtype;  // dtype "": the spec's
-  std::optional<uint64_t> seed;         // none: pkb eval draws its own secret seed
-  int trials = -1, warmup = -1, iters = -1;  // negative: pkb eval's defaults
-  bool timing = true;
+  std::string device;              // cuda or cpu
+  rank::EvalSettings settings;     // those at their default are not spelled out
+  std::optional<uint64_t> seed;    // none: pkb eval draws its own secret seed
   double timeout = 0;  // --timeout per phase; 0: pkb's budgets
   std::string cpus;    // --cpus: the CPUs its pinning may take ("": any)
   std::string json_out;

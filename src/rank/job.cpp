@@ -18,8 +18,8 @@ Role role_from_name(const std::string& name) {
   throw std::invalid_argument("no rank role called '" + name + "'");
 }
 
-// One list of fields for both directions. The seed travels as a string: JSON numbers
-// above 2^53 lose bits in other readers.
+// One list of fields for both directions (the settings' own: rank/settings.hpp). The seed
+// travels as a string: JSON numbers above 2^53 lose bits in other readers.
 template <class J, class Job>
 void fields(J&& visit, Job& j) {
   visit("mode", j.mode);
@@ -29,31 +29,14 @@ void fields(J&& visit, Job& j) {
   visit("timing_cpu", j.timing_cpu);
   visit("partner_cpu", j.partner_cpu);
   visit("specs", j.specs);
-  visit("size", j.size);
-  visit("dtype", j.dtype);
   visit("reference_libs", j.reference_libs);
-  visit("trials", j.trials);
   visit("save_dir", j.save_dir);
   visit("save_by_problem", j.save_by_problem);
   visit("no_comm", j.no_comm);
   visit("heap_bytes", j.heap_bytes);
   visit("barrier_iters", j.barrier_iters);
   visit("library", j.library);
-  visit("warmup", j.warmup);
-  visit("iters", j.iters);
-  visit("warmup_budget_s", j.warmup_budget_s);
-  visit("timing_budget_s", j.timing_budget_s);
-  visit("trials_budget_s", j.trials_budget_s);
-  visit("min_iters", j.min_iters);
-  visit("min_trials", j.min_trials);
-  visit("timing", j.timing);
-  visit("cache", j.cache);
   visit("sandbox", j.sandbox);
-  visit("baseline_iters", j.baseline_iters);
-  visit("block", j.block);
-  visit("max_iters", j.max_iters);
-  visit("interval_target", j.interval_target);
-  visit("reference_drift", j.reference_drift);
   visit("eval_problems", j.eval_problems);
 }
 
@@ -75,6 +58,7 @@ const char* role_name(Role r) {
 
 nlohmann::json to_json(const Job& j) {
   nlohmann::json out;
+  out["settings"] = to_json(static_cast<const EvalSettings&>(j));
   fields([&](const char* key, const auto& v) { out[key] = v; }, j);
   out["role"] = role_name(j.role);
   out["device"] = launch::name(j.device);
@@ -85,6 +69,7 @@ nlohmann::json to_json(const Job& j) {
 
 Job job_from_json(const nlohmann::json& in) {
   Job j;
+  if (in.contains("settings")) static_cast<EvalSettings&>(j) = settings_from_json(in.at("settings"));
   fields([&](const char* key, auto& v) {
     if (in.contains(key)) in.at(key).get_to(v);
   }, j);

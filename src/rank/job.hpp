@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launch/kinds.hpp"
+#include "rank/settings.hpp"
 
 namespace pkb::rank {
 
@@ -33,7 +34,9 @@ ErrorKind error_kind_from_name(const std::string& name);  // "error" for any oth
 inline constexpr char kReferenceSolution[] = "@reference";
 inline bool is_reference_solution(const std::string& solution) { return solution == kReferenceSolution; }
 
-struct Job {
+// The job: an evaluation's settings (rank/settings.hpp; dryrun and validate use the ones
+// that apply to them), and what this rank does with them, where.
+struct Job : EvalSettings {
   std::string mode;  // dryrun, selftest, eval, validate
   Role role = Role::single;
 
@@ -50,11 +53,8 @@ struct Job {
   // ranks (one start of the ranks for a whole family).
   std::vector<std::string> specs;  // paths of problems/<slug>.toml
   const std::string& spec() const { return specs.at(0); }
-  std::string size = "default";  // a --size value
-  std::string dtype;           // what dt stands for ("": the spec's)
   uint64_t seed = 0;           // the run's secret seed
   std::vector<std::string> reference_libs;
-  int trials = 100;
   std::string save_dir;        // write outputs here ("": nowhere)
   bool save_by_problem = false;  // in save_dir/<slug>/ (the command was given several problems)
 
@@ -65,27 +65,8 @@ struct Job {
   size_t heap_bytes = 0;       // a symmetric heap of this size per rank (0: none)
   int barrier_iters = 2000;
 
-  // eval (and dryrun --time): warm-up and timed calls of each side, within time budgets.
-  // The counts stand where the budgets allow: warm-up stops after warmup_budget_s (one
-  // call at least); timed calls are as many of `iters` a side as 2 * timing_budget_s holds
-  // for both sides at the warm-ups' pace, never under min_iters; trials stop after
-  // trials_budget_s once min_trials ran.
-  std::string library;         // the candidate's shared object, .py file, or kReferenceSolution
-  int warmup = 500, iters = 100;
-  double warmup_budget_s = 1, timing_budget_s = 10, trials_budget_s = 60;
-  int min_iters = 10, min_trials = 5;
-  bool timing = true;
-  std::string cache = "cold";  // cold: evict the L2 before each timed call
+  std::string library;         // pkb eval: the candidate's shared object, .py file, or kReferenceSolution
   bool sandbox = true;         // confine the candidate (rank/sandbox.hpp)
-  // pkb eval's timed rounds (eval/interleave.hpp): the reference alone first, baseline_iters
-  // calls (as many as a quarter of timing_budget_s holds) in the candidate rank before the
-  // candidate is loaded; then the two sides in
-  // blocks of `block` calls, alternating, past `iters` a side while the speedup's 95%
-  // interval is wider than +-interval_target of it, up to max_iters a side or the budget.
-  // The reference's calls beside the candidate count at most (1 + reference_drift) times
-  // its baseline's median (a candidate cannot gain by slowing the reference down).
-  int baseline_iters = 50, block = 10, max_iters = 300;
-  double interval_target = 0.03, reference_drift = 0.05;
   // pkb eval, one per problem of `specs` (several only for the reference as the candidate):
   // what the parent planned for it.
   struct EvalProblem {

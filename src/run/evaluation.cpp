@@ -62,8 +62,8 @@ std::string utc_now() {
 // context's slices (some 280 us on the H200 for a 9 us call). pkb starts a private daemon.
 launch::Placement place_run(const EvalRequest& q, const Say& warn) {
   launch::PlaceRequest req = q.place;
-  req.mps = req.mps || (q.timing && !req.no_mps);
-  launch::Placement p = launch::place(req, q.problems.size() == 1 ? q.problems.front() : nullptr, q.job.size);
+  req.mps = req.mps || (q.settings.timing && !req.no_mps);
+  launch::Placement p = launch::place(req, q.problems.size() == 1 ? q.problems.front() : nullptr, q.settings.size);
   for (auto& w : p.warnings) warn(w);
   // The gate holds a candidate's stream until its judge says go, while the call is being
   // enqueued: with every launch blocking, the first one would wait for ever.
@@ -72,7 +72,7 @@ launch::Placement place_run(const EvalRequest& q, const Say& warn) {
     throw io::InputError("pkb eval cannot run with CUDA_LAUNCH_BLOCKING=" + std::string(blocking) +
                          ": its judges hold the candidate's stream while a call is enqueued, so a blocking launch "
                          "waits for ever; unset it");
-  if (p.device == launch::Device::cuda && q.timing && !p.mps)
+  if (p.device == launch::Device::cuda && q.settings.timing && !p.mps)
     warn("no MPS: the judges cannot time the candidate's calls, so its own events are used and its timing counts "
          "for nothing");
   return p;
@@ -80,7 +80,8 @@ launch::Placement place_run(const EvalRequest& q, const Say& warn) {
 
 // ---- the candidate built --------------------------------------------------------------------
 
-build::Result build_candidate(const EvalRequest& q, const launch::Placement& p) {
+build::Result build_candidate(const EvalRequest& q, const std::vector<const spec::ProblemSpec*>& problems,
+                              const launch::Placement& p) {
   if (!rank::is_reference_solution(q.solution)) return build_for(q.root, q.solution, q.tk_dir, p);
   {
     // Nothing to build; its identity is every problem's reference source and spec.
@@ -88,7 +89,7 @@ build::Result build_candidate(const EvalRequest& q, const launch::Placement& p) 
     b.ok = b.cached = true;
     b.library = rank::kReferenceSolution;
     std::string all;
-    for (auto* s : q.problems) all += io::read_file(q.registry->reference_source(*s)) + io::read_file(s->path);
+    for (auto* s : problems) all += io::read_file(q.registry->reference_source(*s)) + io::read_file(s->path);
     b.source_sha256 = build::sha256_hex(all);
     return b;
   }
@@ -112,12 +113,12 @@ eval::MemoryPlan plan_memory(const EvalRequest& q, const spec::ProblemSpec& s, c
                              const std::string& dtype) {
   eval::MemoryRequest r;
   r.spec = &s;
-  r.size = q.job.size;
+  r.size = q.settings.size;
   r.dtype = dtype;
   r.world = p.world;
   r.ranks_per_gpu = p.device == launch::Device::cuda ? p.ranks_per_gpu : p.world;  // the CPU device: every rank on the host
   r.cuda = p.device == launch::Device::cuda;
-  r.timing = q.timing;
+  r.timing = q.settings.timing;
   r.nccl = p.comm == launch::Comm::nccl && p.world > 1;
   if (q.memory_limit_gib > 0) {
     r.memory = static_cast<uint64_t>(q.memory_limit_gib * double(uint64_t{1} << 30));
@@ -129,7 +130,7 @@ eval::MemoryPlan plan_memory(const EvalRequest& q, const spec::ProblemSpec& s, c
   } else {
     r.memory = host_memory_available();
   }
-  r.iters = q.job.iters;
+  r.iters = q.settings.iters;
   r.min_captures = kMinCaptures;
   double mib = q.capture_mib > 0 ? q.capture_mib : r.cuda ? 8192.0 / p.ranks_per_gpu : 256.0;
   r.capture_budget = static_cast<uint64_t>(mib * (1 << 20));
@@ -148,19 +149,20 @@ struct ProblemRun {
 
 // The evaluation's record before anything ran: the problem, the run as placed, versions.
 json new_eval_record(const EvalRequest& q, const spec::ProblemSpec& s, const launch::Placement& p,
-                     const spec::HardwareProfile* hw, const std::string& dtype, bool mps) {
-  const rank::Job& job = q.job;
+                     const spec::HardwareProfile* hw, const std::string& dtype, bool mps, uint64_t seed) {
+  const rank::EvalSettings& job = q.settings;
   eval::RecordHead head;
   head.problem = s.slug;
   head.problem_id = s.id;
   head.category = s.category;
   head.run = {{"world", p.world}, {"device", launch::name(p.device)}, {"gpu", p.gpu_name}, {"gpus", p.gpus},
               {"ranks_per_gpu", p.ranks_per_gpu}, {"comm", launch::name(p.comm)}, {"hardware_profile", hw ? hw->name : ""},
-              {"size", job.size}, {"dtype", dtype}, {"seed", std::to_string(job.seed)}, {"trials", job.trials},
+              {"size", job.size}, {"dtype", dtype}, {"seed", std::to_string(seed)}, {"trials", job.trials},
               {"warmup", job.warmup}, {"iters", job.iters}, {"cache", job.cache}, {"sandbox", q.ranks.sandbox},
               {"mps", mps}, {"cpus", p.cpus.to_json()},
               {"budgets_s", {{"warmup", job.warmup_budget_s}, {"timing", job.timing_budget_s},
-                             {"trials", job.trials_budget_s}}}};
+                             {"trials", job.trials_budget_s}}},
+              {"settings", rank::to_json(job)}};
   json res = eval::new_record(head);
   res["time"] = utc_now();
   res["versions"] = {{"pkb", PKB_VERSION}, {"commit", PKB_COMMIT}, {"torch", PKB_TORCH_VERSION},
@@ -175,12 +177,12 @@ json new_eval_record(const EvalRequest& q, const spec::ProblemSpec& s, const lau
 void say_if_long(const EvalRequest& q, const spec::ProblemSpec& s, const launch::Placement& p,
                  const spec::HardwareProfile* hw, const std::string& dtype, const Say& warn) {
   if (!hw) return;
-  double call_s = eval::typical_call_s(s, q.job.size, p.world, dtype, *hw), trials_s = 2 * q.job.trials * call_s;
+  double call_s = eval::typical_call_s(s, q.settings.size, p.world, dtype, *hw), trials_s = 2 * q.settings.trials * call_s;
   if (trials_s < 60) return;
   warn(line("%s at --size %s: its %d trials will take about %.0f minutes on the %s device (%.2g s a call: the spec's "
             "roofline bound at hardware profile %s, of which references here reach about %.1f%%); fewer --trials or a "
             "smaller --size shorten it",
-            s.slug.c_str(), q.job.size.c_str(), q.job.trials, trials_s / 60, launch::name(p.device), call_s,
+            s.slug.c_str(), q.settings.size.c_str(), q.settings.trials, trials_s / 60, launch::name(p.device), call_s,
             hw->name.c_str(), 100 * hw->typical_fraction));
 }
 
@@ -263,16 +265,16 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
     throw io::InputError("a candidate file answers one problem; only --solution @reference evaluates several in turn");
 
   // The run placed, its seed and hardware profile.
-  rank::Job job = q.job;
+  rank::Job job;
+  static_cast<rank::EvalSettings&>(job) = q.settings;
   job.mode = "eval";
-  job.timing = q.timing;
   launch::Placement p = place_run(q, warn);
   if (!reference) check_candidate_device(q.solution, p.device, q.place.device != "auto");
   std::vector<const spec::ProblemSpec*> problems = q.problems;
   if (problems.size() > 1) {
     // Several problems on one start of the ranks: a category or 'all' leaves out what the
     // world size does not fit, with a line; problems named alone must all fit.
-    WorldFit f = fit_world(problems, p.world, q.job.size);
+    WorldFit f = fit_world(problems, p.world, q.settings.size);
     if (!f.unfit.empty() && !q.skip_unfit)
       throw io::InputError("W=" + std::to_string(p.world) + " does not fit " + f.unfit.front().first->slug + " (" +
                            f.unfit.front().second + "); leave it out or pick another --world-size");
@@ -283,8 +285,6 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
   job.seed = make_seed(q.seed);
   std::vector<spec::HardwareProfile> profiles;
   const spec::HardwareProfile* hw = hardware_for(q.root + "/hardware/profiles.toml", q.hardware, p, profiles);
-  EvalRequest with_job = q;
-  with_job.job = job;
   const bool several = problems.size() > 1;
   std::string what = several ? std::to_string(problems.size()) + " problems" : problems.front()->slug;
   say(line("pkb eval %s  W=%d  device=%s%s  comm=%s  size=%s  seed=%llu  trials=%d", what.c_str(), p.world,
@@ -297,13 +297,13 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
     ProblemRun r;
     r.spec = s;
     r.dtype = job.dtype.empty() ? s->dtype : job.dtype;
-    r.ctx = eval::Context{s, job.size, r.dtype, p.device, p.world, p.ranks_per_gpu, q.timing, hw};
+    r.ctx = eval::Context{s, job.size, r.dtype, p.device, p.world, p.ranks_per_gpu, q.settings.timing, hw};
     r.ctx.mps = p.mps != nullptr;
     r.ctx.interval_target = job.interval_target;
     r.ctx.reference_drift = job.reference_drift;
-    r.plan = plan_memory(with_job, *s, p, r.dtype);
-    r.record = new_eval_record(with_job, *s, p, hw, r.dtype, p.mps != nullptr);
-    if (!q.dry_plan) say_if_long(with_job, *s, p, hw, r.dtype, warn);
+    r.plan = plan_memory(q, *s, p, r.dtype);
+    r.record = new_eval_record(q, *s, p, hw, r.dtype, p.mps != nullptr, job.seed);
+    if (!q.dry_plan) say_if_long(q, *s, p, hw, r.dtype, warn);
     runs.push_back(std::move(r));
   }
   if (q.dry_plan) {
@@ -331,8 +331,7 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
 
   // The candidate, compiled (or from the cache); the reference as the candidate is pkb's own.
   auto t0 = Clock::now();
-  with_job.problems = problems;
-  build::Result b = build_candidate(with_job, p);
+  build::Result b = build_candidate(q, problems, p);
   for (auto& r : runs) {
     r.record["candidate"] = {{"path", q.solution},
                              {"abs_path", reference ? q.solution : fs::absolute(q.solution).lexically_normal().string()},

@@ -1,6 +1,6 @@
 // pkb eval on the parent's side, as named phases over typed results: the run placed, the
-// candidate built, each problem's reference timing looked up and memory planned, the ranks
-// run (judges, then candidate ranks), each problem judged into its pkb.eval/1 record.
+// candidate built, each problem's memory planned, the ranks run (judges, then candidate
+// ranks), each problem judged into its pkb.eval/1 record.
 // Several problems run in turn on one start of the ranks only for the reference as the
 // candidate (a sanity run of pkb: a candidate file is one problem's). cli/cmd_eval.cpp
 // turns flags into an EvalRequest and prints what comes back. Torch-free.
@@ -28,9 +28,9 @@ struct EvalRequest {
   std::string seed;                                // "": a fresh secret one
   std::string save;                                // --save-outputs
   std::string hardware = "auto", tk_dir;
-  bool timing = true, dry_plan = false;
+  bool dry_plan = false;
   double heap_mib = 0, capture_mib = 0, memory_limit_gib = 0;
-  rank::Job job;  // trials, counts and budgets (rank/job.hpp states their defaults)
+  rank::EvalSettings settings;  // what it measures (rank/settings.hpp states the defaults)
   launch::PlaceRequest place;
   RankSettings ranks;
   // Where pkb's data is: the problems' registry (for each reference's source), the root

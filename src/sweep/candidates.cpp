@@ -176,10 +176,10 @@ std::vector<std::string> select_problems(const std::string& selector, const spec
 }
 
 std::string task_key(const Candidate& c, int world, const Settings& s) {
-  auto opt = [](int v) { return v >= 0 ? std::to_string(v) : std::string("-"); };
-  return c.path + "|" + c.problem + "|W=" + std::to_string(world) + "|size=" + s.size + "|device=" + c.device +
-         "|trials=" + opt(s.trials) + "|warmup=" + opt(s.warmup) + "|iters=" + opt(s.iters) +
-         "|timing=" + (s.timing ? "on" : "off") + "|sha256=" + c.sha256;
+  std::string flags;
+  for (auto& f : rank::to_flags(s.eval)) flags += " " + f;
+  return c.path + "|" + c.problem + "|W=" + std::to_string(world) + "|device=" + c.device + "|settings:" + flags +
+         "|sha256=" + c.sha256;
 }
 
 std::vector<Task> shard(const std::vector<Task>& tasks, int index, int count) {

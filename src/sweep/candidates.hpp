@@ -3,6 +3,8 @@
 // (solutions_<backend>/<problem>.<ext>), and the grid of evaluations they make.
 #pragma once
 
+#include "rank/settings.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -48,14 +50,11 @@ Discovery discover(const std::vector<std::string>& roots, const spec::Registry& 
 // stems. Throws std::invalid_argument naming the fix.
 std::vector<std::string> select_problems(const std::string& selector, const spec::Registry& registry);
 
-// What every evaluation of a sweep shares. Negative means pkb eval's default.
+// What every evaluation of a sweep shares.
 struct Settings {
-  std::string device;  // "cpu" or "cuda"
-  std::string size = "default";
-  std::string dtype;   // "" : each spec's
-  int trials = -1, warmup = -1, iters = -1;
-  bool timing = true;
-  double timeout = 0;  // --timeout per phase, passed on
+  std::string device;        // "cpu" or "cuda"
+  rank::EvalSettings eval;   // what each measures: pkb eval's own settings
+  double timeout = 0;        // --timeout per phase, passed on
 };
 
 struct Task {

@@ -39,13 +39,13 @@ Grid plan_grid(const spec::Registry& reg, const GridRequest& req) {
   for (auto& slug : problems) {
     const spec::ProblemSpec& spec = reg.find(slug);
     try {
-      spec.size_values(req.settings.size);
+      spec.size_values(req.settings.eval.size);
     } catch (const spec::SpecError& e) {
       grid.warnings.push_back(std::string(e.what()) + "; its candidates are left out");
       continue;
     }
     for (int w : worlds) {
-      std::string err = spec.world_size_error(w, req.settings.size);
+      std::string err = spec.world_size_error(w, req.settings.eval.size);
       if (!err.empty()) {
         grid.warnings.push_back("left out " + slug + " at W=" + std::to_string(w) + ": " + err);
         continue;

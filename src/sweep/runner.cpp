@@ -185,13 +185,8 @@ std::vector<std::string> eval_argv(const Task& t, const RunnerOptions& o, const 
   c.solution = t.candidate.path;
   c.world = t.world;
   c.device = t.candidate.device;
-  c.size = s.size;
-  c.dtype = s.dtype;
+  c.settings = s.eval;
   c.seed = t.seed;
-  c.trials = s.trials;
-  c.warmup = s.warmup;
-  c.iters = s.iters;
-  c.timing = s.timing;
   c.timeout = s.timeout;
   c.cpus = cpus;
   c.json_out = json_out;
@@ -210,12 +205,13 @@ eval::RecordHead record_head(const Task& t, const Settings& s) {
   h.backend = c.backend;
   h.run = {{"world", t.world},
            {"device", c.device},
-           {"size", s.size},
+           {"size", s.eval.size},
            {"seed", t.seed ? json(std::to_string(*t.seed)) : json()},
-           {"trials", s.trials >= 0 ? json(s.trials) : json()},
-           {"warmup", s.warmup >= 0 ? json(s.warmup) : json()},
-           {"iters", s.iters >= 0 ? json(s.iters) : json()}};
-  if (!s.dtype.empty()) h.run["dtype"] = s.dtype;
+           {"trials", s.eval.trials},
+           {"warmup", s.eval.warmup},
+           {"iters", s.eval.iters},
+           {"settings", rank::to_json(s.eval)}};
+  if (!s.eval.dtype.empty()) h.run["dtype"] = s.eval.dtype;
   return h;
 }
 

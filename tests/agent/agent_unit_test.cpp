@@ -213,13 +213,13 @@ TEST(AgentTools, EvalGetsTheSettingsAndNoSeed) {
   s.pkb = "pkb";
   s.global_args = {"--root", "/r"};
   s.device = "cpu";
-  s.trials = 2;
-  s.iters = 3;
-  s.timing = false;
+  s.settings.trials = 2;
+  s.settings.iters = 3;
+  s.settings.timing = false;
   s.timeout = 1.5;
   auto a = eval_argv(s, "coll_allreduce", 2, "c.cpp", "e.json");
   EXPECT_EQ(a, (std::vector<std::string>{"pkb", "--root", "/r", "eval", "--problem", "coll_allreduce", "--solution",
-                                         "c.cpp", "--world-size", "2", "--device", "cpu", "--size", "default", "--trials",
-                                         "2", "--iters", "3", "--no-timing", "--timeout", "1.5", "--json", "e.json"}));
+                                         "c.cpp", "--world-size", "2", "--device", "cpu", "--trials", "2", "--iters",
+                                         "3", "--no-timing", "--timeout", "1.5", "--json", "e.json"}));
   for (auto& x : dryrun_argv(s, "coll_allreduce", 2)) EXPECT_NE(x, "--seed");
 }

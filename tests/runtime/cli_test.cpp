@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rank/settings.hpp"
 #include "support.hpp"
 
 using namespace pkbtest;
@@ -179,6 +180,26 @@ TEST(Cli, EvalHelpSaysWhatDashWAndDashNAre) {
   };
   EXPECT_TRUE(contains(line_of("--warmup"), "nccl-tests' -w; pkb's -w is --world-size")) << r.out;
   EXPECT_TRUE(contains(line_of("--iters"), "nccl-tests' -n; pkb's -n is --trials")) << r.out;
+}
+
+// One typed settings value end to end: `pkb eval`'s flags bind to it, the record keeps it
+// (run.settings), and what pkb sweep and pkb agent spell back out of it (rank::to_flags) is
+// the command line it came from.
+TEST(Cli, EvalSettingsFromFlagsBackToTheSameFlags) {
+  std::string dir = temp_dir("settings");
+  const std::vector<std::string> given = {"--dtype", "fp32", "--trials", "2", "--warmup", "3", "--iters", "12",
+                                          "--block", "2", "--interval", "0.05", "--cache", "warm"};
+  std::vector<std::string> a = {"eval", "-p", "coll_allreduce", "-s", "@reference", "--device", "cpu", "-w", "1",
+                                "--json", dir + "/r.json"};
+  a.insert(a.end(), given.begin(), given.end());
+  PkbRun r = run_pkb(a, 300);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  std::ifstream f(dir + "/r.json");
+  nlohmann::json rec = nlohmann::json::parse(f);
+  pkb::rank::EvalSettings s = pkb::rank::settings_from_json(rec["run"]["settings"]);
+  EXPECT_EQ(pkb::rank::to_flags(s), given);
+  EXPECT_EQ(rec["timing"]["rounds"]["block"], 2);
+  EXPECT_EQ(rec["run"]["dtype"], "fp32");
 }
 
 // A Python candidate's traceback names the user's file, not its copy in the build cache.

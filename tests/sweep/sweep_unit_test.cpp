@@ -128,7 +128,7 @@ TEST(TaskKey, ChangesWithWhatIsMeasuredNotWithTheSeed) {
   std::string k = task_key(c, 4, s);
   EXPECT_NE(k, task_key(c, 2, s));
   Settings more_trials = s;
-  more_trials.trials = 7;
+  more_trials.eval.trials = 7;
   EXPECT_NE(k, task_key(c, 4, more_trials));
   Candidate edited = c;
   edited.sha256 = "bb";
@@ -210,7 +210,7 @@ TEST(RecordFor, TheChildsJsonGetsTheSweepFields) {
 
 TEST(RecordFor, AChildThatLeftNoJsonStillGetsALine) {
   Settings s;
-  s.trials = 2;
+  s.eval.trials = 2;
   pkb::launch::ProcessResult killed;
   killed.signal = SIGKILL;
   json line = record_for(sample_task(), s, killed, "", 5.0, 60);
@@ -251,19 +251,19 @@ TEST(EvalArgv, PassesTheSettingsOnAndOnlyThoseGiven) {
   RunnerOptions o;
   o.pkb = "/bin/pkb";
   o.global_args = {"--root", "/r"};
-  o.settings.warmup = 0;
-  o.settings.timing = false;
+  o.settings.eval.warmup = 0;
+  o.settings.eval.timing = false;
   o.settings.timeout = 2.5;
   auto a = eval_argv(sample_task(), o, "/tmp/x.json");
   std::string line;
   for (auto& s : a) line += s + " ";
   EXPECT_EQ(line,
             "/bin/pkb --root /r eval --problem coll_allreduce --solution s/m/coll_allreduce/sample_3.cpp --world-size 4 "
-            "--device cpu --size default --seed 99 --warmup 0 --no-timing --timeout 2.5 --json /tmp/x.json ");
+            "--device cpu --warmup 0 --no-timing --seed 99 --timeout 2.5 --json /tmp/x.json ");
   // No seed: pkb eval draws its own; a dtype is passed on.
   Task t = sample_task();
   t.seed.reset();
-  o.settings.dtype = "fp32";
+  o.settings.eval.dtype = "fp32";
   line.clear();
   for (auto& s : eval_argv(t, o, "/tmp/x.json")) line += s + " ";
   EXPECT_EQ(line.find("--seed"), std::string::npos) << line;
