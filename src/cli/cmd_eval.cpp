@@ -395,6 +395,14 @@ int evaluate_on_slurm(Globals& g, EvalOptions& o) {
 
 }  // namespace
 
+// --candidate-format: what a .py file is taken for (build/builder.hpp, Format).
+static void add_format_option(CLI::App* cmd) {
+  cmd->add_option_function<std::string>("--candidate-format", [](const std::string& f) {
+    build::force_format(f == "original" ? build::Format::original : f == "pkb" ? build::Format::pkb : build::Format::automatic);
+  }, "a .py candidate's format: auto (solution() and no pkb_run() is the original ParallelKernelBench's), original, pkb")
+      ->check(CLI::IsMember({"auto", "original", "pkb"}));
+}
+
 void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
   static EvalOptions o;
   rank::Job& j = o.job;
@@ -410,6 +418,7 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
                   "be correct at about 1.0x), not a result")
       ->required();
   cmd->add_option("--tk-dir", o.tk_dir, "ThunderKittens checkout for candidates that include kittens.cuh (env PKB_TK_DIR)");
+  add_format_option(cmd);
   cmd->add_option("-n,--trials", j.trials, "correctness trials, each with fresh random inputs (not timed calls: --iters)")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
@@ -491,6 +500,7 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
   bcmd->add_option("--device", build_device, "cuda, cpu or auto (from the file's kind)")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
   bcmd->add_option("--tk-dir", build_tk_dir, "ThunderKittens checkout (env PKB_TK_DIR)");
+  add_format_option(bcmd);
   bcmd->callback([&] {
     run = [&] {
       launch::Placement p;

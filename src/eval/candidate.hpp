@@ -17,6 +17,9 @@ class Heap;
 namespace pkb::launch {
 class Client;
 }
+namespace pkb::rank {
+struct Rank;
+}
 
 namespace pkb::eval {
 
@@ -35,8 +38,13 @@ class Candidate {
     return std::string(entry) + " returned " + std::to_string(rc);
   }
   // The host time (us) pkb itself spent inside the last run on the candidate's behalf: the
-  // copy of @reference's outputs into pkb's buffers; 0 for a real candidate.
+  // copy of @reference's outputs into pkb's buffers, or of an original-format module's
+  // results into them; 0 for a candidate that writes pkb's outputs itself.
   virtual double adapter_us() const { return 0; }
+  // Whether pkb copies what the candidate returns into its outputs inside every run (an
+  // original-format module's `solution` returns tensors of its own; eval/output_copy.hpp).
+  // The copy is part of the call's time: the reference must then pay the same copy.
+  virtual bool copies_outputs() const { return false; }
 };
 
 // The shared object of a .cu or .cpp candidate, checked against the solution ABI.
@@ -71,6 +79,13 @@ struct LoadNeeds {
 // embedded interpreter with torch, and Triton on CUDA) and says what the sandbox must grant.
 // Throws rank::RankError(rank::ErrorKind::abi, ...) when this pkb cannot run that kind of candidate.
 LoadNeeds prepare_candidate(const std::string& library, bool cuda);
+// The same on a candidate rank of pkb eval; for a module in the original's format
+// (is_original) also its torch.distributed process group over the rank's bootstrap channel,
+// symmetric memory in the rank's heap and its prebuilt extensions (python_plugin.hpp).
+LoadNeeds prepare_candidate(const std::string& library, rank::Rank& r);
+
+// Whether the build step left `library` marked as a module in the original's format.
+bool is_original(const std::string& library);
 
 // Inside the sandbox: loads the candidate (a .py module is imported here).
 std::unique_ptr<Candidate> load_candidate(const std::string& library);
