@@ -278,7 +278,9 @@ Result build_original(const Request& req, const Toolchain& tc, Result res, const
     fs::remove(manifest);
     std::string why = r.err;
     while (!why.empty() && why.back() == '\n') why.pop_back();
-    std::string last = why.substr(why.rfind('\n') + 1);
+    size_t cut = why.rfind('\n');
+    std::string last = why.substr(cut == std::string::npos ? 0 : cut + 1);
+    why = cut == std::string::npos ? "" : why.substr(0, cut);  // the log: what came before the line
     res.error = r.timed_out ? "building the candidate's extensions ran over 1800 s"
                 : last.empty() ? "pkb's builder for original-format candidates failed (exit " + std::to_string(r.exit_code) + ")"
                                : last;

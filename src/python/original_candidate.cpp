@@ -355,11 +355,12 @@ class OriginalCandidate : public pkb::eval::Candidate {
   // The pending exception: pkb.original.ResultError is a result that does not fit (its
   // message alone); anything else solution raised (its traceback).
   int fail(pkb_ctx* ctx) {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);  // before anything else calls into Python
     Ref mod(PyImport_ImportModule("pkb.original"));
     Ref kind(mod ? PyObject_GetAttrString(mod.get(), "ResultError") : nullptr);
-    if (kind && PyErr_ExceptionMatches(kind.get())) {
-      PyObject *type, *value, *tb;
-      PyErr_Fetch(&type, &value, &tb);
+    PyErr_Clear();
+    if (kind && type && PyErr_GivenExceptionMatches(type, kind.get())) {
       Ref s(value ? PyObject_Str(value) : nullptr);
       misfit_ = true;
       ctx->set_error(ctx, s ? PyUnicode_AsUTF8(s.get()) : "unprintable result error");
@@ -369,6 +370,7 @@ class OriginalCandidate : public pkb::eval::Candidate {
       PyErr_Clear();
       return 1;
     }
+    PyErr_Restore(type, value, tb);
     raised_ = true;
     std::string text = take_exception();
     ctx->set_error(ctx, ("\n" + text).c_str());

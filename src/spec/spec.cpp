@@ -350,8 +350,11 @@ void read_memory(const Reader& r, const toml::table& root, ProblemSpec& s, std::
 // The names an [original] argument expression mentions, other than its keywords and what
 // stands inside quotes: each must be an input, an [args] value, a size or a var.
 std::vector<std::string> original_names(const std::string& e) {
-  static const std::set<std::string> kKeywords = {"None", "True", "False", "list", "item", "WORLD"};
+  static const std::set<std::string> kKeywords = {"None", "True", "False", "WORLD", "for", "in", "list", "item",
+                                                  "unbind", "size", "range", "len", "sum", "min", "max", "int", "float"};
   std::vector<std::string> names;
+  std::set<std::string> local;  // a comprehension's variables
+  std::string last;
   for (size_t i = 0; i < e.size();) {
     char c = e[i];
     if (c == '\'' || c == '"') {
@@ -361,7 +364,10 @@ std::vector<std::string> original_names(const std::string& e) {
       size_t j = i;
       while (j < e.size() && (std::isalnum(static_cast<unsigned char>(e[j])) || e[j] == '_')) ++j;
       std::string w = e.substr(i, j - i);
-      if (!kKeywords.count(w)) names.push_back(w);
+      bool method = i > 0 && e[e.find_last_not_of(' ', i - 1)] == '.';
+      if (last == "for") local.insert(w);
+      else if (!method && !kKeywords.count(w)) names.push_back(w);
+      last = w;
       i = j;
     } else if (std::isdigit(static_cast<unsigned char>(c))) {  // a number, exponent included
       while (i < e.size() && (std::isalnum(static_cast<unsigned char>(e[i])) || e[i] == '.')) ++i;
@@ -369,7 +375,10 @@ std::vector<std::string> original_names(const std::string& e) {
       ++i;
     }
   }
-  return names;
+  std::vector<std::string> out;
+  for (auto& n : names)
+    if (!local.count(n)) out.push_back(n);
+  return out;
 }
 
 // [original]: args (expressions over the inputs, args, sizes and vars), returns (output
@@ -393,8 +402,7 @@ void read_original(const Reader& r, const toml::table& root, ProblemSpec& s, std
     for (auto& n : original_names(e))
       if (!known.count(n))
         r.fail(t->get("args"), "[original] args: '" + e + "' uses unknown name '" + n +
-                                   "'; use an input, an [args] value, a size or a var (or None, True, False, "
-                                   "list(x), item(x), WORLD)");
+                                   "'; use an input, an [args] value, a size or a var (docs/problem-spec.md, [original])");
   }
   if (t->get("returns")) {
     s.original.returns = r.strings(*t, "returns", "[original]");

@@ -115,11 +115,24 @@ def _install(dist, symm_mem, cuda_helpers, world):
 class Plan:
     """How one problem's solution is called and read (made once, on the first call).
 
-    args: the spec's [original] args, each a small expression: an input's name (the tensor),
-    list(x) (an integer input as a Python list), item(x) (a one-element input as a number),
-    an [args] value, size or var by name, WORLD (dist.group.WORLD), None/True/False, numbers,
-    quoted strings, and tuples or lists of these. returns: the output names in the order
-    solution returns them ("_" for a value pkb drops)."""
+    args: the spec's [original] args, each a Python expression over the problem's inputs
+    (by name: the tensors, views of pkb's buffers), its [args] values, sizes and vars,
+    WORLD (dist.group.WORLD), literals, tuples, lists, one-generator list comprehensions,
+    arithmetic, indexing and slicing, a few methods that make views (x.t(), x.reshape(...),
+    x.transpose(...), x.view(...), x.sum()) and these functions: list(x) (an integer tensor
+    as a Python list), item(x) (a one-element tensor as a number), unbind(x) (a list of
+    x's slices along dim 0), size(a, b, ...) (a torch.Size), range, len, sum, min, max, int,
+    float. returns: the output names in the order solution returns them ("_" for a value
+    pkb drops)."""
+
+    CALLS = {"list": lambda x: x.tolist() if isinstance(x, torch.Tensor) else list(x),
+             "item": lambda x: x.item(), "unbind": lambda x: list(x.unbind(0)),
+             "size": lambda *d: torch.Size([int(v) for v in d]), "range": range, "len": len, "sum": sum,
+             "min": min, "max": max, "int": int, "float": float}
+    METHODS = {"t", "transpose", "reshape", "view", "sum"}
+    NODES = (ast.Expression, ast.Constant, ast.Name, ast.Load, ast.Store, ast.Tuple, ast.List, ast.UnaryOp,
+             ast.USub, ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Subscript,
+             ast.Slice, ast.Call, ast.Attribute, ast.ListComp, ast.comprehension)
 
     def __init__(self, solution, args, returns, input_names, outputs, values, problem):
         self.solution = solution
@@ -132,43 +145,44 @@ class Plan:
         self.n_out = len(outputs)
 
     def _compile(self, text, index, values):
+        """A function of the call's inputs (a list of tensors, in spec order) that builds
+        one argument."""
         try:
-            tree = ast.parse(text.strip(), mode="eval").body
+            tree = ast.parse(text.strip(), mode="eval")
         except SyntaxError as e:
             raise ValueError(f"[original] argument {text!r}: {e.msg}") from None
+        body = tree.body
+        if isinstance(body, ast.Name) and body.id in index:  # the common case: an input as it is
+            i = index[body.id]
+            return lambda ins: ins[i]
+        local = {t.id for n in ast.walk(tree) if isinstance(n, ast.comprehension) for t in ast.walk(n.target)
+                 if isinstance(t, ast.Name)}
+        used = []
+        for n in ast.walk(tree):
+            if not isinstance(n, self.NODES):
+                raise ValueError(f"[original] argument {text!r}: pkb does not evaluate {type(n).__name__} here")
+            if isinstance(n, ast.Call) and not (
+                    (isinstance(n.func, ast.Name) and n.func.id in self.CALLS) or
+                    (isinstance(n.func, ast.Attribute) and n.func.attr in self.METHODS)):
+                raise ValueError(f"[original] argument {text!r}: no function {ast.unparse(n.func)!r} here")
+            if isinstance(n, ast.Attribute) and n.attr not in self.METHODS:
+                raise ValueError(f"[original] argument {text!r}: no method {n.attr!r} here")
+            if isinstance(n, ast.Name) and n.id not in local and n.id not in self.CALLS:
+                if n.id in index:
+                    used.append(n.id)
+                elif n.id not in values and n.id != WORLD:
+                    raise ValueError(f"[original] argument {text!r}: no input, arg, size or var {n.id!r}")
+        code = compile(tree, f"<[original] {text}>", "eval")
+        import torch.distributed as dist
+        env = {"__builtins__": {}, WORLD: dist.group.WORLD, **values, **self.CALLS}
+        slots = [(n, index[n]) for n in dict.fromkeys(used)]
 
-        def build(node):
-            if isinstance(node, ast.Constant):
-                v = node.value
-                return lambda ins: v
-            if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-                f = build(node.operand)
-                return lambda ins: -f(ins)
-            if isinstance(node, ast.Name):
-                n = node.id
-                if n in index:
-                    i = index[n]
-                    return lambda ins: ins[i]
-                if n == WORLD:
-                    import torch.distributed as dist
-                    return lambda ins: dist.group.WORLD
-                if n in values:
-                    v = values[n]
-                    return lambda ins: v
-                raise ValueError(f"[original] argument {text!r}: no input, arg, size or var {n!r}")
-            if isinstance(node, (ast.Tuple, ast.List)):
-                parts = [build(e) for e in node.elts]
-                kind = tuple if isinstance(node, ast.Tuple) else list
-                return lambda ins: kind(p(ins) for p in parts)
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1 \
-                    and node.func.id in ("list", "item"):
-                f = build(node.args[0])
-                if node.func.id == "list":
-                    return lambda ins: f(ins).tolist()
-                return lambda ins: f(ins).item()
-            raise ValueError(f"[original] argument {text!r}: pkb cannot build {ast.unparse(node)!r}")
-
-        return build(tree)
+        def build(ins):
+            e = dict(env)
+            for n, i in slots:
+                e[n] = ins[i]
+            return eval(code, e)  # noqa: S307 (pkb's own spec text, checked above)
+        return build
 
     def call(self, inputs):
         """solution(*args) on this call's inputs; its results, as tensors in output order."""
@@ -177,6 +191,8 @@ class Plan:
 
     def results(self, got):
         n = len(self.returns)
+        if isinstance(got, dict):  # the original's harness saved a dict's values in its order
+            got = tuple(got.values())
         if isinstance(got, torch.Tensor) or not isinstance(got, (tuple, list)):
             got = (got,)
         if len(got) != n:
@@ -188,8 +204,10 @@ class Plan:
             if name == "_":
                 continue
             i = self.out_index[name]
-            if isinstance(value, (bool, int, float)) and not isinstance(value, torch.Tensor):
+            if isinstance(value, (bool, int, float)):
                 value = torch.tensor(value, dtype=self.out_dtypes[i])  # a 0-d output returned as a number
+            elif isinstance(value, (list, tuple)) and value and all(isinstance(v, torch.Tensor) for v in value):
+                value = torch.stack(list(value))  # per-block tensors, where pkb has them stacked
             if not isinstance(value, torch.Tensor):
                 raise ResultError(f"value {k} of what solution returned ({name}) is a {type(value).__name__}, "
                                   "not a tensor")
