@@ -269,10 +269,10 @@ Result build_original(const Request& req, const Toolchain& tc, Result res, const
   std::string manifest = (dir / (std::string(eval::kExtensionsFile) + "." + std::to_string(getpid()))).string();
   std::vector<std::pair<std::string, std::string>> env;
   if (cuda) env.push_back({"CUDA_HOME", fs::path(tc.nvcc).parent_path().parent_path().string()});
-  launch::ProcessResult r =
-      launch::run_process({tc.python, helpers + "/build.py", "--source", user_file, "--device", launch::name(req.device),
-                           "--arch", arch, "--cache", (root / "ext").string(), "--manifest", manifest},
-                          1800, env);
+  launch::ProcessResult r = launch::run_process(
+      {tc.python, helpers + "/build.py", "--source", user_file, "--device", launch::name(req.device), "--arch", arch,
+       "--cache", (root / "ext").string(), "--manifest", manifest},
+      1800, env);
   std::ofstream(dir / "build.log") << r.err << r.out;
   if (!r.ok()) {
     fs::remove(manifest);
@@ -281,9 +281,10 @@ Result build_original(const Request& req, const Toolchain& tc, Result res, const
     size_t cut = why.rfind('\n');
     std::string last = why.substr(cut == std::string::npos ? 0 : cut + 1);
     why = cut == std::string::npos ? "" : why.substr(0, cut);  // the log: what came before the line
-    res.error = r.timed_out ? "building the candidate's extensions ran over 1800 s"
-                : last.empty() ? "pkb's builder for original-format candidates failed (exit " + std::to_string(r.exit_code) + ")"
-                               : last;
+    res.error = r.timed_out      ? "building the candidate's extensions ran over 1800 s"
+                : !last.empty() ? last
+                                : "pkb's builder for original-format candidates failed (exit " +
+                                      std::to_string(r.exit_code) + ")";
     res.log = first_lines(why, 40);
     return done();
   }

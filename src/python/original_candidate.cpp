@@ -242,7 +242,8 @@ PyObject* py_symm_signal(PyObject*, PyObject* args) {
 
 PyMethodDef kOriginalMethods[] = {
     {"symm_info", py_symm_info, METH_NOARGS, "symm_info(): the rank, world, heap bases and arena"},
-    {"symm_empty", py_symm_empty, METH_VARARGS, "symm_empty(nbytes, shape, strides, dtype, stream) -> (tensor, offset)"},
+    {"symm_empty", py_symm_empty, METH_VARARGS,
+     "symm_empty(nbytes, shape, strides, dtype, stream) -> (tensor, offset)"},
     {"symm_barrier", py_symm_barrier, METH_VARARGS, "symm_barrier(pads_dev, pads, rank, world, channel, stream)"},
     {"symm_signal", py_symm_signal, METH_VARARGS, "symm_signal(pad, slot, put, stream)"},
     {nullptr, nullptr, 0, nullptr}};
@@ -445,7 +446,8 @@ extern "C" bool pkb_python_prepare_original(const pkb::eval::OriginalSetup* s, p
 extern "C" pkb::eval::Candidate* pkb_python_load_original(const char* path, std::string* error) {
   Ref module(PyObject_CallMethod(g_pkb, "_load", "s", path));
   if (!module || PyUnicode_Check(module.get())) {
-    *error = "the candidate does not import:\n" + (module ? std::string(PyUnicode_AsUTF8(module.get())) : take_exception());
+    *error = "the candidate does not import:\n" +
+             (module ? std::string(PyUnicode_AsUTF8(module.get())) : take_exception());
     return nullptr;
   }
   Ref solution = attr(module.get(), "solution");

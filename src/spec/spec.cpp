@@ -350,8 +350,9 @@ void read_memory(const Reader& r, const toml::table& root, ProblemSpec& s, std::
 // The names an [original] argument expression mentions, other than its keywords and what
 // stands inside quotes: each must be an input, an [args] value, a size or a var.
 std::vector<std::string> original_names(const std::string& e) {
-  static const std::set<std::string> kKeywords = {"None", "True", "False", "WORLD", "for", "in", "list", "item",
-                                                  "unbind", "size", "range", "len", "sum", "min", "max", "int", "float"};
+  static const std::set<std::string> kKeywords = {"None",   "True", "False", "WORLD", "for", "in",  "list",
+                                                  "item",   "unbind", "size", "range", "len", "sum", "min",
+                                                  "max",    "int",  "float"};
   std::vector<std::string> names;
   std::set<std::string> local;  // a comprehension's variables
   std::string last;
@@ -402,7 +403,8 @@ void read_original(const Reader& r, const toml::table& root, ProblemSpec& s, std
     for (auto& n : original_names(e))
       if (!known.count(n))
         r.fail(t->get("args"), "[original] args: '" + e + "' uses unknown name '" + n +
-                                   "'; use an input, an [args] value, a size or a var (docs/problem-spec.md, [original])");
+                                   "'; use an input, an [args] value, a size or a var "
+                                   "(docs/problem-spec.md, [original])");
   }
   if (t->get("returns")) {
     s.original.returns = r.strings(*t, "returns", "[original]");

@@ -196,7 +196,10 @@ Discovery discover(const std::vector<std::string>& roots, const spec::Registry& 
         spec = at.spec;
         why = at.why;
         suffix = at.backend;
-        // The run: the folder, told apart by backend when the folder does not say it.
+        // The run: the folder (above a cpu/ one, which says the device), told apart by
+        // backend when the folder does not say it.
+        fs::path folder = fs::path(file).parent_path();
+        if (folder.filename() == "cpu" && folder.parent_path().has_filename()) c.run = folder.parent_path().filename();
         if (!suffix.empty() && c.run.find(suffix) == std::string::npos) c.run += "_" + suffix;
       }
       if (spec && text.find("utils.parallelkittens_runtime") != std::string::npos)

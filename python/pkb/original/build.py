@@ -1,6 +1,7 @@
 """pkb's builder for candidates in the original ParallelKernelBench's format.
 
     python build.py --source FILE --device cuda|cpu --arch 9.0 --cache DIR --manifest OUT
+    python build.py --source FILE --list      # what it finds, as JSON; builds nothing
 
 Runs in pkb's parent process's place, before any rank starts, and runs none of the
 candidate's code: it reads the module with Python's parser, checks that it is an
@@ -102,7 +103,8 @@ class Evaluator:
                     args = [self(a) for a in node.args]
                     kwargs = {k.arg: self(k.value) for k in node.keywords if k.arg}
                     return getattr(base, f.attr)(*args, **kwargs)
-            if f.attr == "dedent" and isinstance(f.value, ast.Name) and f.value.id == "textwrap" and len(node.args) == 1:
+            if (f.attr == "dedent" and isinstance(f.value, ast.Name) and f.value.id == "textwrap"
+                    and len(node.args) == 1):
                 import textwrap
                 return textwrap.dedent(self(node.args[0]))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("str", "int") \
@@ -286,8 +288,8 @@ def check_module(tree, path):
         if any(m == PARALLELKITTENS for m in mods):
             return ("a ParallelKittens candidate: it needs the original's utils.parallelkittens_runtime "
                     "(TKParallelTensor and its barriers, set up by ThunderKittens' own IPC broker) and ThunderKittens "
-                    "built into its extension, and it assumes 8 GPUs; pkb provides neither: port it to a ThunderKittens "
-                    "candidate of pkb's C ABI (solutions_tk/, --tk-dir)")
+                    "built into its extension, and it assumes 8 GPUs; pkb provides neither: port it to a "
+                    "ThunderKittens candidate of pkb's C ABI (solutions_tk/, --tk-dir)")
     if "solution" not in bound:
         return ("it defines no solution(*inputs) at module level (an original-format candidate does; a pkb Python "
                 "candidate defines pkb_run(ctx, inputs, outputs))")
@@ -358,11 +360,14 @@ def build_one(values, device, arch, folder):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--source", required=True)
-    ap.add_argument("--device", choices=("cuda", "cpu"), required=True)
+    ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     ap.add_argument("--arch", default="9.0")
-    ap.add_argument("--cache", required=True)
-    ap.add_argument("--manifest", required=True)
+    ap.add_argument("--cache")
+    ap.add_argument("--manifest")
+    ap.add_argument("--list", action="store_true")
     a = ap.parse_args()
+    if not a.list and not (a.cache and a.manifest):
+        ap.error("--cache and --manifest are needed to build")
     base = os.path.basename(a.source)
     try:
         with open(a.source, encoding="utf-8") as f:
@@ -377,6 +382,10 @@ def main():
         sys.exit(why)
 
     found = Finder(tree).run(tree)
+    if a.list:
+        print(json.dumps([{"line": line, "name": v["name"] if v else None, "key": keys.call_key(**v) if v else None,
+                           "why": why} for line, v, why in found]))
+        return
     manifest = {"extensions": {}, "unresolved": []}
     fingerprint = None
     for line, values, why in found:
