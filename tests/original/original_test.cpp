@@ -266,3 +266,16 @@ TEST(OriginalFiles, EvaluatedOnAGpu) {
   ASSERT_TRUE(fs::exists(out)) << r.out << r.err;
   EXPECT_EQ(read_json(out)["verdict"], "correct") << read_json(out)["message"];
 }
+
+// pkb generate can ask for this format (prompts.toml, [backends.original]): the prompt states
+// the problem's original call; a problem whose original call pkb cannot run is refused.
+TEST(OriginalGenerate, PromptStatesTheCall) {
+  PkbRun r = run_pkb({"prompt", "-p", "ep_moe_all2all", "--backend", "original"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* want : {"2. `list(input_split_sizes)`", "4. `None`", "compile_cuda_extension(name, cuda_src",
+                           "symm_mem.rendezvous", "def rendezvous("})
+    EXPECT_NE(r.out.find(want), std::string::npos) << want;
+  r = run_pkb({"prompt", "-p", "fsdp_clip_grad_norm", "--backend", "original"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("cannot run for fsdp_clip_grad_norm: the original clips"), std::string::npos) << r.err;
+}
