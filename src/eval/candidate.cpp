@@ -146,6 +146,12 @@ LoadNeeds prepare_candidate(const std::string& library, rank::Rank& r) {
   s.returns = spec.original.returns;
   s.store = c10::make_intrusive<comm::HubStore>(r.client);
   s.heap = r.heap.get();
+  rank::Rank* rk = &r;  // lives as long as the rank
+  s.new_heap = [rk](size_t bytes, const std::string& name) {
+    return rk->device.is_cuda()
+               ? heap::make_cuda_heap(rk->client, rk->rank, rk->world, rk->device.index(), bytes, 4096, name)
+               : heap::make_host_heap(rk->client, rk->rank, rk->world, bytes, 4096, name);
+  };
   s.copy_results = &copy_results;
   s.use_stream = &use_stream;
   std::string error;

@@ -3,6 +3,8 @@
 // binary itself never needs libpython.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,9 @@ struct OriginalSetup {
   std::vector<std::string> args, returns;  // the spec's [original]
   c10::intrusive_ptr<c10d::Store> store;   // over the bootstrap channel (no socket)
   heap::Heap* heap = nullptr;  // symmetric memory comes from what pkb's harness leaves of it
+  // A further heap of `bytes` per rank, its regions under store keys `name`/<rank>
+  // (collective): where symmetric memory goes once the first heap is full.
+  std::function<std::unique_ptr<heap::Heap>(size_t bytes, const std::string& name)> new_heap;
   // eval/output_copy.hpp, passed so the Python layer needs no symbol of pkb's.
   std::string (*copy_results)(const std::vector<at::Tensor>&, std::vector<pkb_tensor>&, int, void*) = nullptr;
   void (*use_stream)(int, void*) = nullptr;

@@ -17,8 +17,11 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <tuple>
 #include <vector>
@@ -52,68 +55,109 @@ constexpr size_t kSignalPadBytes = 32 * 72 * sizeof(uint32_t);
 
 size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
-// First-fit blocks of the heap's tail at the same offsets on every rank, as long as every
-// rank allocates and frees in the same order (rendezvous checks that they did).
+// A block of symmetric memory: its segment and offset there, the same on every rank.
+struct Block {
+  size_t segment = 0, offset = 0;
+};
+
+// Symmetric memory in segments, each mapped on every rank: first the tail of the heap pkb's
+// harness leaves, then further heaps made when a request fits none (collectively: every
+// rank allocates the same sizes in the same order, so they grow at the same call). Blocks
+// are first fit, at the same segment and offset on every rank as long as every rank
+// allocates and frees in the same order (rendezvous checks that they did).
 class Arena {
  public:
-  void reset(size_t begin, size_t size) {
+  // The first segment: [begin, begin + size) of `bases` (every rank's heap).
+  void reset(std::vector<void*> bases, size_t begin, size_t size) {
     std::lock_guard<std::mutex> l(mu_);
-    begin_ = begin;
-    size_ = size;
-    free_.clear();
-    used_.clear();
-    if (size) free_[begin] = size;
+    segs_.clear();
+    segs_.emplace_back();
+    segs_[0].bases = std::move(bases);
+    if (size) segs_[0].free[begin] = size;
+    segs_[0].size = size;
   }
-  size_t take(size_t bytes) {
+  Block take(size_t bytes) {
     std::lock_guard<std::mutex> l(mu_);
     bytes = round_up(std::max<size_t>(bytes, 1), kAlign);
-    for (auto it = free_.begin(); it != free_.end(); ++it)
-      if (it->second >= bytes) {
-        size_t off = it->first, rest = it->second - bytes;
-        free_.erase(it);
-        if (rest) free_[off + bytes] = rest;
-        used_[off] = bytes;
-        return off;
-      }
-    size_t left = 0;
-    for (auto& [o, n] : free_) left = std::max(left, n);
-    throw std::runtime_error("pkb's symmetric heap has no room for " + std::to_string(bytes >> 20) + " MiB more (" +
-                             std::to_string(left >> 20) + " MiB in one piece left of " + std::to_string(size_ >> 20) +
-                             " MiB); give pkb eval a larger --heap-size (MiB)");
-  }
-  void give(size_t off) {
-    std::lock_guard<std::mutex> l(mu_);
-    auto u = used_.find(off);
-    if (u == used_.end()) return;
-    size_t n = u->second;
-    used_.erase(u);
-    auto next = free_.lower_bound(off);
-    if (next != free_.end() && off + n == next->first) {
-      n += next->second;
-      free_.erase(next);
+    for (size_t s = 0; s < segs_.size(); ++s)
+      if (auto off = fit(segs_[s], bytes)) return {s, *off};
+    // None has room: a further heap, at least kGrowth, on every rank alike.
+    size_t size = round_up(std::max(bytes, kGrowth), kGrowth);
+    Segment seg;
+    try {
+      seg.heap = grow(size, "pkb-symm/" + std::to_string(segs_.size()));
+    } catch (const std::exception& e) {
+      throw std::runtime_error("symmetric memory: " + std::to_string(bytes >> 20) + " MiB more fit none of the " +
+                               std::to_string(total() >> 20) + " MiB mapped, and a further " + std::to_string(size >> 20) +
+                               " MiB could not be made: " + e.what());
     }
-    auto prev = free_.lower_bound(off);
-    if (prev != free_.begin()) {
+    seg.bases = seg.heap->bases();
+    seg.size = size;
+    seg.free[0] = size;
+    segs_.push_back(std::move(seg));
+    return {segs_.size() - 1, *fit(segs_.back(), bytes)};
+  }
+  void give(Block b) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (b.segment >= segs_.size()) return;
+    Segment& seg = segs_[b.segment];
+    auto u = seg.used.find(b.offset);
+    if (u == seg.used.end()) return;
+    size_t off = b.offset, n = u->second;
+    seg.used.erase(u);
+    auto next = seg.free.lower_bound(off);
+    if (next != seg.free.end() && off + n == next->first) {
+      n += next->second;
+      seg.free.erase(next);
+    }
+    auto prev = seg.free.lower_bound(off);
+    if (prev != seg.free.begin()) {
       --prev;
       if (prev->first + prev->second == off) {
         prev->second += n;
         return;
       }
     }
-    free_[off] = n;
+    seg.free[off] = n;
   }
-  size_t size() const { return size_; }
+  // Rank r's address of a block.
+  char* at(Block b, int r) {
+    std::lock_guard<std::mutex> l(mu_);
+    return static_cast<char*>(segs_.at(b.segment).bases.at(r)) + b.offset;
+  }
+  size_t total() const {
+    size_t n = 0;
+    for (auto& s : segs_) n += s.size;
+    return n;
+  }
+  std::function<std::unique_ptr<pkb::heap::Heap>(size_t, const std::string&)> grow;
 
  private:
+  static constexpr size_t kGrowth = size_t{256} << 20;
+  struct Segment {
+    std::unique_ptr<pkb::heap::Heap> heap;  // a further heap; null for the first segment
+    std::vector<void*> bases;
+    size_t size = 0;
+    std::map<size_t, size_t> free, used;  // offset -> bytes
+  };
+  static std::optional<size_t> fit(Segment& seg, size_t bytes) {
+    for (auto it = seg.free.begin(); it != seg.free.end(); ++it)
+      if (it->second >= bytes) {
+        size_t off = it->first, rest = it->second - bytes;
+        seg.free.erase(it);
+        if (rest) seg.free[off + bytes] = rest;
+        seg.used[off] = bytes;
+        return off;
+      }
+    return std::nullopt;
+  }
   std::mutex mu_;
-  size_t begin_ = 0, size_ = 0;
-  std::map<size_t, size_t> free_, used_;  // offset -> bytes
+  std::vector<Segment> segs_;
 };
 
 struct State {
   pkb::eval::OriginalSetup setup;
   Arena arena;
-  std::vector<void*> bases;  // every rank's heap, mapped here
 };
 State* g = nullptr;
 
@@ -130,19 +174,17 @@ PyObject* fail_with(PyObject* type, const std::string& what) {
   return nullptr;
 }
 
-// _pkb.symm_info(): {rank, world, device, bases, arena_bytes, signal_pad_bytes}
+// _pkb.symm_info(): {rank, world, device, signal_pad_bytes}
 PyObject* py_symm_info(PyObject*, PyObject*) {
   if (!g) return fail_with(PyExc_RuntimeError, "pkb's symmetric memory is not set up in this process");
-  Ref bases(PyList_New(static_cast<Py_ssize_t>(g->bases.size())));
-  for (size_t r = 0; r < g->bases.size(); ++r) PyList_SET_ITEM(bases.get(), r, PyLong_FromVoidPtr(g->bases[r]));
-  return Py_BuildValue("{s:i,s:i,s:i,s:O,s:n,s:n}", "rank", g->setup.rank, "world", g->setup.world, "device",
-                       g->setup.device, "bases", bases.get(), "arena_bytes", Py_ssize_t(g->arena.size()),
+  return Py_BuildValue("{s:i,s:i,s:i,s:n}", "rank", g->setup.rank, "world", g->setup.world, "device", g->setup.device,
                        "signal_pad_bytes", Py_ssize_t(kSignalPadBytes));
 }
 
-// _pkb.symm_empty(nbytes, shape, strides, dtype_code, stream) -> (tensor, offset): a block
-// of the arena (the buffer, then its zeroed signal pad) as a tensor that gives the block
-// back when its storage dies.
+// _pkb.symm_empty(nbytes, shape, strides, dtype_code, stream) -> (tensor, token, ptrs): a
+// block of symmetric memory (the buffer, then its zeroed signal pad) as a tensor that gives
+// the block back when its storage dies; token "segment:offset" (equal on every rank for the
+// same allocation); ptrs every rank's address of the block.
 PyObject* py_symm_empty(PyObject*, PyObject* args) {
   unsigned long long nbytes;
   PyObject *shape, *strides, *stream;
@@ -151,13 +193,14 @@ PyObject* py_symm_empty(PyObject*, PyObject* args) {
   if (!g) return fail_with(PyExc_RuntimeError, "pkb's symmetric memory is not set up in this process");
   std::vector<int64_t> sz = ints(shape), st = ints(strides);
   if (PyErr_Occurred()) return nullptr;
-  size_t buffer = round_up(std::max<unsigned long long>(nbytes, 1), kAlign), off;
+  size_t buffer = round_up(std::max<unsigned long long>(nbytes, 1), kAlign);
+  Block b;
   try {
-    off = g->arena.take(buffer + kSignalPadBytes);
+    b = g->arena.take(buffer + kSignalPadBytes);
   } catch (const std::exception& e) {
     return fail_with(PyExc_MemoryError, e.what());
   }
-  char* ptr = static_cast<char*>(g->bases[g->setup.rank]) + off;
+  char* ptr = g->arena.at(b, g->setup.rank);
   int dev = g->setup.device;
   if (dev >= 0) {
 #ifdef PKB_CUDA
@@ -165,26 +208,29 @@ PyObject* py_symm_empty(PyObject*, PyObject* args) {
     cudaError_t e = cudaMemsetAsync(ptr + buffer, 0, kSignalPadBytes, s);
     if (e == cudaSuccess) e = cudaStreamSynchronize(s);
     if (e != cudaSuccess) {
-      g->arena.give(off);
+      g->arena.give(b);
       return fail_with(PyExc_RuntimeError, std::string("zeroing a signal pad: ") + cudaGetErrorString(e));
     }
 #endif
   } else {
     std::memset(ptr + buffer, 0, kSignalPadBytes);
   }
+  Ref ptrs(PyList_New(g->setup.world));
+  for (int r = 0; r < g->setup.world; ++r) PyList_SET_ITEM(ptrs.get(), r, PyLong_FromVoidPtr(g->arena.at(b, r)));
   try {
     at::TensorOptions o = at::TensorOptions().dtype(scalar_of(code)).device(device_of(dev));
     at::Tensor t = at::for_blob(ptr, sz)
                        .strides(st)
                        .options(o)
                        .target_device(device_of(dev))
-                       .deleter([off](void*) {
-                         if (g) g->arena.give(off);
+                       .deleter([b](void*) {
+                         if (g) g->arena.give(b);
                        })
                        .make_tensor();
-    return Py_BuildValue("(NK)", THPVariable_Wrap(std::move(t)), static_cast<unsigned long long>(off));
+    std::string token = std::to_string(b.segment) + ":" + std::to_string(b.offset);
+    return Py_BuildValue("(NsO)", THPVariable_Wrap(std::move(t)), token.c_str(), ptrs.get());
   } catch (const std::exception& e) {
-    g->arena.give(off);
+    g->arena.give(b);
     return fail_with(PyExc_RuntimeError, e.what());
   }
 }
@@ -400,7 +446,8 @@ extern "C" bool pkb_python_prepare_original(const pkb::eval::OriginalSetup* s, p
                                             std::string* error) {
   if (!g) g = new State();  // never freed: tensors' deleters may run until the rank exits
   g->setup = *s;
-  // The heap's tail, after pkb's harness: the same offset on every rank.
+  // The heap's tail, after pkb's harness: the same offset on every rank; further heaps
+  // when it is full.
   pkb::heap::Heap& h = *s->heap;
   size_t used = round_up(h.used(), kAlign), rest = h.bytes() > used ? h.bytes() - used : 0;
   rest = rest / kAlign * kAlign;
@@ -411,8 +458,8 @@ extern "C" bool pkb_python_prepare_original(const pkb::eval::OriginalSetup* s, p
     *error = std::string("pkb's symmetric memory for the module: ") + e.what();
     return false;
   }
-  g->arena.reset(off, rest);
-  g->bases = h.bases();
+  g->arena.reset(h.bases(), off, rest);
+  g->arena.grow = s->new_heap;
 
   Ref dist(PyImport_ImportModule("torch.distributed"));
   Ref mod(dist ? PyImport_ImportModule("pkb.original") : nullptr);

@@ -90,6 +90,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         ModuleCase{"allreduce_collective.py", "coll_allreduce", "correct", ""},
         ModuleCase{"allreduce_symm.py", "coll_allreduce", "correct", ""},
+        ModuleCase{"allreduce_symm_grow.py", "coll_allreduce", "correct", ""},
         ModuleCase{"layernorm_tuple.py", "dp_layernorm_bwd_allreduce", "correct", ""},
         ModuleCase{"moe_all2all_group.py", "ep_moe_all2all", "correct", ""},
         ModuleCase{"allgather_group.py", "sp_ulysses_allgather", "correct", ""},

@@ -17,9 +17,11 @@ memory), so nothing here opens a socket or a CUDA IPC channel:
 Every allocation has its own signal pad of torch's default size, zeroed when it is made;
 barrier and the signals follow torch's protocol on it (a slot goes 0 -> 1 to signal and
 1 -> 0 when consumed; slot channel * world_size + src). Blocks are cut first-fit from the
-part of the heap pkb's harness leaves (pkb eval --heap-size sets it) at the same offset on
-every rank when every rank allocates and frees in the same order, which rendezvous checks
-(a tensor's block returns when its storage dies). Handles span the default group (every
+part of the heap pkb's harness leaves (pkb eval --heap-size sets it), then from further
+heaps of at least 256 MiB that every rank makes alike when a request fits nowhere (their
+memory exchanged over pkb's channel, as the first's), at the same place on every rank when
+every rank allocates and frees in the same order, which rendezvous checks (a tensor's block
+returns when its storage dies). Handles span the default group (every
 rank), the only one a module can hold inside the sandbox. multicast_ptr is 0: pkb never
 maps NVLink multicast for a candidate, as torch reports where multicast is absent.
 """
@@ -43,13 +45,14 @@ def _setup(info):
 
 
 class _Block:
-    """One allocation. Its handles are cached weakly: a handle keeps its allocation alive
-    (as torch's does), and both go once the module drops them."""
-    __slots__ = ("offset", "nbytes", "ptr", "handles")
+    """One allocation: where it is (token, the same on every rank), its size, every rank's
+    address of it. Its handles are cached weakly: a handle keeps its allocation alive (as
+    torch's does), and both go once the module drops them."""
+    __slots__ = ("token", "nbytes", "ptr", "peers", "handles")
 
-    def __init__(self, offset, nbytes, ptr):
+    def __init__(self, token, nbytes, ptr, peers):
         import weakref
-        self.offset, self.nbytes, self.ptr = offset, nbytes, ptr
+        self.token, self.nbytes, self.ptr, self.peers = token, nbytes, ptr, peers
         self.handles = weakref.WeakValueDictionary()
 
 
@@ -86,9 +89,9 @@ def empty(*size, dtype=None, device=None):
     strides.reverse()
     nbytes = acc * torch.empty((), dtype=dtype).element_size()
     from pkb import _CODE
-    tensor, offset = _pkb.symm_empty(nbytes, size, tuple(strides), _CODE[dtype], _stream_ptr(device))
+    tensor, token, peers = _pkb.symm_empty(nbytes, size, tuple(strides), _CODE[dtype], _stream_ptr(device))
     ptr = tensor.untyped_storage().data_ptr()
-    _blocks[ptr] = _Block(offset, nbytes, ptr)  # a freed block's entry is replaced when its address comes back
+    _blocks[ptr] = _Block(token, nbytes, ptr, peers)  # a freed block's entry is replaced when its address comes back
     return tensor
 
 
@@ -131,14 +134,14 @@ def _exchange(block):
     seq = _seq[0]
     _seq[0] += 1
     rank, world = _info["rank"], _info["world"]
-    mine = f"{block.offset}:{block.nbytes}"
+    mine = f"{block.token}:{block.nbytes}"
     store.set(f"pkb_symm/{seq}/{rank}", mine)
     got = [store.get(f"pkb_symm/{seq}/{r}").decode() for r in range(world)]
     for r, g in enumerate(got):
         if g != mine:
-            raise RuntimeError(f"rendezvous {seq}: rank {rank} has its buffer at offset:bytes {mine} of pkb's "
-                               f"symmetric heap, rank {r} at {g}; every rank must make the same symm_mem.empty calls "
-                               "(same sizes, same order) and free them alike")
+            raise RuntimeError(f"rendezvous {seq}: rank {rank} has its buffer at segment:offset:bytes {mine} of "
+                               f"pkb's symmetric memory, rank {r} at {g}; every rank must make the same "
+                               "symm_mem.empty calls (same sizes, same order) and free them alike")
     return got
 
 
@@ -153,12 +156,10 @@ class _Handle:
         self._block = block
         self._tensor = tensor  # keeps the allocation alive as torch's handle does
         self.rank, self.world_size = info["rank"], info["world"]
-        bases = info["bases"]
-        mine = bases[self.rank]
         local = block.ptr
         buffer = (block.nbytes + 255) // 256 * 256
         self._pad_bytes = info["signal_pad_bytes"]
-        self._ptrs = [local - mine + b for b in bases]
+        self._ptrs = list(block.peers)
         self._pads = [p + buffer for p in self._ptrs]
         self._device = tensor.device
         self._ptrs_dev = torch.tensor(self._ptrs, dtype=torch.int64, device=tensor.device)
