@@ -44,6 +44,7 @@ def prepare(info):
     for k, v in (("TORCH_NCCL_ENABLE_MONITORING", "0"), ("TORCH_NCCL_DUMP_ON_TIMEOUT", "0"),
                  ("TORCH_NCCL_PROPAGATE_ERROR", "0"), ("TORCH_DIST_INIT_BARRIER", "0")):
         os.environ[k] = v
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # the ranks share a node: loopback, no name lookup
     import torch.distributed as dist
 
     rank, world, dev = info["rank"], info["world"], info["device"]
