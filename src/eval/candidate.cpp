@@ -115,6 +115,34 @@ LoadNeeds prepare_candidate(const std::string& library, bool cuda) {
   return needs;
 }
 
+namespace {
+
+// The store an original-format module's torch.distributed sees: pkb's bootstrap channel,
+// every key under tdist/ of the rank's own namespace, so nothing the module reaches through
+// it (PrefixStore's underlying_store included) names pkb's own keys.
+class ModuleStore : public comm::HubStore {
+ public:
+  explicit ModuleStore(launch::Client& client) : HubStore(client), client_(client) {}
+  c10::intrusive_ptr<c10d::Store> clone() override { return c10::make_intrusive<ModuleStore>(client_); }
+  void set(const std::string& k, const std::vector<uint8_t>& v) override { HubStore::set(kPrefix + k, v); }
+  std::vector<uint8_t> get(const std::string& k) override { return HubStore::get(kPrefix + k); }
+  int64_t add(const std::string& k, int64_t v) override { return HubStore::add(kPrefix + k, v); }
+  bool deleteKey(const std::string& k) override { return HubStore::deleteKey(kPrefix + k); }
+  bool check(const std::vector<std::string>& keys) override { return HubStore::check(prefixed(keys)); }
+  void wait(const std::vector<std::string>& keys) override { HubStore::wait(prefixed(keys)); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds&) override { wait(keys); }
+
+ private:
+  static inline const std::string kPrefix = "tdist/";
+  static std::vector<std::string> prefixed(std::vector<std::string> keys) {
+    for (auto& k : keys) k = kPrefix + k;
+    return keys;
+  }
+  launch::Client& client_;
+};
+
+}  // namespace
+
 bool is_original(const std::string& library) {
   if (!is_python(library)) return false;
   std::error_code ec;
@@ -144,7 +172,7 @@ LoadNeeds prepare_candidate(const std::string& library, rank::Rank& r) {
   s.problem = spec.slug;
   s.args = spec.original.args;
   s.returns = spec.original.returns;
-  s.store = c10::make_intrusive<comm::HubStore>(r.client);
+  s.store = c10::make_intrusive<ModuleStore>(r.client);
   s.heap = r.heap.get();
   rank::Rank* rk = &r;  // lives as long as the rank
   s.new_heap = [rk](size_t bytes, const std::string& name) {
