@@ -400,6 +400,12 @@ def main():
         if k in manifest["extensions"]:
             continue
         if fingerprint is None:
+            import shutil
+            if not shutil.which("ninja"):
+                print(f"extension {values['name']!r} (compile_cuda_extension at {base} line {line}) needs ninja, which "
+                      "torch's cpp_extension builds with and which is not on PATH: install ninja-build (apt) or "
+                      "ninja (pip)", file=sys.stderr)
+                sys.exit(3)
             fingerprint = toolchain(a.device, a.arch)
         import hashlib
         folder = os.path.join(a.cache, hashlib.sha256((k + "\n" + fingerprint).encode()).hexdigest()[:32])
