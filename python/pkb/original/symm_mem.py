@@ -157,7 +157,7 @@ class _Handle:
         self._tensor = tensor  # keeps the allocation alive as torch's handle does
         self.rank, self.world_size = info["rank"], info["world"]
         local = block.ptr
-        buffer = (block.nbytes + 255) // 256 * 256
+        buffer = (max(block.nbytes, 1) + 255) // 256 * 256  # as _pkb.symm_empty lays a block out
         self._pad_bytes = info["signal_pad_bytes"]
         self._ptrs = list(block.peers)
         self._pads = [p + buffer for p in self._ptrs]
