@@ -93,7 +93,8 @@ const PythonPlugin& python_plugin() {
     p.load = reinterpret_cast<pkb_python_load_fn>(dlsym(h, "pkb_python_load"));
     p.prepare_original = reinterpret_cast<pkb_python_prepare_original_fn>(dlsym(h, "pkb_python_prepare_original"));
     p.load_original = reinterpret_cast<pkb_python_load_original_fn>(dlsym(h, "pkb_python_load_original"));
-    if (!p.prepare || !p.load || !p.prepare_original || !p.load_original) throw rank::RankError(rank::ErrorKind::abi, std::string(PKB_PYTHON_PLUGIN) + " is not pkb's Python layer");
+    if (!p.prepare || !p.load || !p.prepare_original || !p.load_original)
+      throw rank::RankError(rank::ErrorKind::abi, std::string(PKB_PYTHON_PLUGIN) + " is not pkb's Python layer");
 #else
     throw rank::RankError(rank::ErrorKind::abi,
                           "this pkb was built without embedded Python (no Python.h or shared libpython for its "
