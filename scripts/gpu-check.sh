@@ -34,6 +34,7 @@
 # | tp_shared | PROBLEMS (the 3 overlap examples) | the overlap examples at the default size W=4 and at --size large W=2 and 4, ranks sharing the GPU | correct (shared_gpu) |
 # | probe | NAME,... | reference probes bench/NAME.py: a reference's steps at --size large timed alone | their tables in the summary |
 # | refs | W,... (1,2,4) | several GPUs or one: every reference's dryrun with its saved outputs checked in Python (tests/check_dryrun.py, tests/check_problem.py), PARALLEL (6) at a time; ONLY (a regex) picks | exit 0 |
+# | original | W,... (1,2) | the original ParallelKernelBench's five candidate files (.gpu/orig): pkb build cold then cached, pkb eval at each W, a ParallelKittens module refused, a sweep of the folder and its report | each its verdict with its reason; cold and cached compile times |
 # | busbw | W (the GPUs, at least 2) | several GPUs: torch.distributed's collectives and pkb's references and examples at 1-1024 MiB (bench/torch_collectives.py, bench/busbw_table.py) | busbw_table.md |
 #
 # On a machine with several GPUs (one rank each, NCCL): `smoke refs:2,4`, `examples:2,4`,
@@ -359,6 +360,50 @@ stage_backends() {
     echo "| **pkb's overhead of a Python call, W=$w** (bench/overhead/run.sh) | | | |" >>"$SUM"
     bash "$SRC/bench/overhead/run.sh" "$PKB" cuda $w >>"$SUM" 2>>"$LOG"
   done
+}
+
+stage_original() {
+  # Issue 52: the original ParallelKernelBench's own files run unchanged (solution(*inputs)
+  # over torch.distributed and symmetric memory, CUDA built inline). Their five files
+  # (.gpu/orig, carried by scripts/gpu-snapshot.sh): compile time cold (a cache of their own)
+  # then cached, each evaluated at the W given (default 1,2: W=2 shares the GPU, the group
+  # is gloo there; ep_moe_all2all's 512 MiB symmetric buffer outgrows the default heap, so
+  # pkb maps a further one); a ParallelKittens module refused with its reason; the folder
+  # swept and reported.
+  local worlds=${1:-1,2} w f p o=$PWD/.gpu/orig cold=/tmp/pkb-orig-cache
+  step "embedded Python built (.py candidates)" 0 test -f build-gpu/libpkb_python.so
+  step "the original's five files present" 0 test -f "$o/14_gemm_allscatter_cuda.py"
+  local files="1_allreduce_cuda:coll_allreduce 14_gemm_allscatter_cuda:tp_gemm_allgather
+    14_gemm_allscatter_triton:tp_gemm_allgather 27_moe_all2all_primitive_cuda:ep_moe_all2all 41_ddp_cuda:dp_ddp_adam_step"
+  rm -rf "$cold"
+  for f in $files; do
+    step "build ${f%%:*} cold" 0 env PKB_CACHE_DIR=$cold "$PKB" build -s "$o/${f%%:*}.py"
+    sed -n 's/^line \([0-9]*\): extension \(.*\)$/|  ↳ line \1: \2 | | | |/p' \
+      "$(ls -t $cold/build/*/build.log 2>/dev/null | head -1)" >>"$SUM" 2>/dev/null
+  done
+  for f in $files; do step "build ${f%%:*} cached" 0 env PKB_CACHE_DIR=$cold "$PKB" build -s "$o/${f%%:*}.py"; done
+  # The evaluations and the sweep use those builds (the same cache).
+  for w in ${worlds//,/ }; do
+    for f in $files; do
+      p=${f#*:}
+      PKB_CACHE_DIR=$cold eval_json "original ${f%%:*} $p W=$w" 0 -p $p -s "$o/${f%%:*}.py" -w $w
+    done
+  done
+  eval_json "original: a ParallelKittens module refused" 3 -p coll_allreduce \
+    -s "$SRC/tests/original/candidates/parallelkittens.py" -w 1
+  # The folder as a researcher has it (plus a ParallelKittens module): placed by the first
+  # release's stems, W=1, 20 trials each (the evaluations above are the full ones).
+  local sw=/tmp/pkb-orig-sweep
+  rm -rf $sw && mkdir -p $sw/first_release && cp "$o"/*.py $sw/first_release/
+  cp "$SRC/tests/original/candidates/parallelkittens.py" $sw/first_release/2_allgather_parallelkittens.py
+  step "sweep of the original's files, W=1" 0 env PKB_CACHE_DIR=$cold "$PKB" sweep --solutions $sw/first_release \
+    -w 1 -n 20 --out $sw/results.jsonl
+  grep -h "not placed\|original-format file" "$LOG" | tail -3 | sed 's/^/|  ↳ /; s/$/ | | | |/' >>"$SUM"
+  cat $sw/results.jsonl >>"$RES" 2>/dev/null
+  echo '```' >>"$SUM"
+  "$PKB" report $sw/results.jsonl >>"$SUM" 2>>"$LOG"
+  echo '```' >>"$SUM"
+  rm -rf "$cold" $sw
 }
 
 stage_cost() {

@@ -9,4 +9,7 @@ git rev-parse --short HEAD >.gpu/commit
 # ThunderKittens' headers for the tk examples (PKB_TK_DIR there), from the shared copy.
 tk=../shared/thirdparty/ThunderKittens/include
 [ -d "$tk" ] && mkdir -p .gpu/tk && cp -r "$tk" .gpu/tk/
+# The original ParallelKernelBench's five files (Apache-2.0, for tests only) for stage_original.
+orig=../shared/thirdparty/pkb-original/candidates
+[ -d "$orig" ] && mkdir -p .gpu/orig && cp "$orig"/*.py .gpu/orig/
 du -sh .gpu

@@ -32,7 +32,7 @@ else
 fi
 
 need=(build-essential cmake pkg-config python3-venv libcli11-dev libtomlplusplus-dev nlohmann-json3-dev
-      libspdlog-dev libgtest-dev libcurl4-openssl-dev ccache ${PKB_DEPS_EXTRA:-})
+      libspdlog-dev libgtest-dev libcurl4-openssl-dev ccache ninja-build ${PKB_DEPS_EXTRA:-})
 mapfile -t missing < <(missing_of "${need[@]}")
 ((${#missing[@]})) && $sudo apt-get update -qq
 

@@ -1,12 +1,14 @@
 #include "build/builder.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include "build/sha256.hpp"
@@ -106,14 +108,57 @@ const char* name(Backend b) {
     case Backend::cpu: return "cpu";
     case Backend::triton: return "triton";
     case Backend::tk: return "tk";
+    case Backend::original: return "original";
     case Backend::none: break;
   }
   return "";
 }
 
+namespace {
+
+Format g_format = Format::automatic;
+
+// Whether a line of Python binds `name` at module level: `def name(`, `async def name(`,
+// `name = ...`.
+bool binds(const std::string& line, const std::string& name) {
+  for (std::string head : {"def ", "async def "})
+    if (line.rfind(head, 0) == 0) {
+      size_t p = line.find_first_not_of(' ', head.size());
+      if (p != std::string::npos && line.compare(p, name.size(), name) == 0) {
+        size_t q = line.find_first_not_of(' ', p + name.size());
+        return q != std::string::npos && line[q] == '(';
+      }
+    }
+  if (line.rfind(name, 0) == 0) {
+    size_t q = line.find_first_not_of(' ', name.size());
+    return q != std::string::npos && line[q] == '=' && (q + 1 >= line.size() || line[q + 1] != '=');
+  }
+  return false;
+}
+
+}  // namespace
+
+void force_format(Format f) { g_format = f; }
+Format forced_format() { return g_format; }
+
+bool is_original_format(const std::string& text) {
+  bool solution = false, pkb_run = false;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    solution = solution || binds(line, "solution");
+    pkb_run = pkb_run || binds(line, "pkb_run");
+  }
+  return solution && !pkb_run;
+}
+
 Backend backend_of(const std::string& source) {
   std::string ext = fs::path(source).extension().string();
-  if (ext == ".py") return Backend::triton;
+  if (ext == ".py") {
+    if (g_format != Format::automatic) return g_format == Format::original ? Backend::original : Backend::triton;
+    std::error_code ec;
+    return fs::is_regular_file(source, ec) && is_original_format(io::read_file(source)) ? Backend::original
+                                                                                          : Backend::triton;
+  }
   if (ext == ".cpp" || ext == ".cc" || ext == ".cxx") return Backend::cpu;
   if (ext == ".cu") return io::read_file(source).find("kittens.cuh") != std::string::npos ? Backend::tk : Backend::cuda;
   return Backend::none;
@@ -161,6 +206,91 @@ Result build_python(const Request& req, const Toolchain& tc, Result res, const s
   }
   fs::create_directories(dir);
   io::write_file_atomically((dir / kSourcePathFile).string(), user_file + "\n");
+  io::write_file_atomically(res.library, source);
+  res.ok = true;
+  return done();
+}
+
+// TORCH_CUDA_ARCH_LIST for a target: "9.0" for sm_90a (the original's own default).
+std::string torch_arch(const std::string& arch) {
+  std::string num = arch.substr(3);
+  while (!num.empty() && !std::isdigit(static_cast<unsigned char>(num.back()))) num.pop_back();
+  if (num.size() < 2) return "9.0";
+  return num.substr(0, num.size() - 1) + "." + num.substr(num.size() - 1);
+}
+
+// Whether every extension a manifest names is still in the cache.
+bool extensions_present(const fs::path& manifest) {
+  std::error_code ec;
+  if (!fs::is_regular_file(manifest, ec)) return false;
+  try {
+    nlohmann::json m = nlohmann::json::parse(io::read_file(manifest.string()));
+    for (auto& [k, e] : m.at("extensions").items())
+      if (!fs::is_regular_file(e.at("path").get<std::string>(), ec)) return false;
+  } catch (const std::exception&) {
+    return false;
+  }
+  return true;
+}
+
+// A module in the original's format: pkb's builder (python/pkb/original/build.py, which
+// reads the file with Python's parser and runs none of it) checks it and builds every
+// compile_cuda_extension call whose arguments it can read there into the cache, keyed by
+// their content; then the module is copied beside the list of what was built.
+Result build_original(const Request& req, const Toolchain& tc, Result res, const std::string& source,
+                      std::chrono::steady_clock::time_point t0) {
+  res.compiler = version_line(tc.python, false);
+  bool cuda = req.device == launch::Device::cuda;
+  if (cuda && tc.nvcc.empty()) {
+    res.error = "pkb was built without the CUDA toolkit, so it cannot build the CUDA extensions of an original-format "
+                "candidate on the CUDA device";
+    return res;
+  }
+  std::string nvcc = cuda ? version_line(tc.nvcc, true) : "";
+  std::string arch = std::getenv("TORCH_CUDA_ARCH_LIST") ? std::getenv("TORCH_CUDA_ARCH_LIST") : torch_arch(req.arch);
+  std::string helpers = tc.root + "/python/pkb/original";
+  std::string user_file = fs::absolute(req.source).lexically_normal().string();
+  res.key = sha256_hex(res.source_sha256 + "\noriginal " + tc.python + "\n" + res.compiler + "\n" + nvcc + "\n" +
+                       launch::name(req.device) + " " + arch + "\n" + io::read_file(helpers + "/build.py") +
+                       io::read_file(helpers + "/keys.py") + "\nabi 1\n" + user_file)
+                .substr(0, 32);
+  fs::path root = req.cache_dir.empty() ? default_cache_dir() + "/build" : req.cache_dir;
+  fs::path dir = root / res.key;
+  res.library = (dir / fs::path(req.source).filename()).string();
+  auto done = [&] {
+    res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return res;
+  };
+  if (fs::exists(res.library) && extensions_present(dir / eval::kExtensionsFile)) {
+    res.ok = res.cached = true;
+    return done();
+  }
+  fs::create_directories(dir);
+  std::string manifest = (dir / (std::string(eval::kExtensionsFile) + "." + std::to_string(getpid()))).string();
+  std::vector<std::pair<std::string, std::string>> env;
+  if (cuda) env.push_back({"CUDA_HOME", fs::path(tc.nvcc).parent_path().parent_path().string()});
+  launch::ProcessResult r = launch::run_process(
+      {tc.python, helpers + "/build.py", "--source", user_file, "--device", launch::name(req.device), "--arch", arch,
+       "--cache", (root / "ext").string(), "--manifest", manifest},
+      1800, env);
+  std::ofstream(dir / "build.log") << r.err << r.out;
+  if (!r.ok()) {
+    fs::remove(manifest);
+    std::string why = r.err;
+    while (!why.empty() && why.back() == '\n') why.pop_back();
+    size_t cut = why.rfind('\n');
+    std::string last = why.substr(cut == std::string::npos ? 0 : cut + 1);
+    why = cut == std::string::npos ? "" : why.substr(0, cut);  // the log: what came before the line
+    res.error = r.timed_out      ? "building the candidate's extensions ran over 1800 s"
+                : !last.empty() ? last
+                                : "pkb's builder for original-format candidates failed (exit " +
+                                      std::to_string(r.exit_code) + ")";
+    res.log = first_lines(why, 40);
+    return done();
+  }
+  fs::rename(manifest, dir / eval::kExtensionsFile);
+  io::write_file_atomically((dir / kSourcePathFile).string(), user_file + "\n");
+  io::write_file_atomically((dir / eval::kFormatFile).string(), "original\n");
   io::write_file_atomically(res.library, source);
   res.ok = true;
   return done();
@@ -249,6 +379,14 @@ Result build(const Request& req, const Toolchain& tc) {
       return res;
     }
     return build_python(req, tc, res, source, t0);
+  } else if (res.backend == Backend::original) {
+    if (tc.python.empty()) {
+      res.error = "this pkb was built without embedded Python (no Python.h or shared libpython for its torch's "
+                  "interpreter), so it cannot run .py candidates; install the interpreter's development files and "
+                  "rebuild";
+      return res;
+    }
+    return build_original(req, tc, res, source, t0);
   } else {
     res.error = "unknown candidate kind '" + fs::path(req.source).extension().string() +
                 "': use .cu (CUDA or ThunderKittens), .py (Triton, or torch on the CPU device) or .cpp (CPU device)";

@@ -346,6 +346,14 @@ int evaluate_on_slurm(Globals& g, EvalOptions& o) {
 
 }  // namespace
 
+// --candidate-format: what a .py file is taken for (build/builder.hpp, Format).
+static void add_format_option(CLI::App* cmd) {
+  cmd->add_option_function<std::string>("--candidate-format", [](const std::string& f) {
+    build::force_format(f == "original" ? build::Format::original : f == "pkb" ? build::Format::pkb : build::Format::automatic);
+  }, "a .py candidate's format: auto (solution() and no pkb_run() is the original ParallelKernelBench's), original, pkb")
+      ->check(CLI::IsMember({"auto", "original", "pkb"}));
+}
+
 void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
   static EvalOptions o;
   auto* cmd = app.add_subcommand("eval", "Check a candidate against the reference on every rank, then time both");
@@ -360,6 +368,7 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
                   "be correct at about 1.0x), not a result")
       ->required();
   cmd->add_option("--tk-dir", o.tk_dir, "ThunderKittens checkout for candidates that include kittens.cuh (env PKB_TK_DIR)");
+  add_format_option(cmd);
   add_settings(cmd, o.settings);
   cmd->add_option("--seed", o.seed, "replay a run's seed (inputs are drawn from it)");
   cmd->add_option("--json", o.json_out, "write the result (schema pkb.eval/1) here");
@@ -395,6 +404,7 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
   bcmd->add_option("--device", build_device, "cuda, cpu or auto (from the file's kind)")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
   bcmd->add_option("--tk-dir", build_tk_dir, "ThunderKittens checkout (env PKB_TK_DIR)");
+  add_format_option(bcmd);
   bcmd->callback([&] {
     run = [&] {
       launch::Placement p;

@@ -204,7 +204,18 @@ int generate(Globals& g, GenerateOptions& o) {
     targets.push_back(t);
   }
   std::vector<gen::Task> tasks;
-  for (auto* s : select_problems(g, o.problems)) tasks.push_back({s->slug, prompt_for(g, p, o.prompt, *s)});
+  auto problems = select_problems(g, o.problems);
+  for (auto* s : problems) {
+    // The original's format, asked for many problems: those pkb cannot run such a module
+    // for are left out, each with its reason (asked for alone, the prompt says why).
+    if (p.backend->format == "original" && problems.size() > 1 &&
+        (!s->original.declared || !s->original.unsupported.empty())) {
+      fprintf(stderr, "pkb: left out %s: %s\n", s->slug.c_str(),
+              s->original.declared ? s->original.unsupported.c_str() : "its spec has no [original] call");
+      continue;
+    }
+    tasks.push_back({s->slug, prompt_for(g, p, o.prompt, *s)});
+  }
 
   gen::RunSettings rs;
   rs.samples = o.samples;

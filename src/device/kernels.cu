@@ -10,11 +10,23 @@ namespace {
 __global__ void barrier_kernel(uint32_t* const* pads, int rank, int world, int channel) {
   dev::barrier_block(pads, rank, world, channel);
 }
+__global__ void signal_kernel(uint32_t* pad, int slot, bool put) {
+  if (put) dev::put_signal(pad, slot);
+  else dev::wait_signal(pad, slot);
+}
 }  // namespace
 
 cudaError_t launch_barrier(uint32_t* const* pads, int rank, int world, int channel, cudaStream_t stream) {
   int threads = world < 32 ? 32 : world;
   barrier_kernel<<<1, threads, 0, stream>>>(pads, rank, world, channel);
+  return cudaGetLastError();
+}
+
+// One signal of torch's symmetric-memory protocol (device.cuh's put_signal on a peer's pad,
+// wait_signal on one's own): what an original-format module's handle.put_signal and
+// wait_signal launch (src/python/original_candidate.cpp).
+cudaError_t launch_signal(uint32_t* pad, int slot, bool put, cudaStream_t stream) {
+  signal_kernel<<<1, 1, 0, stream>>>(pad, slot, put);
   return cudaGetLastError();
 }
 

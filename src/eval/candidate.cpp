@@ -7,7 +7,11 @@
 
 #include "eval/python_plugin.hpp"
 
+#include "comm/hub_store.hpp"
+#include "eval/original_format.hpp"
+#include "eval/output_copy.hpp"
 #include "heap/heap.hpp"
+#include "io/files.hpp"
 #include "launch/client.hpp"
 #include "tensor/dtypes.hpp"
 #include "rank/rank.hpp"
@@ -73,6 +77,8 @@ bool is_python(const std::string& library) { return std::filesystem::path(librar
 struct PythonPlugin {
   pkb_python_prepare_fn prepare = nullptr;
   pkb_python_load_fn load = nullptr;
+  pkb_python_prepare_original_fn prepare_original = nullptr;
+  pkb_python_load_original_fn load_original = nullptr;
 };
 
 const PythonPlugin& python_plugin() {
@@ -85,7 +91,10 @@ const PythonPlugin& python_plugin() {
     if (!h) throw rank::RankError(rank::ErrorKind::abi, std::string("cannot load pkb's Python layer: ") + dlerror());
     p.prepare = reinterpret_cast<pkb_python_prepare_fn>(dlsym(h, "pkb_python_prepare"));
     p.load = reinterpret_cast<pkb_python_load_fn>(dlsym(h, "pkb_python_load"));
-    if (!p.prepare || !p.load) throw rank::RankError(rank::ErrorKind::abi, std::string(PKB_PYTHON_PLUGIN) + " is not pkb's Python layer");
+    p.prepare_original = reinterpret_cast<pkb_python_prepare_original_fn>(dlsym(h, "pkb_python_prepare_original"));
+    p.load_original = reinterpret_cast<pkb_python_load_original_fn>(dlsym(h, "pkb_python_load_original"));
+    if (!p.prepare || !p.load || !p.prepare_original || !p.load_original)
+      throw rank::RankError(rank::ErrorKind::abi, std::string(PKB_PYTHON_PLUGIN) + " is not pkb's Python layer");
 #else
     throw rank::RankError(rank::ErrorKind::abi,
                           "this pkb was built without embedded Python (no Python.h or shared libpython for its "
@@ -107,10 +116,83 @@ LoadNeeds prepare_candidate(const std::string& library, bool cuda) {
   return needs;
 }
 
+namespace {
+
+// The store an original-format module's torch.distributed sees: pkb's bootstrap channel,
+// every key under tdist/ of the rank's own namespace, so nothing the module reaches through
+// it (PrefixStore's underlying_store included) names pkb's own keys.
+class ModuleStore : public comm::HubStore {
+ public:
+  explicit ModuleStore(launch::Client& client) : HubStore(client), client_(client) {}
+  c10::intrusive_ptr<c10d::Store> clone() override { return c10::make_intrusive<ModuleStore>(client_); }
+  void set(const std::string& k, const std::vector<uint8_t>& v) override { HubStore::set(kPrefix + k, v); }
+  std::vector<uint8_t> get(const std::string& k) override { return HubStore::get(kPrefix + k); }
+  int64_t add(const std::string& k, int64_t v) override { return HubStore::add(kPrefix + k, v); }
+  bool deleteKey(const std::string& k) override { return HubStore::deleteKey(kPrefix + k); }
+  bool check(const std::vector<std::string>& keys) override { return HubStore::check(prefixed(keys)); }
+  void wait(const std::vector<std::string>& keys) override { HubStore::wait(prefixed(keys)); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds&) override { wait(keys); }
+
+ private:
+  static inline const std::string kPrefix = "tdist/";
+  static std::vector<std::string> prefixed(std::vector<std::string> keys) {
+    for (auto& k : keys) k = kPrefix + k;
+    return keys;
+  }
+  launch::Client& client_;
+};
+
+}  // namespace
+
+bool is_original(const std::string& library) {
+  if (!is_python(library)) return false;
+  std::error_code ec;
+  auto marker = std::filesystem::path(library).parent_path() / kFormatFile;
+  return std::filesystem::is_regular_file(marker, ec) && io::read_file(marker.string()).rfind("original", 0) == 0;
+}
+
+LoadNeeds prepare_candidate(const std::string& library, rank::Rank& r) {
+  LoadNeeds needs = prepare_candidate(library, r.device.is_cuda());
+  if (!is_original(library)) return needs;
+  spec::ProblemSpec spec = spec::load_spec(r.job.spec());
+  if (!spec.original.declared)
+    throw rank::RankError(rank::ErrorKind::abi, "pkb does not know how the original ParallelKernelBench called " +
+                                                    spec.slug + "'s solution (its spec has no [original] table), so it "
+                                                                "cannot run an original-format candidate for it");
+  if (!spec.original.unsupported.empty())
+    throw rank::RankError(rank::ErrorKind::abi, "pkb cannot run an original-format candidate for " + spec.slug + ": " +
+                                                    spec.original.unsupported);
+  OriginalSetup s;
+  s.rank = r.rank;
+  s.world = r.world;
+  s.device = r.device.is_cuda() ? r.device.index() : -1;
+  // Ranks with a GPU each talk NCCL, as in the original; ranks sharing a GPU (NCCL refuses
+  // two ranks on one device) and the CPU device gloo.
+  s.backend = r.device.is_cuda() && r.job.comm == launch::Comm::nccl ? "nccl" : "gloo";
+  s.library = library;
+  s.problem = spec.slug;
+  s.args = spec.original.args;
+  s.returns = spec.original.returns;
+  s.store = c10::make_intrusive<ModuleStore>(r.client);
+  s.heap = r.heap.get();
+  rank::Rank* rk = &r;  // lives as long as the rank
+  s.new_heap = [rk](size_t bytes, const std::string& name) {
+    return rk->device.is_cuda()
+               ? heap::make_cuda_heap(rk->client, rk->rank, rk->world, rk->device.index(), bytes, 4096, name)
+               : heap::make_host_heap(rk->client, rk->rank, rk->world, bytes, 4096, name);
+  };
+  s.copy_results = &copy_results;
+  s.use_stream = &use_stream;
+  std::string error;
+  if (!python_plugin().prepare_original(&s, &needs, &error)) throw rank::RankError(rank::ErrorKind::abi, error);
+  return needs;
+}
+
 std::unique_ptr<Candidate> load_candidate(const std::string& library) {
   if (!is_python(library)) return std::make_unique<NativeCandidate>(library);
   std::string error;
-  Candidate* c = python_plugin().load(library.c_str(), &error);
+  Candidate* c = is_original(library) ? python_plugin().load_original(library.c_str(), &error)
+                                      : python_plugin().load(library.c_str(), &error);
   if (!c) throw rank::RankError(rank::ErrorKind::abi, error);
   return std::unique_ptr<Candidate>(c);
 }

@@ -17,6 +17,9 @@ class Heap;
 namespace pkb::launch {
 class Client;
 }
+namespace pkb::rank {
+struct Rank;
+}
 
 namespace pkb::eval {
 
@@ -35,7 +38,8 @@ class Candidate {
     return std::string(entry) + " returned " + std::to_string(rc);
   }
   // Whether the candidate hands back tensors of its own, which pkb copies into its output
-  // buffers inside the call (charged to it, and alike to the reference it is timed beside).
+  // buffers inside the call (an original-format module's `solution`; eval/output_copy.hpp):
+  // charged to it, and alike to the reference it is timed beside.
   virtual bool copies_outputs() const { return false; }
   // The host time (us) pkb spent inside the last run on that copy; 0 where there is none.
   virtual double adapter_us() const { return 0; }
@@ -73,6 +77,13 @@ struct LoadNeeds {
 // embedded interpreter with torch, and Triton on CUDA) and says what the sandbox must grant.
 // Throws rank::RankError(rank::ErrorKind::abi, ...) when this pkb cannot run that kind of candidate.
 LoadNeeds prepare_candidate(const std::string& library, bool cuda);
+// The same on a candidate rank of pkb eval; for a module in the original's format
+// (is_original) also its torch.distributed process group over the rank's bootstrap channel,
+// symmetric memory in the rank's heap and its prebuilt extensions (python_plugin.hpp).
+LoadNeeds prepare_candidate(const std::string& library, rank::Rank& r);
+
+// Whether the build step left `library` marked as a module in the original's format.
+bool is_original(const std::string& library);
 
 // Inside the sandbox: loads the candidate (a .py module is imported here).
 std::unique_ptr<Candidate> load_candidate(const std::string& library);

@@ -181,4 +181,24 @@ std::string interface_summary(const spec::ProblemSpec& s) {
   return out;
 }
 
+std::string original_call(const spec::ProblemSpec& s) {
+  if (!s.original.declared || !s.original.unsupported.empty()) return "";
+  std::string out = "pkb calls `solution(*args)` on every rank with these positional arguments, in this order "
+                    "(a name is the problem's input of that name, a torch tensor on the rank's device; the "
+                    "problem's args, sizes and vars are plain numbers; list(x) is x.tolist(), item(x) x.item(), "
+                    "unbind(x) the list of x's slices along dim 0, WORLD dist.group.WORLD):\n";
+  for (size_t i = 0; i < s.original.args.size(); ++i) {
+    const std::string& a = s.original.args[i];
+    const spec::TensorSpec* t = s.input(a);
+    out += "  " + std::to_string(i + 1) + ". `" + a + "`" +
+           (t ? " (input " + t->name + (t->host ? ", in host memory" : "") + ")" : "") + "\n";
+  }
+  std::string ret;
+  for (auto& r : s.original.returns) ret += (ret.empty() ? "" : ", ") + (r == "_" ? std::string("<any value, unused>") : r);
+  out += s.original.returns.size() == 1 ? "and reads its result as the output " + ret + " (one tensor)."
+                                        : "and reads its result as a tuple (or list) of " +
+                                              std::to_string(s.original.returns.size()) + " values: " + ret + ".";
+  return out;
+}
+
 }  // namespace pkb::gen

@@ -28,4 +28,8 @@ std::string problem_facts(const spec::ProblemSpec& s, const Setting& at);
 // Inputs and outputs in one line each, formulas only: for in-context examples.
 std::string interface_summary(const spec::ProblemSpec& s);
 
+// How pkb calls an original-format module's solution for this problem (its spec's
+// [original]): the arguments in order and what it must return; "" when the spec has none.
+std::string original_call(const spec::ProblemSpec& s);
+
 }  // namespace pkb::gen

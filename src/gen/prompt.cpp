@@ -18,7 +18,7 @@ namespace {
 // Placeholders every template may use, whatever the backend.
 const std::set<std::string> kCommon = {"backend", "backend_name", "language", "extension", "problem",
                                        "problem_facts", "reference_path", "reference_source", "world", "size",
-                                       "dtype", "output_file", "shots"};
+                                       "dtype", "output_file", "shots", "original_call"};
 // Blocks assembled from other templates; available to components and the system prompt.
 const std::set<std::string> kBlocks = {"hardware", "precision_note", "examples", "backend_notes"};
 // Each in-context pair's values, for the [examples] entry.
@@ -187,7 +187,7 @@ PromptBook PromptBook::load(const std::string& path, const std::vector<spec::Har
     const toml::table& t = *v.as_table();
     r.only_keys(t,
                 {"name", "tags", "extension", "shots", "system", "notes", "templates", "files", "examples", "device",
-                 "hardware", "world_size", "hardware_template", "precision"},
+                 "hardware", "world_size", "hardware_template", "precision", "format"},
                 where);
     b.name = r.str(t, "name", where, true);
     b.tags = r.strings(t, "tags", where);
@@ -199,6 +199,8 @@ PromptBook PromptBook::load(const std::string& path, const std::vector<spec::Har
     if (auto* tt = r.table(t, "templates", where)) b.templates = r.string_table(*tt, where + ".templates");
     if (auto* ft = r.table(t, "files", where)) b.files = r.string_table(*ft, where + ".files");
     b.device = r.str(t, "device", where, false, "cuda");
+    b.format = r.str(t, "format", where, false, "pkb");
+    if (b.format != "pkb" && b.format != "original") r.fail(*t.get("format"), where + ".format must be pkb or original");
     if (b.device != "cuda" && b.device != "cpu") r.fail(*t.get("device"), where + ".device must be cuda or cpu");
     b.hardware = r.str(t, "hardware", where, false);
     b.world = static_cast<int>(r.count(t, "world_size", where, 0));
@@ -267,6 +269,10 @@ Prompt assemble_prompt(const PromptBook& book, const spec::Registry& registry, c
   setting.device = b.device;
   std::string shot_name = req.shots.empty() ? b.shots : req.shots;
   const ShotOption& shots = book.shot_option(shot_name);
+  if (b.format == "original" && (!s.original.declared || !s.original.unsupported.empty()))
+    throw GenError("backend " + b.key + " asks for the original ParallelKernelBench's format, which pkb cannot run for " +
+                   s.slug + ": " +
+                   (s.original.declared ? s.original.unsupported : "its spec has no [original] table"));
 
   Context ctx = {{"backend", b.key},
                  {"backend_name", b.name},
@@ -278,7 +284,8 @@ Prompt assemble_prompt(const PromptBook& book, const spec::Registry& registry, c
                  {"size", setting.size},
                  {"dtype", element_type(s, setting)},
                  {"output_file", s.slug + "." + b.extension},
-                 {"shots", shot_name}};
+                 {"shots", shot_name},
+                 {"original_call", original_call(s)}};
   std::string ref = registry.reference_source(s);
   ctx["reference_path"] = shown_path(req.root, ref);
   ctx["reference_source"] = trim_lines(io::read_file(ref));

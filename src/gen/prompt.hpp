@@ -35,6 +35,9 @@ struct Backend {
   // for --hardware auto and when none is given, the W shapes are shown at, the [hardware]
   // template and precision notes (by dtype) that describe it.
   std::string device = "cuda";  // where its candidates run: cuda or cpu
+  // pkb: a candidate of pkb's ABI; original: a module in the original ParallelKernelBench's
+  // format (solution(*inputs), docs/migrating.md), for problems whose spec says its call.
+  std::string format = "pkb";
   std::string hardware;
   int world = 0;
   std::string hardware_template;

@@ -74,7 +74,9 @@ void check(cudaError_t r, const char* what) {
 
 class CudaHeap : public Heap {
  public:
-  CudaHeap(launch::Client& client, int rank, int world, int device, size_t bytes, size_t pad_bytes) {
+  CudaHeap(launch::Client& client, int rank, int world, int device, size_t bytes, size_t pad_bytes,
+           const std::string& name) {
+    auto key = [&](int r) { return name.empty() ? heap_key(true, r) : name + "/" + std::to_string(r); };
     rank_ = rank;
     world_ = world;
     device_ = device;
@@ -96,7 +98,7 @@ class CudaHeap : public Heap {
     check(d.create(&own_, span_, &prop, 0), "cuMemCreate (symmetric heap; lower --heap-size?)");
     int fd = -1;
     check(d.export_handle(&fd, own_, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), "cuMemExportToShareableHandle");
-    client.set_fd(heap_key(true, rank), fd);
+    client.set_fd(key(rank), fd);
     close(fd);
 
     CUmemAccessDesc access{};
@@ -106,7 +108,7 @@ class CudaHeap : public Heap {
     for (int r = 0; r < world; ++r) {
       CUmemGenericAllocationHandle h = own_;
       if (r != rank) {
-        int peer = client.get_fd(heap_key(true, r));
+        int peer = client.get_fd(key(r));
         check(d.import_handle(&h, reinterpret_cast<void*>(static_cast<intptr_t>(peer)),
                               CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
               "cuMemImportFromShareableHandle");
@@ -208,8 +210,8 @@ std::unique_ptr<Mapping> import_cuda(launch::Client& client, const std::string& 
 }
 
 std::unique_ptr<Heap> make_cuda_heap(launch::Client& client, int rank, int world, int device, size_t bytes,
-                                     size_t pad_bytes) {
-  return std::make_unique<CudaHeap>(client, rank, world, device, bytes, pad_bytes);
+                                     size_t pad_bytes, const std::string& name) {
+  return std::make_unique<CudaHeap>(client, rank, world, device, bytes, pad_bytes, name);
 }
 
 }  // namespace pkb::heap

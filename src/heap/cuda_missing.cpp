@@ -5,7 +5,7 @@
 
 namespace pkb::heap {
 
-std::unique_ptr<Heap> make_cuda_heap(launch::Client&, int, int, int, size_t, size_t) {
+std::unique_ptr<Heap> make_cuda_heap(launch::Client&, int, int, int, size_t, size_t, const std::string&) {
   throw std::runtime_error("pkb was built without the CUDA device (no CUDA toolkit at configure time)");
 }
 

@@ -81,9 +81,13 @@ std::unique_ptr<Mapping> import_cuda(launch::Client& client, const std::string& 
 // Fresh zeroed shared memory of `bytes`, mapped here and exported under `key` for import_host.
 std::unique_ptr<Mapping> export_host(launch::Client& client, const std::string& key, size_t bytes);
 
-std::unique_ptr<Heap> make_host_heap(launch::Client& client, int rank, int world, size_t bytes, size_t pad_bytes);
+// `name`: the store keys its regions go under ("": the rank's own heap, heap_key); another
+// name makes a further heap beside it (an original-format module's symmetric memory that
+// outgrows the first).
+std::unique_ptr<Heap> make_host_heap(launch::Client& client, int rank, int world, size_t bytes, size_t pad_bytes,
+                                     const std::string& name = "");
 // `device` is the CUDA ordinal the rank runs on. Throws where pkb has no CUDA device.
 std::unique_ptr<Heap> make_cuda_heap(launch::Client& client, int rank, int world, int device, size_t bytes,
-                                     size_t pad_bytes);
+                                     size_t pad_bytes, const std::string& name = "");
 
 }  // namespace pkb::heap

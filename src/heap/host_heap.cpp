@@ -31,13 +31,13 @@ class HostMapping : public Mapping {
 
 class HostHeap : public Heap {
  public:
-  HostHeap(launch::Client& client, int rank, int world, size_t bytes, size_t pad_bytes) {
+  HostHeap(launch::Client& client, int rank, int world, size_t bytes, size_t pad_bytes, const std::string& name) {
     rank_ = rank;
     world_ = world;
     bytes_ = bytes;
     pad_bytes_ = pad_bytes;
     span_ = bytes + pad_bytes;
-    bases_ = client.map_shared(kName, rank, world, span_);
+    bases_ = client.map_shared(name.empty() ? kName : name, rank, world, span_);
     for (void* p : bases_) pads_.push_back(reinterpret_cast<uint32_t*>(static_cast<char*>(p) + bytes));
     client.barrier(world);  // every rank has every mapping before anyone signals
   }
@@ -85,8 +85,9 @@ std::unique_ptr<Mapping> export_host(launch::Client& client, const std::string& 
   }
 }
 
-std::unique_ptr<Heap> make_host_heap(launch::Client& client, int rank, int world, size_t bytes, size_t pad_bytes) {
-  return std::make_unique<HostHeap>(client, rank, world, bytes, pad_bytes);
+std::unique_ptr<Heap> make_host_heap(launch::Client& client, int rank, int world, size_t bytes, size_t pad_bytes,
+                                     const std::string& name) {
+  return std::make_unique<HostHeap>(client, rank, world, bytes, pad_bytes, name);
 }
 
 }  // namespace pkb::heap

@@ -501,7 +501,7 @@ class CandidateRank {
     // work, under a deadline of its own.
     bool python = std::filesystem::path(job_.library).extension() == ".py";
     if (python) r_.client.phase(phase::kInterpreter);
-    eval::LoadNeeds needs = reference ? eval::LoadNeeds{} : eval::prepare_candidate(job_.library, r_.device.is_cuda());
+    eval::LoadNeeds needs = reference ? eval::LoadNeeds{} : eval::prepare_candidate(job_.library, r_);
     if (python) r_.client.phase(phase::kInit);
     if (job_.sandbox) {
       if (!reference) needs.read.push_back(std::filesystem::path(job_.library).parent_path().string());

@@ -12,11 +12,7 @@
 // pkb.Tensors list (by position and name), and a pkb.Ctx over the pkb_ctx. The rank's main
 // thread holds the GIL from start to exit: Python threads a candidate starts run only while
 // one of its calls does.
-#include <Python.h>
-
-#include <torch/csrc/autograd/python_variable.h>
-
-#include <ATen/ATen.h>
+#include "python/embed.hpp"
 
 #include <map>
 #include <string>
@@ -37,76 +33,9 @@ cudaError_t launch_barrier(uint32_t* const* pads, int rank, int world, int chann
 }  // namespace pkb::device
 #endif
 
+using namespace pkb::py;
+
 namespace {
-
-// ---- helpers --------------------------------------------------------------------------
-
-// A new reference, released at scope exit.
-struct Ref {
-  PyObject* p = nullptr;
-  Ref() = default;
-  explicit Ref(PyObject* x) : p(x) {}
-  Ref(const Ref&) = delete;
-  Ref& operator=(const Ref&) = delete;
-  Ref(Ref&& o) noexcept : p(o.p) { o.p = nullptr; }
-  Ref& operator=(Ref&& o) noexcept {
-    std::swap(p, o.p);
-    return *this;
-  }
-  ~Ref() { Py_XDECREF(p); }
-  PyObject* get() const { return p; }
-  PyObject* release() {
-    PyObject* x = p;
-    p = nullptr;
-    return x;
-  }
-  explicit operator bool() const { return p != nullptr; }
-};
-
-// The pending Python exception as text, traceback included, and cleared.
-std::string take_exception() {
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  if (!type) return "unknown error";
-  PyErr_NormalizeException(&type, &value, &tb);
-  if (tb) PyException_SetTraceback(value, tb);
-  std::string text;
-  Ref mod(PyImport_ImportModule("traceback"));
-  Ref lines(mod ? PyObject_CallMethod(mod.get(), "format_exception", "OOO", type, value ? value : Py_None,
-                                      tb ? tb : Py_None)
-                : nullptr);
-  Ref joined(lines ? PyUnicode_Join(Ref(PyUnicode_FromString("")).get(), lines.get()) : nullptr);
-  if (joined) text = PyUnicode_AsUTF8(joined.get());
-  else {
-    PyErr_Clear();
-    Ref s(value ? PyObject_Str(value) : nullptr);
-    text = s ? PyUnicode_AsUTF8(s.get()) : "unprintable exception";
-  }
-  Py_XDECREF(type);
-  Py_XDECREF(value);
-  Py_XDECREF(tb);
-  while (!text.empty() && text.back() == '\n') text.pop_back();
-  return text;
-}
-
-at::ScalarType scalar_of(int code) {
-  static const at::ScalarType kTypes[] = {at::kBFloat16, at::kHalf,  at::kFloat, at::kDouble, at::kChar,
-                                          at::kShort,    at::kInt,   at::kLong,  at::kByte,   at::kBool,
-                                          at::kFloat8_e4m3fn, at::kFloat8_e5m2, at::kComplexFloat,
-                                          at::kComplexDouble};
-  if (code < 0 || code >= int(sizeof kTypes / sizeof kTypes[0])) throw std::invalid_argument("no such pkb dtype");
-  return kTypes[code];
-}
-
-at::Device device_of(int dev) { return dev < 0 ? at::Device(at::kCPU) : at::Device(at::kCUDA, static_cast<int8_t>(dev)); }
-
-// A tensor over memory pkb owns (no copy, no ownership), as a Python object.
-PyObject* wrap(void* data, c10::IntArrayRef sizes, c10::IntArrayRef strides, at::ScalarType type, at::Device dev) {
-  at::TensorOptions o = at::TensorOptions().dtype(type).device(dev);
-  at::Tensor t = data ? at::for_blob(data, sizes).strides(strides).options(o).target_device(dev).make_tensor()
-                      : at::empty_strided(sizes, strides, o.device(at::kMeta));  // pkb_init: shapes only
-  return THPVariable_Wrap(std::move(t));
-}
 
 bool g_in_init = false;
 
@@ -235,20 +164,6 @@ PyObject* py_heap_bases(PyObject*, PyObject* args) {
   return out;
 }
 
-PyObject* arg_value(const pkb_arg& a) {
-  switch (a.kind) {
-    case PKB_ARG_FLOAT: return PyFloat_FromDouble(a.f);
-    case PKB_ARG_BOOL: return PyBool_FromLong(static_cast<long>(a.i));
-    case PKB_ARG_STRING: return PyUnicode_FromString(a.s);
-    case PKB_ARG_INT_LIST: {
-      PyObject* l = PyList_New(a.list_len);
-      for (int64_t i = 0; i < a.list_len; ++i) PyList_SET_ITEM(l, i, PyLong_FromLongLong(a.list[i]));
-      return l;
-    }
-    default: return PyLong_FromLongLong(a.i);
-  }
-}
-
 PyObject* py_ctx_info(PyObject*, PyObject* args) {
   PyObject* h;
   if (!PyArg_ParseTuple(args, "O", &h)) return nullptr;
@@ -275,11 +190,16 @@ PyMethodDef kMethods[] = {
 
 PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "_pkb", "The pkb rank's side of pkb.Ctx", -1, kMethods};
 
-PyObject* init_module() { return PyModule_Create(&kModule); }
+PyObject* init_module() {
+  PyObject* m = PyModule_Create(&kModule);
+  if (m && PyModule_AddFunctions(m, pkb::py::original_methods()) != 0) {
+    Py_DECREF(m);
+    return nullptr;
+  }
+  return m;
+}
 
 // ---- the candidate ---------------------------------------------------------------------
-
-PyObject* g_pkb = nullptr;  // the pkb package (python/pkb)
 
 class PythonCandidate : public pkb::eval::Candidate {
  public:
@@ -403,11 +323,6 @@ class PythonCandidate : public pkb::eval::Candidate {
   std::map<std::tuple<void*, int32_t, std::vector<int64_t>>, Ref> tensors_;
   bool raised_ = false;
 };
-
-Ref attr(PyObject* o, const char* name) {
-  if (!PyObject_HasAttrString(o, name)) return Ref();
-  return Ref(PyObject_GetAttrString(o, name));
-}
 
 void append(std::vector<std::string>& out, PyObject* list) {
   Ref fast(PySequence_Fast(list, "list"));

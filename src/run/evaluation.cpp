@@ -366,7 +366,7 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
   job.library = b.library;
   // Triton's kernel cache: one folder per candidate source, which no other candidate sees;
   // with --seed (inputs that repeat) the scratch folder's, gone with the run (docs/architecture.md).
-  if (b.backend == build::Backend::triton && q.seed.empty() && !reference)
+  if ((b.backend == build::Backend::triton || b.backend == build::Backend::original) && q.seed.empty() && !reference)
     p.env.push_back({"TRITON_CACHE_DIR", build::default_cache_dir() + "/triton/" + b.source_sha256});
   if (!q.save.empty()) {
     job.save_dir = fs::absolute(q.save).string();

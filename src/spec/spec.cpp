@@ -1,6 +1,7 @@
 #include "spec/spec.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <sstream>
 
@@ -33,7 +34,7 @@ const std::set<std::string> kInits = {"randn", "uniform", "randint", "zeros", "o
 
 const std::set<std::string> kTopKeys = {"slug", "id", "stem", "category", "origin", "description", "dtype", "world",
                                         "constraints", "vars", "sizes", "inputs", "outputs", "args", "roofline",
-                                        "memory", "timeout"};
+                                        "memory", "timeout", "original"};
 
 // The strict TOML reader, plus formulas.
 class Reader : public io::TomlReader {
@@ -346,6 +347,80 @@ void read_memory(const Reader& r, const toml::table& root, ProblemSpec& s, std::
   }
 }
 
+// The names an [original] argument expression mentions, other than its keywords and what
+// stands inside quotes: each must be an input, an [args] value, a size or a var.
+std::vector<std::string> original_names(const std::string& e) {
+  static const std::set<std::string> kKeywords = {"None",   "True", "False", "WORLD", "for", "in",  "list",
+                                                  "item",   "unbind", "size", "range", "len", "sum", "min",
+                                                  "max",    "int",  "float"};
+  std::vector<std::string> names;
+  std::set<std::string> local;  // a comprehension's variables
+  std::string last;
+  for (size_t i = 0; i < e.size();) {
+    char c = e[i];
+    if (c == '\'' || c == '"') {
+      size_t j = e.find(c, i + 1);
+      i = j == std::string::npos ? e.size() : j + 1;
+    } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      size_t j = i;
+      while (j < e.size() && (std::isalnum(static_cast<unsigned char>(e[j])) || e[j] == '_')) ++j;
+      std::string w = e.substr(i, j - i);
+      bool method = i > 0 && e[e.find_last_not_of(' ', i - 1)] == '.';
+      if (last == "for") local.insert(w);
+      else if (!method && !kKeywords.count(w)) names.push_back(w);
+      last = w;
+      i = j;
+    } else if (std::isdigit(static_cast<unsigned char>(c))) {  // a number, exponent included
+      while (i < e.size() && (std::isalnum(static_cast<unsigned char>(e[i])) || e[i] == '.')) ++i;
+    } else {
+      ++i;
+    }
+  }
+  std::vector<std::string> out;
+  for (auto& n : names)
+    if (!local.count(n)) out.push_back(n);
+  return out;
+}
+
+// [original]: args (expressions over the inputs, args, sizes and vars), returns (output
+// names), unsupported (a reason).
+void read_original(const Reader& r, const toml::table& root, ProblemSpec& s, std::set<std::string> known) {
+  const toml::table* t = r.table(root, "original", "the top level");
+  if (!t) return;
+  r.only_keys(*t, {"args", "returns", "unsupported"}, "[original]");
+  s.original.declared = true;
+  s.original.unsupported = r.str(*t, "unsupported", "[original]", false);
+  for (auto& in : s.inputs) known.insert(in.name);
+  for (auto& a : s.args) known.insert(a.name);
+  if (s.original.unsupported.empty()) {
+    r.need(*t, "args", "[original]", "args = [\"x\"] (the original's solution arguments, in order)");
+    s.original.args = r.strings(*t, "args", "[original]");
+  } else if (t->get("args")) {
+    s.original.args = r.strings(*t, "args", "[original]");
+  }
+  for (auto& e : s.original.args) {
+    if (e.find_first_not_of(' ') == std::string::npos) r.fail(t->get("args"), "[original] args: an empty argument");
+    for (auto& n : original_names(e))
+      if (!known.count(n))
+        r.fail(t->get("args"), "[original] args: '" + e + "' uses unknown name '" + n +
+                                   "'; use an input, an [args] value, a size or a var "
+                                   "(docs/problem-spec.md, [original])");
+  }
+  if (t->get("returns")) {
+    s.original.returns = r.strings(*t, "returns", "[original]");
+    std::set<std::string> seen;
+    for (auto& o : s.original.returns) {
+      if (o == "_") continue;
+      if (!s.output(o)) r.fail(t->get("returns"), "[original] returns: no output is called '" + o + "'");
+      if (!seen.insert(o).second) r.fail(t->get("returns"), "[original] returns: '" + o + "' twice");
+    }
+    if (seen.size() != s.outputs.size())
+      r.fail(t->get("returns"), "[original] returns must name every output once (\"_\" for a value pkb drops)");
+  } else {
+    for (auto& o : s.outputs) s.original.returns.push_back(o.name);
+  }
+}
+
 // Every size must give whole-number shapes at every world size up to 8 it allows.
 void check_whole_shapes(const ProblemSpec& s) {
   for (auto& [size, vals] : s.sizes) {
@@ -399,6 +474,7 @@ ProblemSpec read_spec(const std::string& path) {
   read_args(r, root, s, known);
   read_roofline(r, root, s, known);
   read_memory(r, root, s, known);
+  read_original(r, root, s, known);
   check_whole_shapes(s);
   return s;
 }

@@ -65,6 +65,15 @@ struct Roofline {
   Expr bus_factor;    // collectives: busbw = data_bytes / time * bus_factor
 };
 
+// How the original ParallelKernelBench called this problem's `solution`: what pkb passes an
+// original-format candidate (docs/problem-spec.md, [original]) and how it reads the result.
+struct OriginalCall {
+  bool declared = false;             // the spec has an [original] table
+  std::vector<std::string> args;     // positional arguments, each a small expression (below)
+  std::vector<std::string> returns;  // output names in the order solution returns them ("_": dropped)
+  std::string unsupported;           // why an original-format candidate cannot run here, or ""
+};
+
 struct ProblemSpec {
   std::string path;
   std::string slug;
@@ -87,6 +96,7 @@ struct ProblemSpec {
   // memory plan estimates it (eval/memory_plan.hpp). Declared where the estimate is far off.
   Expr reference_peak;
   double trial_timeout_s = 0;  // 0: sized by the harness
+  OriginalCall original;       // [original]
 
   const TensorSpec* input(const std::string& name) const;
   const TensorSpec* output(const std::string& name) const;

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "build/builder.hpp"
 #include "build/sha256.hpp"
 #include "rank/job.hpp"
 #include "io/files.hpp"
@@ -65,7 +66,7 @@ bool parse_candidate_path(const std::string& path, std::string& problem_key, std
 
 std::string device_of_candidate(const std::string& path, const std::string& backend) {
   if (backend == "cpu") return "cpu";
-  if (backend != "triton") return "cuda";
+  if (backend != "triton" && backend != "original") return "cuda";
   // A .py candidate under a folder named cpu (solutions_triton/cpu/<problem>.py) uses torch
   // ops on the CPU device; the rest are Triton on CUDA.
   for (fs::path d = fs::path(path).parent_path(); !d.empty() && d.has_filename(); d = d.parent_path()) {
@@ -73,6 +74,56 @@ std::string device_of_candidate(const std::string& path, const std::string& back
     if (d.filename().string().rfind("solutions_", 0) == 0) break;
   }
   return "cuda";
+}
+
+namespace {
+
+// The original's first release named four problems otherwise (its stem -> today's).
+const std::map<std::string, std::string> kFirstReleaseNames = {
+    {"11_gemm_allgather_AT", "11_allgather_gemm_AT"},
+    {"12_gemm_allgather", "12_allgather_gemm"},
+    {"14_gemm_allscatter", "14_gemm_allgather"},
+    {"18_rms_norm", "18_tp_rms_norm"},
+};
+
+const spec::ProblemSpec* by_stem(const spec::Registry& registry, const std::string& stem) {
+  for (auto& s : registry.all())
+    if (s.stem == stem) return &s;
+  return nullptr;
+}
+
+// "<digits>_<rest>" -> (digits, rest); id -1 when the stem does not start so.
+std::pair<int, std::string> split_id(const std::string& stem) {
+  size_t u = stem.find('_');
+  if (u == 0 || u == std::string::npos || u > 3 || stem.find_first_not_of("0123456789") != u) return {-1, stem};
+  return {std::stoi(stem.substr(0, u)), stem.substr(u + 1)};
+}
+
+}  // namespace
+
+OriginalPlace place_original(const std::string& file_stem, const spec::Registry& registry) {
+  OriginalPlace out;
+  std::string stem = file_stem;
+  for (std::string b : {"cuda", "triton", "parallelkittens"}) {
+    std::string tail = "_" + b;
+    if (stem.size() > tail.size() && stem.compare(stem.size() - tail.size(), tail.size(), tail) == 0) {
+      out.backend = b;
+      stem = stem.substr(0, stem.size() - tail.size());
+      break;
+    }
+  }
+  if ((out.spec = by_stem(registry, stem))) return out;  // today's numbering
+  auto renamed = kFirstReleaseNames.find(stem);
+  if (renamed != kFirstReleaseNames.end() && (out.spec = by_stem(registry, renamed->second))) return out;
+  auto [id, name] = split_id(stem);
+  if (id >= 34 && id <= 88 && (out.spec = by_stem(registry, std::to_string(id - 1) + "_" + name))) return out;
+  if (stem == "47_fsdp_adamw_sharded")
+    out.why = "the original's first release had 47_fsdp_adamw_sharded (later 46), which it then replaced by "
+              "46_gemv_decode; pkb has no such problem";
+  else
+    out.why = "'" + stem + "' is the stem of no problem of the original, numbered as today or as in its first release "
+              "(`pkb list` shows the stems)";
+  return out;
 }
 
 Discovery discover(const std::vector<std::string>& roots, const spec::Registry& registry) {
@@ -127,17 +178,54 @@ Discovery discover(const std::vector<std::string>& roots, const spec::Registry& 
     std::string key;
     if (!parse_candidate_path(file, key, c.run, c.sample, c.backend)) continue;  // notes, specs, logs
     const spec::ProblemSpec* spec = nullptr;
-    try {
-      spec = &registry.find(key);
-    } catch (const spec::SpecError&) {
-      found.skipped.push_back(file + ": '" + key + "' is not a problem (`pkb list` shows them)");
-      continue;
+    std::string text = c.backend == "triton" ? io::read_file(file) : "";
+    if (c.backend == "triton" && build::is_original_format(text)) {
+      // A module in the original's format: a generated sample names its problem by folder;
+      // a file of the original's by its stem (<id>_<name>_<backend>).
+      c.backend = "original";
+      std::string why;
+      std::string suffix;
+      if (sample_index(fs::path(file).stem().string()) >= 0) {
+        try {
+          spec = &registry.find(key);
+        } catch (const spec::SpecError&) {
+          why = "'" + key + "' is not a problem (`pkb list` shows them)";
+        }
+      } else {
+        OriginalPlace at = place_original(key, registry);
+        spec = at.spec;
+        why = at.why;
+        suffix = at.backend;
+        // The run: the folder (above a cpu/ one, which says the device), told apart by
+        // backend when the folder does not say it.
+        fs::path folder = fs::path(file).parent_path();
+        if (folder.filename() == "cpu" && folder.parent_path().has_filename()) c.run = folder.parent_path().filename();
+        if (!suffix.empty() && c.run.find(suffix) == std::string::npos) c.run += "_" + suffix;
+      }
+      if (spec && text.find("utils.parallelkittens_runtime") != std::string::npos)
+        why = "a ParallelKittens module: it needs the original's utils.parallelkittens_runtime and ThunderKittens' "
+              "TKParallelTensor, which pkb does not provide (port it to a ThunderKittens candidate of pkb's C ABI)";
+      else if (spec && !spec->original.declared)
+        why = "pkb does not know how the original called " + spec->slug + "'s solution (no [original] in its spec)";
+      else if (spec && !spec->original.unsupported.empty())
+        why = "pkb cannot run it for " + spec->slug + ": " + spec->original.unsupported;
+      if (!why.empty()) {
+        found.unplaced.push_back(file + ": " + why);
+        continue;
+      }
+    } else {
+      try {
+        spec = &registry.find(key);
+      } catch (const spec::SpecError&) {
+        found.skipped.push_back(file + ": '" + key + "' is not a problem (`pkb list` shows them)");
+        continue;
+      }
     }
     c.problem = spec->slug;
     c.problem_id = spec->id;
     c.category = spec->category;
     c.device = device_of_candidate(file, c.backend);
-    c.sha256 = build::sha256_hex(io::read_file(file));
+    c.sha256 = build::sha256_hex(text.empty() ? io::read_file(file) : text);
     found.candidates.push_back(std::move(c));
   }
   // Problem-major, by the benchmark's problem ids: a problem's evaluations run back to back,

@@ -1,6 +1,7 @@
 // Finding the candidates of a sweep: solution files laid out as `pkb generate` writes them
-// (solutions_<backend>/<run>/<problem>/sample_<k>.<ext>) or by hand
-// (solutions_<backend>/<problem>.<ext>), and the grid of evaluations they make.
+// (solutions_<backend>/<run>/<problem>/sample_<k>.<ext>), by hand
+// (solutions_<backend>/<problem>.<ext>), or as the original ParallelKernelBench names them
+// (<run>/<id>_<name>_<backend>.py), and the grid of evaluations they make.
 #pragma once
 
 #include "rank/settings.hpp"
@@ -21,7 +22,7 @@ struct Candidate {
   std::string category;
   std::string run;      // the model or run it came from: <run> above, or the folder of a hand-written one
   int sample = 0;       // <k> of sample_<k>; 0 for a hand-written one
-  std::string backend;  // cuda, cpu, triton or tk
+  std::string backend;  // cuda, cpu, triton, tk or original
   std::string device;   // where it runs: "cpu" for cpu candidates and .py ones under a cpu/ folder, "cuda" for
                         // the others; "" for the reference as the candidate (rank::kReferenceSolution), either
   std::string sha256;   // of the source bytes
@@ -30,15 +31,29 @@ struct Candidate {
 struct Discovery {
   std::vector<Candidate> candidates;  // by problem id, run, sample, path
   std::vector<std::string> skipped;   // "path: why" for solution files that name no known problem
+  // "path: why" for every module in the original's format that pkb could not place (or
+  // cannot run: a ParallelKittens one, a problem whose original call pkb does not know).
+  std::vector<std::string> unplaced;
 };
+
+// Where a file of the original ParallelKernelBench (`<id>_<name>_<backend>.py`, its stem
+// given) belongs: the problem whose original stem it carries, numbered as today or as in
+// the original's first release (ids 34-88 were 33-87, four problems had other names); or
+// why it belongs nowhere. `backend` is the suffix (cuda, triton, parallelkittens), "" if none.
+struct OriginalPlace {
+  const spec::ProblemSpec* spec = nullptr;
+  std::string backend;
+  std::string why;  // when spec is null
+};
+OriginalPlace place_original(const std::string& stem, const spec::Registry& registry);
 
 // What a file's path says about it: problem key (a slug, id or stem; not yet checked), run,
 // sample and backend. Returns false for files that are not candidates (by extension).
 bool parse_candidate_path(const std::string& path, std::string& problem_key, std::string& run, int& sample,
                           std::string& backend);
 
-// The device a candidate runs on: cpu for the cpu backend and for .py (triton) candidates
-// under a folder named cpu (torch ops on the CPU device); cuda for the rest.
+// The device a candidate runs on: cpu for the cpu backend and for .py (triton, original)
+// candidates under a folder named cpu (torch ops on the CPU device); cuda for the rest.
 std::string device_of_candidate(const std::string& path, const std::string& backend);
 
 // Walks `roots` (folders, searched recursively, or single files; rank::kReferenceSolution

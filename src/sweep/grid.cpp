@@ -13,6 +13,10 @@ Grid plan_grid(const spec::Registry& reg, const GridRequest& req) {
   for (size_t i = 0; i < found.skipped.size() && i < 5; ++i) grid.warnings.push_back("skipped " + found.skipped[i]);
   if (found.skipped.size() > 5)
     grid.warnings.push_back("skipped " + std::to_string(found.skipped.size() - 5) + " more such files");
+  // Every module of the original's format left out, each with its reason.
+  for (auto& u : found.unplaced) grid.warnings.push_back("not placed: " + u);
+  if (!found.unplaced.empty())
+    grid.warnings.push_back(std::to_string(found.unplaced.size()) + " original-format file(s) not placed (above)");
 
   const std::string& device = req.settings.device;
   std::vector<int> worlds = req.worlds;
