@@ -33,6 +33,7 @@
 #include "eval/reference_candidate.hpp"
 #include "eval/reports.hpp"
 #include "heap/heap.hpp"
+#include "io/clock.hpp"
 #include "jobs/gate.hpp"
 #include "jobs/harness.hpp"
 #include "jobs/jobs.hpp"
@@ -54,7 +55,7 @@ using eval::protocol::Pair;
 namespace proto = eval::protocol;
 namespace phase = launch::phase;
 
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+using io::ms_since;
 
 // The sandbox's verdict on what the candidate just did, as an error that ends the rank.
 void deny_if_violated(int rank, const std::string& when) {

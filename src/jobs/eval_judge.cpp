@@ -31,6 +31,7 @@
 #include "eval/reports.hpp"
 #include "eval/stats.hpp"
 #include "heap/heap.hpp"
+#include "io/clock.hpp"
 #include "jobs/context.hpp"
 #include "jobs/gate.hpp"
 #include "jobs/harness.hpp"
@@ -53,7 +54,7 @@ using eval::protocol::Pair;
 namespace proto = eval::protocol;
 namespace phase = launch::phase;
 
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+using io::ms_since;
 
 // How long a wrong call's live outputs may take to become right (late work) before the call
 // counts as merely wrong.

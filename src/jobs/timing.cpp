@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 
 #include "device/device.hpp"
+#include "io/clock.hpp"
 #include "launch/phases.hpp"
 
 namespace pkb::jobs::timing {
@@ -14,7 +15,7 @@ namespace pkb::jobs::timing {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+using io::seconds_since;
 
 // Whether the SM clock is where a timing can start: at its maximum, or held below it only
 // by the power cap (an idle GPU starts at a fraction of it and needs a while to ramp up).

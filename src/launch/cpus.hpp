@@ -1,13 +1,8 @@
-// Which CPU each rank's timed thread runs on. pkb eval times the two sides in different
-// processes at different times (the judges the reference, then the candidate ranks their
-// calls), and a launch-bound call runs at its host's speed. So judge r and candidate rank r
-// time on one CPU of their own (the judge while it times the reference, the candidate rank
-// for all its calls), and every other thread of both, and the judge while its candidate is
-// timed, runs on a second one (the partner): the two sides' threads meet the same core and
-// neither contends with the other. On the lent H200 (a VM) this brought the two processes'
-// host speeds together at one time; what it cannot hold still is the machine's own host
-// speed from one period to the next (bench/results/h200-2026-12-04, calls 6-8), which
-// eval::judge flags (host_mismatch). Torch-free.
+// Which CPU each rank's timed thread runs on. A launch-bound call runs at its host's speed,
+// and on a VM one CPU's speed can differ 2x from another's: candidate rank r makes every
+// timed call, both sides', on one CPU of its own, and every other thread of it and of its
+// judge runs on a second one (the partner), so nothing of pkb's contends with the timed
+// thread. Torch-free.
 #pragma once
 
 #include <map>

@@ -17,6 +17,7 @@
 #include "eval/record.hpp"
 #include "eval/stats.hpp"
 #include "eval/verdict.hpp"
+#include "io/clock.hpp"
 #include "io/files.hpp"
 #include "io/input_error.hpp"
 #include "io/text.hpp"
@@ -45,7 +46,7 @@ __attribute__((format(printf, 1, 2))) std::string line(const char* fmt, ...) {
   return buf;
 }
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+using io::seconds_since;
 
 std::string utc_now() {
   std::time_t t = std::time(nullptr);

@@ -14,6 +14,7 @@
 
 #include "eval/record.hpp"
 #include "eval/verdict.hpp"
+#include "io/clock.hpp"
 #include "io/files.hpp"
 #include "launch/cpus.hpp"
 #include "sweep/scheduler.hpp"
@@ -35,9 +36,7 @@ std::string last_line(const std::string& text) {
   return last;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+using io::seconds_since;
 
 // Compiles the distinct candidates of the tasks, `jobs` at a time, in the order they will
 // start, so the evaluation in front rarely waits and never compiles itself. `on_done` is
