@@ -1,8 +1,8 @@
-// pkb eval: a verdict a researcher can publish. pkb build: compile a candidate into the
-// cache. Flags in, a request out: run/evaluation.hpp runs the evaluation's phases (the
+// pkb eval: a verdict a researcher can publish. Flags in, a request out: run/evaluation.hpp runs the evaluation's phases (the
 // ranks do the work, jobs/), and this side prints the verdict, timing statistics,
 // speedup, bus bandwidth and roofline fraction and writes the record. With --launcher
-// slurm the same command runs as a Slurm job on a GPU node and its result comes back here.
+// slurm the same command runs as a Slurm job on a GPU node (sweep/slurm.hpp) and its
+// result comes back here.
 #include <ctime>
 #include <cstdlib>
 #include <filesystem>
@@ -263,18 +263,8 @@ std::vector<std::string> node_argv(const std::string& device, const std::string&
   return out;
 }
 
-std::string last_lines(const std::string& path, int n) {
-  std::ifstream f(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(f, line);) lines.push_back(line);
-  std::string out;
-  for (size_t i = lines.size() > size_t(n) ? lines.size() - n : 0; i < lines.size(); ++i) out += "  " + lines[i] + "\n";
-  return out;
-}
-
-// pkb eval --launcher slurm: this command as a one-task Slurm job (the script `pkb sweep
-// --launcher slurm` writes, without the array), submitted and waited for; the node writes
-// the result into a folder both sides see, and it is printed (and --json written) here.
+// pkb eval --launcher slurm: this command as a one-task Slurm job (sweep/slurm.hpp), its
+// result printed (and --json written) here as a local evaluation's is.
 int evaluate_on_slurm(Globals& g, EvalOptions& o) {
   if (o.problems.size() != 1) throw UsageError("--launcher slurm evaluates one problem: give one -p");
   const spec::ProblemSpec& s = g.problem(o.problem());
@@ -288,72 +278,42 @@ int evaluate_on_slurm(Globals& g, EvalOptions& o) {
                        : !reference && build::backend_of(o.solution) == build::Backend::cpu ? "cpu"
                                                                                             : "cuda";
   if (!reference) run::check_candidate_device(o.solution, launch::device_from_name(device), req.device != "auto");
-  sweep::SlurmJob job;
+  sweep::SlurmEval e;
   if (device == "cuda") {
     if (req.world == 0)
       throw UsageError("--launcher slurm on the CUDA device needs -w/--world-size: the GPUs to ask Slurm for");
     int per_gpu = std::max(1, req.ranks_per_gpu);
-    job.gpus_per_node = (req.world + per_gpu - 1) / per_gpu;
+    e.gpus = (req.world + per_gpu - 1) / per_gpu;
   }
-  fs::path dir = fs::absolute(o.slurm_dir.empty() ? "pkb-slurm/eval-" + s.slug + "-" + utc_now("%Y%m%d-%H%M%S")
-                                                  : o.slurm_dir);
-  fs::create_directories(dir);
-  fs::path result = dir / "result.json";
-  fs::remove(result);
-  job.name = "pkb-eval";
-  job.array = false;
-  job.results_dir = dir.string();
-  job.workdir = fs::current_path().string();
-  job.sbatch_options = o.sbatch;
-  job.argv = node_argv(device, result.string());
-  std::string script = (dir / "eval.sbatch").string();
-  std::ofstream file(script);
-  file << sweep::slurm_script(job);
-  file.close();
-  if (!file) throw UsageError("cannot write " + script + "; pick a --slurm-dir you can write to");
-  printf("pkb eval %s on Slurm: %s, waiting for the job to end (logs in %s)\n", s.slug.c_str(), script.c_str(),
-         dir.c_str());
-  fflush(stdout);
-  sweep::Submission sub;
+  e.dir = fs::absolute(o.slurm_dir.empty() ? "pkb-slurm/eval-" + s.slug + "-" + utc_now("%Y%m%d-%H%M%S") : o.slurm_dir)
+              .string();
+  e.argv = node_argv(device, sweep::slurm_result_path(e.dir));
+  e.sbatch_options = o.sbatch;
+  e.on_submit = [&](const std::string& script) {
+    printf("pkb eval %s on Slurm: %s, waiting for the job to end (logs in %s)\n", s.slug.c_str(), script.c_str(),
+           e.dir.c_str());
+    fflush(stdout);
+  };
+  sweep::SlurmEvalResult r;
   try {
-    sub = sweep::sbatch(script, true);
-  } catch (const std::exception& e) {
-    throw UsageError(e.what());
+    r = sweep::eval_on_slurm(e);
+  } catch (const std::exception& x) {
+    throw UsageError(x.what());
   }
-  std::string log = (dir / ("slurm-" + sub.id + ".log")).string();
-  if (!fs::exists(result)) {
-    fprintf(stderr, "pkb: error: %s; the job wrote no result. The end of %s:\n%s",
-            sub.id.empty() ? ("sbatch refused " + script + ": " + sub.error).c_str()
-                           : ("Slurm job " + sub.id + " ended" + (sub.ok ? "" : " with an error: " + sub.error)).c_str(),
-            log.c_str(), last_lines(log, 12).c_str());
+  if (r.record.is_null()) {
+    fprintf(stderr, "pkb: error: %s", (r.error + (r.error.back() == '\n' ? "" : "\n")).c_str());
     return eval::kInternal;
   }
-  json res = json::parse(io::read_file(result.string()), nullptr, false);
-  if (res.is_discarded() || !res.value("verdict", json()).is_string()) {
-    fprintf(stderr, "pkb: error: %s is not a pkb.eval/1 result\n", result.c_str());
-    return eval::kInternal;
-  }
-  res["slurm"] = {{"job", sub.id}, {"folder", dir.string()}};
-  printf("Slurm job %s on the %s device: result %s\n", sub.id.c_str(), device.c_str(), result.c_str());
-  print_table(res);
-  if (!o.json_out.empty()) {
-    std::ofstream f(o.json_out);
-    f << res.dump(2) << "\n";
-    if (!f) throw std::runtime_error("cannot write " + o.json_out);
-  }
-  return eval::verdict_exit_code(res["verdict"].get<std::string>());
+  printf("Slurm job %s on the %s device: result %s\n", r.record["slurm"]["job"].get<std::string>().c_str(),
+         device.c_str(), sweep::slurm_result_path(e.dir).c_str());
+  print_table(r.record);
+  if (!o.json_out.empty()) write_records(o.json_out, {r.record});
+  return eval::verdict_exit_code(r.record["verdict"].get<std::string>());
 }
 
 }  // namespace
 
 // --candidate-format: what a .py file is taken for (build/builder.hpp, Format).
-static void add_format_option(CLI::App* cmd) {
-  cmd->add_option_function<std::string>("--candidate-format", [](const std::string& f) {
-    build::force_format(f == "original" ? build::Format::original : f == "pkb" ? build::Format::pkb : build::Format::automatic);
-  }, "a .py candidate's format: auto (solution() and no pkb_run() is the original ParallelKernelBench's), original, pkb")
-      ->check(CLI::IsMember({"auto", "original", "pkb"}));
-}
-
 void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
   static EvalOptions o;
   auto* cmd = app.add_subcommand("eval", "Check a candidate against the reference on every rank, then time both");
@@ -398,33 +358,6 @@ void add_eval_commands(CLI::App& app, Globals& g, Action& run) {
     };
   });
 
-  static std::string build_src, build_device = "auto", build_tk_dir;
-  auto* bcmd = app.add_subcommand("build", "Compile a candidate into the build cache and print the library's path");
-  bcmd->add_option("-s,--solution", build_src, "the candidate file")->required();
-  bcmd->add_option("--device", build_device, "cuda, cpu or auto (from the file's kind)")
-      ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
-  bcmd->add_option("--tk-dir", build_tk_dir, "ThunderKittens checkout (env PKB_TK_DIR)");
-  add_format_option(bcmd);
-  bcmd->callback([&] {
-    run = [&] {
-      launch::Placement p;
-      build::Backend kind = build::backend_of(build_src);
-      p.device = build_device != "auto" ? launch::device_from_name(build_device)
-                 : kind == build::Backend::cpu ? launch::Device::cpu
-                                               : launch::Device::cuda;
-      if (p.device == launch::Device::cuda && kind != build::Backend::triton) {  // the GPU's architecture
-        p.probe = launch::probe_devices();
-        p.gpus = static_cast<int>(p.probe.value("devices", json::array()).size());
-      }
-      build::Result b = run::build_for(g.root, build_src, build_tk_dir, p);
-      if (!b.ok) {
-        fprintf(stderr, "pkb: compile error: %s\n%s", b.error.c_str(), b.log.c_str());
-        return int(eval::kCompileError);
-      }
-      printf("%s\n", b.library.c_str());
-      return int(eval::kOk);
-    };
-  });
 }
 
 }  // namespace pkb::cli

@@ -14,7 +14,8 @@ using Action = std::function<int()>;
 void add_catalog_commands(CLI::App& app, Globals& g, Action& run);  // list, show
 void add_dryrun_command(CLI::App& app, Globals& g, Action& run);
 void add_doctor_commands(CLI::App& app, Globals& g, Action& run);   // doctor, selftest
-void add_eval_commands(CLI::App& app, Globals& g, Action& run);     // eval, build
+void add_eval_commands(CLI::App& app, Globals& g, Action& run);     // eval
+void add_build_command(CLI::App& app, Globals& g, Action& run);     // build
 void add_validate_commands(CLI::App& app, Globals& g, Action& run); // validate, compare
 void add_sweep_command(CLI::App& app, Globals& g, Action& run);
 void add_report_command(CLI::App& app, Globals& g, Action& run);

@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include "build/builder.hpp"
 #include "eval/verdict.hpp"
 #include "gen/models.hpp"
 #include "io/text.hpp"
@@ -68,6 +69,13 @@ void check_size(const spec::ProblemSpec& s, const std::string& size) {
   } catch (const spec::SpecError& e) {
     throw UsageError(e.what());
   }
+}
+
+void add_format_option(CLI::App* cmd) {
+  cmd->add_option_function<std::string>("--candidate-format", [](const std::string& f) {
+    build::force_format(f == "original" ? build::Format::original : f == "pkb" ? build::Format::pkb : build::Format::automatic);
+  }, "a .py candidate's format: auto (solution() and no pkb_run() is the original ParallelKernelBench's), original, pkb")
+      ->check(CLI::IsMember({"auto", "original", "pkb"}));
 }
 
 void check_dtype(const std::string& dtype) {

@@ -63,6 +63,9 @@ CLI::Option* add_problem_option(CLI::App* cmd, std::vector<std::string>& problem
 // (bfloat16, float16, float32, float64, float8_e4m3fn, float8_e5m2) become pkb's (bf16, ...).
 CLI::Validator dtype_spellings();
 
+// --candidate-format: what a .py candidate is taken for (build::force_format).
+void add_format_option(CLI::App* cmd);
+
 // The --size help, and its check: a preset, PRESET:NAME=VALUE,... or NAME=VALUE,... (on the
 // default preset). Throws UsageError naming what the problem has.
 extern const char* const kSizeHelp;

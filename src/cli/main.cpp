@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   add_dryrun_command(app, g, run);
   add_doctor_commands(app, g, run);
   add_eval_commands(app, g, run);
+  add_build_command(app, g, run);
   add_validate_commands(app, g, run);
   add_sweep_command(app, g, run);
   add_report_command(app, g, run);

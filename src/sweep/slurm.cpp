@@ -1,5 +1,7 @@
 #include "sweep/slurm.hpp"
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
@@ -69,6 +71,54 @@ std::string submit(const std::string& script_path, bool wait) {
     throw std::runtime_error("sbatch refused " + script_path + ": " + sub.error);
   }
   return sub.id;
+}
+
+std::string slurm_result_path(const std::string& dir) {
+  return (std::filesystem::path(dir) / "result.json").string();
+}
+
+SlurmEvalResult eval_on_slurm(const SlurmEval& e) {
+  namespace fs = std::filesystem;
+  fs::create_directories(e.dir);
+  const std::string result = slurm_result_path(e.dir);
+  fs::remove(result);
+  SlurmJob job;
+  job.name = "pkb-eval";
+  job.array = false;
+  job.results_dir = e.dir;
+  job.workdir = fs::current_path().string();
+  job.gpus_per_node = e.gpus;
+  job.sbatch_options = e.sbatch_options;
+  job.argv = e.argv;
+  std::string script = (fs::path(e.dir) / "eval.sbatch").string();
+  std::ofstream file(script);
+  file << slurm_script(job);
+  file.close();
+  if (!file) throw std::runtime_error("cannot write " + script + "; pick a --slurm-dir you can write to");
+  if (e.on_submit) e.on_submit(script);
+  Submission sub = sbatch(script, true);
+  SlurmEvalResult out;
+  std::string log = (fs::path(e.dir) / ("slurm-" + sub.id + ".log")).string();
+  if (!fs::exists(result)) {
+    std::ifstream f(log);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(f, line);) lines.push_back(line);
+    std::string tail;
+    for (size_t i = lines.size() > 12 ? lines.size() - 12 : 0; i < lines.size(); ++i) tail += "  " + lines[i] + "\n";
+    out.error = (sub.id.empty() ? "sbatch refused " + script + ": " + sub.error
+                                : "Slurm job " + sub.id + " ended" + (sub.ok ? "" : " with an error: " + sub.error)) +
+                "; the job wrote no result. The end of " + log + ":\n" + tail;
+    return out;
+  }
+  std::ifstream in(result);
+  nlohmann::json res = nlohmann::json::parse(in, nullptr, false);
+  if (res.is_discarded() || !res.value("verdict", nlohmann::json()).is_string()) {
+    out.error = result + " is not a pkb.eval/1 result";
+    return out;
+  }
+  res["slurm"] = {{"job", sub.id}, {"folder", e.dir}};
+  out.record = res;
+  return out;
 }
 
 }  // namespace pkb::sweep

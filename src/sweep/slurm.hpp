@@ -5,6 +5,10 @@
 // eval` on a GPU node, writing its result into a shared folder for the submitting side.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
+#include <functional>
+
 #include <string>
 #include <vector>
 
@@ -40,5 +44,27 @@ std::string submit(const std::string& script_path, bool wait);
 
 // 'text' for sh, with embedded quotes escaped.
 std::string shell_quote(const std::string& text);
+
+// One evaluation as a one-task Slurm job (`pkb eval --launcher slurm`): the script written
+// into `dir`, submitted and waited for; the node runs `argv` (whose --json is `dir`/
+// result.json, which both sides see) and the result comes back here.
+struct SlurmEval {
+  std::string dir;                 // created if missing
+  std::vector<std::string> argv;   // the node's `pkb eval ...`
+  int gpus = 0;                    // --gres=gpu:N when > 0
+  std::vector<std::string> sbatch_options;
+  // Called once the job is submitted and waited for (the caller says so before it waits).
+  std::function<void(const std::string& script)> on_submit;
+};
+struct SlurmEvalResult {
+  nlohmann::json record;  // the node's pkb.eval/1 record (with "slurm": job and folder), or null
+  std::string error;      // why there is none: sbatch's words or the job's end, and the log's last lines
+};
+// Throws std::runtime_error naming the fix where the script cannot be written or sbatch
+// cannot be run.
+SlurmEvalResult eval_on_slurm(const SlurmEval& e);
+
+// The result file eval_on_slurm's job writes: `dir`/result.json.
+std::string slurm_result_path(const std::string& dir);
 
 }  // namespace pkb::sweep
