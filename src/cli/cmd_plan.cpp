@@ -77,8 +77,9 @@ void add_plan_command(CLI::App& app, Globals& g, Action& run) {
       }
       printf("memory plan at --size %s against %s, %d rank%s a GPU, %s\n\n", o.size.c_str(), against.c_str(),
              o.ranks_per_gpu, o.ranks_per_gpu > 1 ? "s" : "", o.no_timing ? "untimed" : "timed");
-      printf("| problem | W | candidate rank: inputs+outputs set + captures + own heap + runtime [+ NCCL] [+ device-copy "
-             "check] (GiB) | judge rank: reference peak + runtime [+ NCCL] (GiB) | per GPU (GiB) | fits |\n");
+      printf("| problem | W | candidate rank: inputs+outputs set + own heap + runtime [+ NCCL] [+ the reference's working "
+             "memory] (GiB) | judge rank: reference peak + captures + runtime [+ NCCL] (GiB) | per GPU (GiB; the reference's "
+             "working memory once) | fits |\n");
       printf("|---|---|---|---|---|---|\n");
       int refused = 0;
       for (auto& slug : slugs) {
@@ -120,8 +121,8 @@ void add_plan_command(CLI::App& app, Globals& g, Action& run) {
                  fits.c_str());
         }
       }
-      printf("\nThe judge's reference peak is estimated (three times its inputs and outputs) unless an earlier "
-             "evaluation measured it; pkb eval --dry-plan uses the measurement where there is one.\n");
+      printf("\nThe judge's reference peak is the spec's [memory] reference_peak where it declares one, else estimated "
+             "(its inputs and outputs and one temporary of the larger).\n");
       return refused ? int(eval::kWrong) : int(eval::kOk);
     };
   });

@@ -83,18 +83,22 @@ MemoryPlan plan_memory(const MemoryRequest& r) {
     if (r.nccl) j.push_back({"NCCL buffers", kNcclBuffers});
     return j;
   };
+  // The two ranks never hold the reference's working memory at once: the judge gives its
+  // cache back after the trials, the candidate rank after the baseline and the rounds, and
+  // the judge's part of it in the rounds is the inputs it writes (jobs/eval_*.cpp).
+  const uint64_t ref_work = r.timing && ref_peak > in ? ref_peak - in : 0;
   // The candidate rank: its harness, the candidate's own heap, its runtime, and with timing
   // the reference timed beside the candidate (on the harness's inputs: the rest of its peak).
   auto candidate_parts = [&] {
     std::vector<MemoryPart> c = {{"gate and inputs and outputs (one set)", set},
                                  {"the candidate's own heap", p.candidate_heap},
                                  {"process runtime", kRankRuntime}};
-    if (r.timing) c.push_back({"the reference's working memory (its baseline, timed here)", ref_peak > in ? ref_peak - in : 0});
+    if (r.timing) c.push_back({"the reference's working memory (timed here; never beside the judge's)", ref_work});
     if (r.nccl) c.push_back({"NCCL buffers", kNcclBuffers});
     return c;
   };
   auto per_gpu = [&] {
-    return static_cast<uint64_t>(r.ranks_per_gpu) * (total(candidate_parts()) + total(judge_parts()));
+    return static_cast<uint64_t>(r.ranks_per_gpu) * (total(candidate_parts()) + total(judge_parts()) - ref_work);
   };
   // pkb's own buffers shrink first: fewer captures (a secret sample, never under the floor),
   // then the default candidate heap down to one set's worth (never under 256 MiB).

@@ -139,6 +139,7 @@ class CandidateProblem {
     std::vector<double> us = own->elapsed_us();
     us.resize(i);
     pair_.send(proto::kTimed, {{"failure", failure_json(fail)}, {"calls", i}, {"us", r_.device.is_cuda() ? json() : json(us)}});
+    device::release_cached_memory(r_.device);  // the judge runs its reference in the trials
     r_.client.phase(phase::kAwaitJudge);
     return decided();
   }
@@ -401,6 +402,7 @@ class CandidateProblem {
     t.warmup = wc.calls;
     report_.timing = t;
     if (std::any_of(copy_us.begin(), copy_us.end(), [](double x) { return x > 0; })) report_.copy_us = copy_us;
+    device::release_cached_memory(r_.device);  // the judge runs its reference on the captured calls
     pair_.send(proto::kTimed, {{"failure", failure_json(fail)}, {"sizes", sizes}, {"calls", i},
                                {"us", r_.device.is_cuda() ? json() : json(all)}});
     r_.client.phase(phase::kAwaitJudge);

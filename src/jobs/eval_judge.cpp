@@ -115,6 +115,9 @@ class JudgeProblem {
     Decision d = trials();
     report_.phase_ms["trials"] = ms_since(t0);
     if (!d.failure && job_.timing) {
+      // The reference's memory back: the candidate rank times its own in the rounds
+      // (eval/memory_plan.hpp counts the two once).
+      device::release_cached_memory(r_.device);
       t0 = Clock::now();
       d = timing();
       tell(d);

@@ -64,7 +64,7 @@ def main():
     result = {
         "schema": "pkb.eval/1", "problem": opts["--problem"], "problem_id": 0, "category": "coll",
         "candidate": {"path": path, "sha256": hashlib.sha256(source.encode()).hexdigest(), "backend": "cpu"},
-        "run": {"world": int(opts["--world-size"]), "device": opts["--device"], "size": opts["--size"],
+        "run": {"world": int(opts["--world-size"]), "device": opts["--device"], "size": opts.get("--size", "default"),
                 "seed": opts.get("--seed", str(random.getrandbits(63)))},
         "verdict": how, "message": "fake", "failure": None,
         "timing": {"reference": {"median_us": 100.0}, "candidate": {"median_us": 100.0 / speedup}} if speedup else None,

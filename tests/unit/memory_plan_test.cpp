@@ -54,11 +54,12 @@ TEST(MemoryPlan, PartsAddUp) {
   uint64_t judge = 3 * x + 100 * x + eval::kRankRuntime + eval::kNcclBuffers;
   EXPECT_EQ(p.candidate_rank, cand);
   EXPECT_EQ(p.judge_rank, judge);
-  EXPECT_EQ(p.per_gpu, cand + judge);
+  // The reference's working memory is never held by both ranks at once: counted once.
+  EXPECT_EQ(p.per_gpu, cand + judge - 2 * x);
   // Ranks sharing a GPU add up.
   eval::MemoryRequest shared = request(s, 80 * GiB);
   shared.ranks_per_gpu = 2;
-  EXPECT_EQ(eval::plan_memory(shared).per_gpu, 2 * (cand + judge));
+  EXPECT_EQ(eval::plan_memory(shared).per_gpu, 2 * (cand + judge - 2 * x));
   // A measured reference peak replaces the estimate.
   eval::MemoryRequest measured = request(s, 80 * GiB);
   measured.reference_peak = 100 * MiB;
