@@ -187,13 +187,13 @@ inline at::Tensor zigzag_slice(const at::Tensor& full, int64_t dim, int w, int r
 // from a later rank is seen whole, but only by my second chunk. Each step is one fused
 // attention (attend_fused) of half the block pairs, so every rank does the same work, and
 // the blocks merge by their log-sum-exp in fp32, as ring-flash-attention does. Returns
-// (B, S, H, D) in q's dtype.
+// (B, S, H, D) in q's dtype, written into `into` where given (rounded as copied).
 inline at::Tensor ring_attention_zigzag(pkb::Comm& comm, const at::Tensor& q, const at::Tensor& k,
-                                        const at::Tensor& v, double scale) {
+                                        const at::Tensor& v, double scale, const at::Tensor& into = {}) {
   int w = comm.size(), r = comm.rank();
   int64_t half = q.size(1) / 2;
   Block first = attend_fused(q, k, v, scale, /*causal=*/true);
-  if (w == 1) return first.out.to(q.scalar_type());
+  if (w == 1) return into.defined() ? into.copy_(first.out) : first.out.to(q.scalar_type());
   Block acc;
   merge(acc, first);
   at::Tensor cur_k = k.contiguous(), cur_v = v.contiguous();
@@ -216,7 +216,7 @@ inline at::Tensor ring_attention_zigzag(pkb::Comm& comm, const at::Tensor& q, co
       merge_rows(acc, attend_fused(q.narrow(1, half, half), cur_k, cur_v, scale), half);
     }
   }
-  return acc.out.to(q.scalar_type());
+  return into.defined() ? into.copy_(acc.out) : acc.out.to(q.scalar_type());
 }
 
 // ---- ring backward (non-causal) -----------------------------------------------------------
@@ -331,8 +331,9 @@ inline Grads ring_attention_backward(pkb::Comm& comm, const at::Tensor& dout, co
 // ---- Ulysses all-to-alls ---------------------------------------------------------------
 
 // (B, S, H, D) sequence shard, all heads -> (B, W*S, H/W, D): the whole sequence (rank
-// order) for head group `rank`. Any trailing dims after H are carried along.
-inline at::Tensor seq_to_heads(pkb::Comm& comm, const at::Tensor& x) {
+// order) for head group `rank`. Any trailing dims after H are carried along. Written into
+// `into` (contiguous, that shape) where given: the reordering copy lands there.
+inline at::Tensor seq_to_heads(pkb::Comm& comm, const at::Tensor& x, const at::Tensor& into = {}) {
   int64_t w = comm.size();
   std::vector<int64_t> shape = x.sizes().vec();
   int64_t b = shape[0], s = shape[1], h = shape[2];
@@ -343,12 +344,19 @@ inline at::Tensor seq_to_heads(pkb::Comm& comm, const at::Tensor& x) {
   comm.all_to_all(recv, send);
   std::vector<int64_t> out = {b, w * s, h / w};
   out.insert(out.end(), shape.begin() + 3, shape.end());
+  if (into.defined()) {
+    std::vector<int64_t> parts = {b, w, s, h / w};
+    parts.insert(parts.end(), shape.begin() + 3, shape.end());
+    into.view(parts).copy_(recv.movedim(0, 1));
+    return into;
+  }
   return recv.movedim(0, 1).reshape(out);  // (B, W, S, H/W, ...) -> (B, W*S, H/W, ...)
 }
 
 // (B, W*S, Hl, D) whole sequence for a head group -> (B, S, W*Hl, D): this rank's sequence
-// shard with every rank's heads (rank order).
-inline at::Tensor heads_to_seq(pkb::Comm& comm, const at::Tensor& x) {
+// shard with every rank's heads (rank order). Written into `into` (contiguous, that
+// shape) where given.
+inline at::Tensor heads_to_seq(pkb::Comm& comm, const at::Tensor& x, const at::Tensor& into = {}) {
   int64_t w = comm.size();
   std::vector<int64_t> shape = x.sizes().vec();
   int64_t b = shape[0], s = shape[1] / w, hl = shape[2];
@@ -359,6 +367,12 @@ inline at::Tensor heads_to_seq(pkb::Comm& comm, const at::Tensor& x) {
   comm.all_to_all(recv, send);
   std::vector<int64_t> out = {b, s, w * hl};
   out.insert(out.end(), shape.begin() + 3, shape.end());
+  if (into.defined()) {
+    std::vector<int64_t> parts = {b, s, w, hl};
+    parts.insert(parts.end(), shape.begin() + 3, shape.end());
+    into.view(parts).copy_(recv.movedim(0, 2));
+    return into;
+  }
   return recv.movedim(0, 2).reshape(out);  // (B, S, W, Hl, ...) -> (B, S, W*Hl, ...)
 }
 

@@ -38,7 +38,7 @@ struct Conv2dHaloExchange : pkb::Reference {
     if (!ops.empty()) chain->batch_p2p(ops);
     // One conv in dt (the products exact in fp32, accumulated in fp32 by cuDNN, the sum
     // rounded to dt, then the bias added and rounded again: within the spec's tolerance
-    // with room, issue 37), not the fp32 conv the original ran without tensor cores.
+    // with room), not the fp32 conv the original ran without tensor cores.
     at::Tensor padded = at::cat({above, x, below}, 2);
     out.set({at::conv2d(padded, in["weight"], in["bias"], at::IntArrayRef{1, 1}, at::IntArrayRef{0, 1})});
   }

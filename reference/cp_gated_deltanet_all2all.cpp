@@ -42,7 +42,7 @@ struct GatedDeltaNetAllToAll : pkb::Reference {
     at::Tensor o = pkb_cp::delta_rule_chunked(rows(qn), rows(kn), rows(v), logdecay.transpose(1, 2).reshape({b * hl, t, 1}),
                                               beta.transpose(1, 2).reshape({b * hl, t}));
     at::Tensor heads = o.view({b, hl, t, dv}).transpose(1, 2).to(in["q"].scalar_type());  // (1, T, Hl, DV)
-    { out.set({pkb_cp::heads_to_seq(comm, heads).contiguous()}); }
+    pkb_cp::heads_to_seq(comm, heads, out["o"]);
   }
 };
 

@@ -38,9 +38,7 @@ struct HyenaConv1dHalo : pkb::Reference {
     padded.narrow(-1, pad, l).view({2, b, c, l}).copy_(chunks.permute({2, 0, 1, 3}));
     at::Tensor y = at::conv1d(padded, weight.to(at::kFloat), std::nullopt, at::IntArrayRef{1}, at::IntArrayRef{0}, at::IntArrayRef{1}, c);  // (2B, C, L)
     // Back to (B, C, 2L), rounded to dt as copied.
-    at::Tensor res = at::empty_like(x);
-    res.view({b, c, 2, l}).permute({2, 0, 1, 3}).copy_(y.view({2, b, c, l}));
-    out.set({res});
+    out["y"].view({b, c, 2, l}).permute({2, 0, 1, 3}).copy_(y.view({2, b, c, l}));
   }
 };
 

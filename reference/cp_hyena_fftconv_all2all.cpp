@@ -49,14 +49,15 @@ at::Tensor split_to_full(pkb::Comm& comm, const at::Tensor& x, const ZigZag& zz)
   return chunks.index_select(0, zz.to_natural).permute({1, 2, 0, 3}).reshape({b, cl, w * l});
 }
 
-// (B, C/W, Ls) natural order -> (B, C, L) this rank's zig-zag chunks, all channels.
-at::Tensor full_to_split(pkb::Comm& comm, const at::Tensor& z, const ZigZag& zz) {
+// (B, C/W, Ls) natural order -> this rank's zig-zag chunks, all channels, written
+// transposed into `into` (B, L, C).
+void full_to_split(pkb::Comm& comm, const at::Tensor& z, const ZigZag& zz, const at::Tensor& into) {
   int64_t w = comm.size(), b = z.size(0), cl = z.size(1), l = z.size(2) / w;
   at::Tensor shards = z.view({b, cl, 2 * w, l / 2}).index_select(2, zz.to_shards);  // chunks in shard order
   at::Tensor send = shards.reshape({b, cl, w, l}).permute({2, 0, 1, 3}).contiguous();  // (W dst, B, Cl, L)
   at::Tensor recv = at::empty_like(send);
   comm.all_to_all(recv, send);
-  return recv.permute({1, 0, 2, 3}).reshape({b, w * cl, l});  // (B, C, L), channels by src rank
+  into.view({b, l, w, cl}).copy_(recv.permute({1, 3, 0, 2}));  // (B, L, C), channels by src rank
 }
 
 struct HyenaFftConv : pkb::Reference {
@@ -79,7 +80,7 @@ struct HyenaFftConv : pkb::Reference {
     at::Tensor uf = at::fft_rfft(u, n, -1).mul_(hf);
     // y + bias * u, then x1 * it, in place on the convolution's first Ls outputs.
     at::Tensor y = at::fft_irfft(uf, n, -1).narrow(-1, 0, ls).addcmul_(u, bias).mul_(x1);
-    out.set({full_to_split(comm, y.to(in["x1"].scalar_type()), *zigzag).transpose(1, 2).contiguous()});
+    full_to_split(comm, y.to(in["x1"].scalar_type()), *zigzag, out["z"]);
   }
 };
 

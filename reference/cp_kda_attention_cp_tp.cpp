@@ -59,9 +59,8 @@ struct KdaCpTp : pkb::Reference {
     at::Tensor o = pkb_cp::delta_rule_chunked(rows(qn), rows(kn), rows(v), rows(logdecay),
                                               beta.transpose(1, 2).reshape({b * nh, t}));
     at::Tensor mine = o.view({b, nh, t, dv}).narrow(2, cp->rank() * s, s).transpose(1, 2);  // (B, S, NH, DV)
-    at::Tensor y = at::matmul(mine.to(in["q"].scalar_type()).reshape({b, s, nh * dv}), in["w_o"]).contiguous();
-    tp->all_reduce(y);
-    out.set({y});
+    at::matmul_out(out["y"], mine.to(in["q"].scalar_type()).reshape({b, s, nh * dv}), in["w_o"]);
+    tp->all_reduce(out["y"]);
   }
 };
 

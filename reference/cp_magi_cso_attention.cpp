@@ -61,7 +61,7 @@ struct MagiCsoAttention : pkb::Reference {
     }
     at::Tensor o_recv = at::empty_like(o_send);  // (W src = head group, R, spb, hql, D)
     comm.all_to_all(o_recv, o_send);
-    out.set({o_recv.permute({1, 2, 0, 3, 4}).reshape({tokens, hq, d})});
+    out["out"].view({nr, spb, w, hql, d}).copy_(o_recv.permute({1, 2, 0, 3, 4}));
   }
 };
 

@@ -266,7 +266,7 @@ struct MagiTileVaeDecode : pkb::Reference {
     std::vector<at::Tensor> tiles = by_shape(ctx, blended, tl.blended_at, [&](const Shape& s) { return tl.cropped(s); });
 
     // Assemble: each shape's block of tiles is one strided region of the video.
-    at::Tensor video = at::empty({1, 3, ax[0].len * ax[0].up, ax[1].len * ax[1].up, ax[2].len * ax[2].up}, z.options());
+    at::Tensor& video = out["video"];  // (1, 3, T*tu, H*su, Wd*su), every element in one region
     for (size_t si = 0; si < tl.shapes.size(); ++si) {
       const Shape& s = tl.shapes[si];
       Ext k = tl.cropped(s);
@@ -276,7 +276,6 @@ struct MagiTileVaeDecode : pkb::Reference {
           .permute({1, 3, 5, 0, 2, 4, 6})
           .copy_(tiles[si].index_select(0, s.grid_rows).view({s.count[0], s.count[1], s.count[2], 3, k[0], k[1], k[2]}));
     }
-    out.set({video});
   }
 
   // All-gathers every rank's packed buffer and returns, per shape, all ranks' tiles of it as

@@ -55,13 +55,12 @@ struct RingAttentionBwdDp : pkb::Reference {
     double scale = 1.0 / std::sqrt(double(q.size(3)));
     pkb_cp::Grads g =
         pkb_cp::ring_attention_backward(*cp, in["dout"], q, in["k"], in["v"], in["out"], in["softmax_lse"], scale);
-    std::vector<at::Tensor> res;
-    for (at::Tensor* t : {&g.dq, &g.dk, &g.dv}) {
-      at::Tensor x = t->contiguous();
+    at::Tensor* grads[] = {&g.dq, &g.dk, &g.dv};
+    for (size_t i = 0; i < 3; ++i) {
+      at::Tensor x = grads[i]->contiguous();
       dp->all_reduce(x);
-      res.push_back(x.div_(double(dp->size())).to(q.scalar_type()));
+      out.at(i).copy_(x.div_(double(dp->size())));  // rounded to dt as copied
     }
-    out.set(res);
   }
 };
 

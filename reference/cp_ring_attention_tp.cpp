@@ -40,9 +40,8 @@ struct RingAttentionTp : pkb::Reference {
     at::Tensor qkv = at::matmul(h, in["w_qkv"].reshape({3 * nhl * d, -1}).t()).view({b, s, 3, nhl, d});
     double scale = 1.0 / std::sqrt(double(d));
     at::Tensor c = pkb_cp::ring_attention_zigzag(*cp, qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2), scale);
-    at::Tensor res = at::matmul(c.to(h.scalar_type()).reshape({b, s, nhl * d}), in["w_o"].t()).contiguous();
-    tp->all_reduce(res);
-    out.set({res});
+    at::matmul_out(out["out"], c.to(h.scalar_type()).reshape({b, s, nhl * d}), in["w_o"].t());
+    tp->all_reduce(out["out"]);
   }
 };
 

@@ -26,11 +26,15 @@ at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& si
   return out;
 }
 
-// (B, S, H, D) shards of every rank -> (B, W*S, H, D).
-at::Tensor gather_seq_bshd(pkb::Comm& comm, const at::Tensor& x) {
-  at::Tensor all = comm.all_gather(x.contiguous());  // (W*B, S, H, D)
+// (B, S, H, D) shards of every rank -> `into` (B, W*S, H, D).
+void gather_seq_bshd(pkb::Comm& comm, const at::Tensor& x, at::Tensor& into) {
   int64_t w = comm.size(), b = x.size(0), s = x.size(1);
-  return all.view({w, b, s, x.size(2), x.size(3)}).transpose(0, 1).reshape({b, w * s, x.size(2), x.size(3)});
+  if (b == 1) {  // (W*S, H, D) is the gathered layout already
+    comm.all_gather(into, x.contiguous());
+    return;
+  }
+  at::Tensor all = comm.all_gather(x.contiguous());  // (W*B, S, H, D)
+  into.view({b, w, s, x.size(2), x.size(3)}).copy_(all.view({w, b, s, x.size(2), x.size(3)}).transpose(0, 1));
 }
 
 struct RopeAllGather : pkb::Reference {
@@ -48,8 +52,8 @@ struct RopeAllGather : pkb::Reference {
 
   void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor &cos = in["cos_local"], &sin = in["sin_local"];
-    out.set({gather_seq_bshd(ctx.comm(), rope(in["q_local"], cos, sin)),
-            gather_seq_bshd(ctx.comm(), rope(in["k_local"], cos, sin))});
+    gather_seq_bshd(ctx.comm(), rope(in["q_local"], cos, sin), out["q_embed"]);
+    gather_seq_bshd(ctx.comm(), rope(in["k_local"], cos, sin), out["k_embed"]);
   }
 };
 

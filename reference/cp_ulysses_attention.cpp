@@ -22,7 +22,7 @@ struct UlyssesAttention : pkb::Reference {
     at::Tensor kv = pkb_cp::seq_to_heads(ctx.comm(), at::stack({qkv.select(2, 1), qkv.select(2, 2)}, 3));  // (B, T, NH/W, 2, D)
     pkb_cp::Block a = pkb_cp::attend_fused(q, kv.select(3, 0), kv.select(3, 1), 1.0 / std::sqrt(double(d)));
     at::Tensor c = pkb_cp::heads_to_seq(ctx.comm(), a.out.to(h.scalar_type()));  // (B, S, NH, D)
-    { out.set({at::matmul(c.reshape({b, s, hd}), in["w_o"].t()).contiguous()}); }
+    at::matmul_out(out["out"], c.reshape({b, s, hd}), in["w_o"].t());
   }
 };
 

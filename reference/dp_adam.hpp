@@ -189,17 +189,16 @@ struct ZeroAdamStep : pkb::Reference {
       g_part = flat_g.narrow(0, start, part);
     }
     g_part = g_part / double(ctx.world());
-    // flat_p is this call's copy: its part is updated in place; the state is cloned.
+    // flat_p is this call's copy: its part is updated in place; the state in its outputs.
     at::Tensor p_part = flat_p.narrow(0, start, part);
-    at::Tensor m = in["exp_avg_part"].clone(), v = in["exp_avg_sq_part"].clone();
+    at::Tensor& m = out["exp_avg_part_new"].copy_(in["exp_avg_part"]);
+    at::Tensor& v = out["exp_avg_sq_part_new"].copy_(in["exp_avg_sq_part"]);
     adam_step_(p_part, m, v, g_part, adam_hyper(ctx), in["step"].item<int64_t>());
     at::Tensor gathered = at::empty_like(flat_p);
     comm.all_gather(gathered, p_part);
-    std::vector<at::Tensor> res;
-    for (auto& t : unflatten(gathered, templ)) res.push_back(t.contiguous());
-    res.push_back(m);
-    res.push_back(v);
-    out.set(res);
+    // One gather of the flat parameters, four outputs: each copied out of it.
+    std::vector<at::Tensor> params = unflatten(gathered, templ);
+    for (size_t i = 0; i < params.size(); ++i) out.set(i, params[i]);
   }
 
  private:

@@ -51,7 +51,8 @@ struct DinoKnn : pkb::Reference {
     at::Tensor merged_labels = got_labels.view({w, q, k}).permute({1, 0, 2}).reshape({q, w * k});
     auto [values, idx] = merged_sims.sort(/*stable=*/true, /*dim=*/1, /*descending=*/true);
     idx = idx.narrow(1, 0, k);
-    out.set({values.narrow(1, 0, k).to(queries.scalar_type()), merged_labels.gather(1, idx)});
+    out["topk_sims"].copy_(values.narrow(1, 0, k));  // rounded to dt as copied
+    at::gather_out(out["topk_labels"], merged_labels, 1, idx);
   }
 
   // topk_labels under ties: the label at place j must be the label of a train item whose

@@ -40,8 +40,7 @@ struct SinkhornKnopp : pkb::Reference {
       at::Tensor col_sum = b * at::mv(e, a);
       b = b / col_sum / total_batch;
     }
-    at::Tensor res = e * a.unsqueeze(0);
-    out.set({res.mul_((b * total_batch).unsqueeze(1))});
+    at::mul_out(out["q"], e, a.unsqueeze(0)).mul_((b * total_batch).unsqueeze(1));
   }
 };
 

@@ -24,11 +24,10 @@ struct GradAccLoss : pkb::Reference {
     const at::Tensor& global = in["global_valid_tokens"];
     // The original replaced a NaN loss by 0 when the rank had no valid token.
     at::Tensor loss = at::where(local == 0, at::nan_to_num(in["loss"]), in["loss"]);
-    at::Tensor loss_sum = loss * local;
+    at::Tensor& loss_sum = at::mul_out(out["loss_sum"], loss, local);
     ctx.comm().all_reduce(loss_sum);
-    at::Tensor normalized_loss = loss_sum / global;
-    at::Tensor grad_loss = in["grad_normalized_loss"] * local / global + in["grad_loss_sum"] * local;
-    out.set({normalized_loss, loss_sum, grad_loss});
+    at::div_out(out["normalized_loss"], loss_sum, global);
+    at::add_out(out["grad_loss"], in["grad_normalized_loss"] * local / global, in["grad_loss_sum"] * local);
   }
 };
 

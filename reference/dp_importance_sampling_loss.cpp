@@ -67,10 +67,11 @@ struct ImportanceSamplingLoss : pkb::Reference {
 
     at::Tensor count = sums[0].clamp_min(1.0);
     at::Tensor surrogate = sums[2] / count;
-    at::Tensor loss = sums[1] / count + surrogate - surrogate;  // the original's value (surrogate - detached)
-    at::Tensor metrics = at::stack({sums[3] / count, extremes[0].neg(), extremes[1], sums[4] / count, sums[5] / count});
-    at::ScalarType dt = h.scalar_type();
-    out.set({loss, new_lp.to(dt), pg.to(dt), metrics});  // loss and metrics fp32, as the original's
+    // loss and metrics fp32, as the original's; the per-token outputs rounded to dt as copied.
+    at::sub_out(out["loss"], sums[1] / count + surrogate, surrogate);  // the original's value (surrogate - detached)
+    at::stack_out(out["metrics"], {sums[3] / count, extremes[0].neg(), extremes[1], sums[4] / count, sums[5] / count});
+    out["per_token_logprobs"].copy_(new_lp);
+    out["per_token_loss"].copy_(pg);
   }
 };
 

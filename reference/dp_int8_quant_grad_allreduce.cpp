@@ -42,9 +42,7 @@ struct Int8QuantGradAllReduce : pkb::Reference {
     ctx.comm().all_reduce(acc);
     // / W as a wrapped scalar, as acc.div_(W) would (on CUDA ATen multiplies by its reciprocal),
     // computed in fp32 and rounded once into dt.
-    at::Tensor mean = at::empty({n}, g.options());
-    at::div_out(mean, acc, at::native::wrapped_scalar_tensor(at::Scalar(ctx.world())));
-    out.set({mean});
+    at::div_out(out["mean"], acc, at::native::wrapped_scalar_tensor(at::Scalar(ctx.world())));
   }
 };
 

@@ -21,11 +21,10 @@ struct LayerNormBwdAllReduce : pkb::Reference {
 
   void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& dy = in["dy"];
-    at::Tensor d_gamma = (dy * in["x_hat"]).sum(0);
-    at::Tensor d_beta = dy.sum(0);
+    at::Tensor& d_gamma = at::sum_out(out["d_gamma"], dy * in["x_hat"], 0);
+    at::Tensor& d_beta = at::sum_out(out["d_beta"], dy, 0);
     ctx.comm().all_reduce(d_beta);
     ctx.comm().all_reduce(d_gamma);
-    out.set({d_gamma, d_beta});
   }
 };
 

@@ -47,10 +47,14 @@ struct Sam3IouSuppression : pkb::Reference {
   void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& counts = in["num_obj_per_gpu"];  // host
     int64_t mine = counts[ctx.rank()].item<int64_t>();
-    at::Tensor masks = at::cat(ctx.comm().all_gather_uneven(in["masks"].narrow(0, 0, mine).to(at::kFloat)));
-    at::Tensor scores = at::cat(ctx.comm().all_gather_uneven(in["scores"].narrow(0, 0, mine).to(at::kFloat)));
-
-    int64_t n = masks.size(0);  // sum of the counts
+    std::vector<at::Tensor> mask_parts = ctx.comm().all_gather_uneven(in["masks"].narrow(0, 0, mine).to(at::kFloat));
+    std::vector<at::Tensor> score_parts = ctx.comm().all_gather_uneven(in["scores"].narrow(0, 0, mine).to(at::kFloat));
+    int64_t n = 0;  // sum of the counts: the outputs' rows
+    for (auto& p : mask_parts) n += p.size(0);
+    for (size_t i = 0; i < out.size(); ++i) out.set_size(i, 0, n);
+    at::Tensor masks = out["masks_global"].narrow(0, 0, n), scores = out["scores_global"].narrow(0, 0, n);
+    at::cat_out(masks, mask_parts);
+    at::cat_out(scores, score_parts);
     at::Tensor bin = (masks > 0).flatten(1).to(at::kFloat);
     at::Tensor inter = at::matmul(bin, bin.t());
     at::Tensor area = bin.sum(1);
@@ -62,9 +66,9 @@ struct Sam3IouSuppression : pkb::Reference {
     at::Tensor i_after = reverse ? li < lj : li > lj, j_after = reverse ? lj < li : lj > li;
     at::Tensor sup_i = overlaps.logical_and(i_after).logical_and(lj > -1);
     at::Tensor sup_j = overlaps.logical_and(j_after).logical_and(li > -1);
-    at::Tensor to_suppress = sup_i.any(1).logical_or(sup_j.any(0));
+    at::Tensor to_suppress = out["to_suppress"].narrow(0, 0, n);
+    at::logical_or_out(to_suppress, sup_i.any(1), sup_j.any(0));
     masks.index_put_({to_suppress}, -10.0);
-    out.set({masks, scores, to_suppress});
   }
 };
 

@@ -68,7 +68,7 @@ struct SigLipLoss : pkb::Reference {
       comm.batch_p2p(ops);
       loss = loss + siglip(image, received, scale, bias, false);
     }
-    out.set({loss.to(image.scalar_type())});
+    out["loss"].copy_(loss);  // rounded to dt as copied
   }
 };
 

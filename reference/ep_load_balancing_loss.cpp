@@ -35,8 +35,8 @@ struct LoadBalancingLoss : pkb::Reference {
     at::Tensor chose = at::zeros({m, e}, p.options().dtype(at::kBool)).scatter_(1, selected, true);
     at::Tensor n = chose.sum(0, false, at::kFloat);  // (E,)
     at::Tensor loss = at::dot(n, p.mean(0)).mul_(double(e) / double(m));
-    ctx.comm().all_reduce(loss);
-    out.set({loss / double(ctx.world())});
+    ctx.comm().all_reduce_into(out["loss"], loss);
+    out["loss"].div_(double(ctx.world()));
   }
 };
 

@@ -28,15 +28,22 @@ inline int64_t total(const std::vector<int64_t>& v) {
   return s;
 }
 
-// Rows of `x` to the ranks of `comm`: in_splits[d] rows (in order) to rank d; the result
-// holds out_splits[s] rows from rank s, in rank order. One rank: a copy of x, as the
-// collective makes (returning x itself made ep_moe_all2all's reference free at W = 1, 1 us
-// against the 98 us of reading and writing its rows, and its output an alias of its input).
+// Rows of `x` to the ranks of `comm`: in_splits[d] rows (in order) to rank d; `into`
+// (total(out_splits) contiguous rows) receives out_splits[s] rows from rank s, in rank
+// order. One rank: a copy of x, as the collective makes (returning x itself made
+// ep_moe_all2all's reference free at W = 1, 1 us against the 98 us of reading and writing
+// its rows, and its output an alias of its input).
+inline void all_to_all_rows_into(pkb::Comm& comm, at::Tensor& into, const at::Tensor& x,
+                                 const std::vector<int64_t>& out_splits, const std::vector<int64_t>& in_splits) {
+  if (comm.size() == 1) into.copy_(x);
+  else comm.all_to_all(into, x.contiguous(), out_splits, in_splits);
+}
+
+// all_to_all_rows_into a new tensor.
 inline at::Tensor all_to_all_rows(pkb::Comm& comm, const at::Tensor& x, const std::vector<int64_t>& out_splits,
                                   const std::vector<int64_t>& in_splits) {
-  if (comm.size() == 1) return x.clone(at::MemoryFormat::Contiguous);
   at::Tensor y = at::empty({total(out_splits), x.size(1)}, x.options());
-  comm.all_to_all(y, x.contiguous(), out_splits, in_splits);
+  all_to_all_rows_into(comm, y, x, out_splits, in_splits);
   return y;
 }
 
@@ -53,9 +60,11 @@ inline at::Tensor routing_map_of(const at::Tensor& selected, int64_t experts) {
 
 // Expert-major token order: for e = 0..E-1, the tokens routed to e, ascending (the
 // "permutation mapping" of VeOmni's permute); its rows are the tokens' copies as sent.
-inline at::Tensor expert_major_order(const at::Tensor& routing_map) {
+// Written into `into` (as many elements as the map has trues) where given.
+inline at::Tensor expert_major_order(const at::Tensor& routing_map, at::Tensor into = {}) {
   int64_t e = routing_map.size(0), m = routing_map.size(1);
   at::Tensor tokens = at::arange(m, routing_map.options().dtype(at::kLong)).expand({e, m});
+  if (into.defined()) return at::masked_select_out(into, tokens, routing_map);
   return tokens.masked_select(routing_map);
 }
 
@@ -103,15 +112,16 @@ inline Plan preprocess(pkb::Comm& ep, const at::Tensor& selected, int64_t expert
 // out[t] = sum over t's experts e of weight[t, e] * rows[position of (e, t) in `order`],
 // summed in fp32 and rounded once to the rows' dtype. weights (M, K) go with selected (M, K).
 // The product widens the dt rows as it reads them (the fp32 weights column makes fp32 its
-// dtype): no fp32 copy of the rows first.
+// dtype): no fp32 copy of the rows first. Rounded into `into` where given.
 inline at::Tensor unpermute(const at::Tensor& rows, const at::Tensor& weights, const at::Tensor& selected,
-                            const at::Tensor& routing_map, const at::Tensor& order, int64_t m) {
+                            const at::Tensor& routing_map, const at::Tensor& order, int64_t m,
+                            const at::Tensor& into = {}) {
   int64_t experts = routing_map.size(0);
   at::Tensor w = at::zeros({m, experts}, weights.options().dtype(at::kFloat)).scatter_(1, selected, weights.to(at::kFloat));
   at::Tensor per_row = w.t().masked_select(routing_map);  // expert-major, as `order`
   at::Tensor out = at::zeros({m, rows.size(1)}, rows.options().dtype(at::kFloat));
   out.index_add_(0, order, at::mul(rows, per_row.unsqueeze(1)));
-  return out.to(rows.scalar_type());
+  return into.defined() ? into.copy_(out) : out.to(rows.scalar_type());
 }
 
 // unpermute's sum where the weights come in the rows' dtype (problem 29's routing_weights):
@@ -135,9 +145,11 @@ using ExpertFn = std::function<at::Tensor(const at::Tensor& x, int64_t j)>;
 // VeOmni's fused MoE forward on the EP group `ep` (E experts, L = E / |ep| per rank, rank
 // q of the group holds experts [q L, (q+1) L)): the router (fp32 logits, softmax, top-k),
 // preprocess (all-gathered counts), expert-major permute, dispatch all-to-all, regroup by
-// local expert, the experts, regroup back, combine all-to-all, weighted unpermute.
+// local expert, the experts, regroup back, combine all-to-all, weighted unpermute (into
+// `into` where given).
 inline at::Tensor moe_forward(pkb::Comm& ep, const at::Tensor& x, const at::Tensor& gate_weight,
-                              const at::Tensor& gate_bias, int64_t top_k, const ExpertFn& expert) {
+                              const at::Tensor& gate_bias, int64_t top_k, const ExpertFn& expert,
+                              const at::Tensor& into = {}) {
   int64_t experts = gate_weight.size(0), m = x.size(0);
   at::Tensor logits = at::linear(x.to(at::kFloat), gate_weight.to(at::kFloat), gate_bias.to(at::kFloat));
   auto [weights, selected] = logits.softmax(-1).topk(top_k, -1);
@@ -157,7 +169,7 @@ inline at::Tensor moe_forward(pkb::Comm& ep, const at::Tensor& x, const at::Tens
   }
   at::Tensor back = ungroup(y, idx);
   at::Tensor returned = all_to_all_rows(ep, back, p.input_splits, p.output_splits);
-  return unpermute(returned, weights, selected, map, order, m);
+  return unpermute(returned, weights, selected, map, order, m, into);
 }
 
 // Redraws (from this rank's stream) the hidden-state rows whose router decision is fragile:
@@ -251,8 +263,10 @@ constexpr double kRouteMargin = 0.05;
 // gate_bias and per local expert (leading dim Le) gate_proj_{weight,bias},
 // up_proj_{weight,bias}, down_proj_{weight,bias}; with `lora`, lora_{gate,up,down}_{A,B}
 // as well. Expert j of this rank: (its rows x) -> down(silu(gate(x)) * up(x)) in dt, each
-// linear with its LoRA term (x A^T) B^T added when `lora`.
-inline at::Tensor fused_moe(pkb::Comm& ep, const pkb::Inputs& in, int64_t top_k, bool lora) {
+// linear with its LoRA term (x A^T) B^T added when `lora`. Returns (M, N) in dt, written
+// into `into` where given.
+inline at::Tensor fused_moe(pkb::Comm& ep, const pkb::Inputs& in, int64_t top_k, bool lora,
+                            const at::Tensor& into = {}) {
   auto expert = [&](const at::Tensor& x, int64_t j) {
     auto lin = [&](const at::Tensor& v, const char* proj, const char* lora_name) {
       std::string p = proj;
@@ -265,7 +279,7 @@ inline at::Tensor fused_moe(pkb::Comm& ep, const pkb::Inputs& in, int64_t top_k,
     };
     return lin(at::silu(lin(x, "gate", "gate")) * lin(x, "up", "up"), "down", "down");
   };
-  return moe_forward(ep, in["hidden_states"], in["gate_weight"], in["gate_bias"], top_k, expert);
+  return moe_forward(ep, in["hidden_states"], in["gate_weight"], in["gate_bias"], top_k, expert, into);
 }
 
 }  // namespace pkb_ep

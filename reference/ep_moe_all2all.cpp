@@ -21,8 +21,11 @@ struct MoeAllToAll : pkb::Reference {
   }
 
   void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
-    out.set({pkb_ep::all_to_all_rows(ctx.comm(), in["local_tensor"], pkb_ep::to_vec(in["output_split_sizes"]),
-                                    pkb_ep::to_vec(in["input_split_sizes"]))});
+    std::vector<int64_t> out_splits = pkb_ep::to_vec(in["output_split_sizes"]);
+    int64_t rows = pkb_ep::total(out_splits);
+    out.set_size(0, 0, rows);
+    at::Tensor y = out["output"].narrow(0, 0, rows);
+    pkb_ep::all_to_all_rows_into(ctx.comm(), y, in["local_tensor"], out_splits, pkb_ep::to_vec(in["input_split_sizes"]));
   }
 };
 

@@ -17,7 +17,7 @@ struct MoeBalanced : pkb::Reference {
   }
 
   void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
-    out.set({pkb_ep::fused_moe(ctx.comm(), in, ctx.size("top_k"), /*lora=*/false)});
+    pkb_ep::fused_moe(ctx.comm(), in, ctx.size("top_k"), /*lora=*/false, out["output"]);
   }
 };
 

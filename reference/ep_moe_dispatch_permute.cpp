@@ -23,13 +23,15 @@ struct DispatchPermute : pkb::Reference {
   }
 
   void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
-    at::Tensor routing_map = in["expert_mask"].sum(1);  // (E, M) float32
-    at::Tensor order = pkb_ep::expert_major_order(routing_map.to(at::kBool));
+    at::Tensor& routing_map = at::sum_out(out["routing_map"], in["expert_mask"], 1);  // (E, M) float32
+    at::Tensor order = pkb_ep::expert_major_order(routing_map.to(at::kBool), out["permutation_mapping"]);
     at::Tensor received =
         pkb_ep::all_to_all_rows(ctx.comm(), in["hidden_states"].index_select(0, order),
                                 pkb_ep::to_vec(in["output_splits"]), pkb_ep::to_vec(in["input_splits"]));
-    at::Tensor grouped = received.index_select(0, pkb_ep::regroup_index(in["num_global_tokens_per_local_expert"]));
-    out.set({grouped, routing_map, order});
+    at::Tensor idx = pkb_ep::regroup_index(in["num_global_tokens_per_local_expert"]);
+    out.set_size(0, 0, idx.numel());
+    at::Tensor grouped = out["global_permuted_hidden_states"].narrow(0, 0, idx.numel());
+    at::index_select_out(grouped, received, 0, idx);
   }
 };
 

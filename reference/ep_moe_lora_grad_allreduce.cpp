@@ -10,13 +10,8 @@ namespace {
 
 struct LoraGradAllReduce : pkb::Reference {
   void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
-    std::vector<at::Tensor> res;
-    for (const char* name : {"grad_fc1_1_lora_A", "grad_fc1_2_lora_A", "grad_fc2_lora_B"}) {
-      at::Tensor g = in[name].clone();
-      ctx.comm().all_reduce(g);
-      res.push_back(g);
-    }
-    out.set(res);
+    for (const char* name : {"grad_fc1_1_lora_A", "grad_fc1_2_lora_A", "grad_fc2_lora_B"})
+      ctx.comm().all_reduce_into(out[name], in[name]);  // the outputs are named as the inputs
   }
 };
 

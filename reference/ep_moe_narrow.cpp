@@ -40,7 +40,7 @@ struct MoeNarrow : pkb::Reference {
   }
 
   void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
-    out.set({pkb_ep::fused_moe(*ep, in, ctx.size("top_k"), /*lora=*/false)});
+    pkb_ep::fused_moe(*ep, in, ctx.size("top_k"), /*lora=*/false, out["output"]);
   }
 };
 

@@ -24,7 +24,11 @@ struct TokenPreprocess : pkb::Reference {
     at::Tensor per_local = all.narrow(1, ctx.rank() * l, l).contiguous();
     at::Tensor input_splits = counts.view({w, l}).sum(1).to(at::kLong);
     at::Tensor output_splits = per_local.sum(1).to(at::kLong);
-    out.set({input_splits.cpu(), output_splits.cpu(), per_local.cpu(), per_local.sum(0).cpu()});
+    // The host outputs: each copy_ is the device-to-host copy .cpu() would make.
+    out["input_splits"].copy_(input_splits);
+    out["output_splits"].copy_(output_splits);
+    out["per_local_expert"].copy_(per_local);
+    out["sum_per_local_expert"].copy_(per_local.sum(0));
   }
 };
 

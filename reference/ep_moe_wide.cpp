@@ -18,7 +18,7 @@ struct MoeWide : pkb::Reference {
   }
 
   void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
-    out.set({pkb_ep::fused_moe(ctx.comm(), in, ctx.size("top_k"), /*lora=*/false)});
+    pkb_ep::fused_moe(ctx.comm(), in, ctx.size("top_k"), /*lora=*/false, out["output"]);
   }
 };
 

@@ -21,9 +21,7 @@ struct AdamUnshardAllGather : pkb::Reference {
   void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto upd = pkb_dp::adam_update(in["master_shard"], in["exp_avg"], in["exp_avg_sq"], in["grad_shard"],
                                    pkb_dp::adam_hyper(ctx), in["step"].item<int64_t>());
-    at::Tensor gathered = at::empty({ctx.world() * upd.p.numel()}, upd.p.options());
-    ctx.comm().all_gather(gathered, upd.p);
-    out.set({gathered});
+    ctx.comm().all_gather(out["params"], upd.p);
   }
 };
 

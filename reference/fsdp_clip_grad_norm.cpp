@@ -20,11 +20,9 @@ struct ClipGradNorm : pkb::Reference {
     std::vector<at::Tensor> grads = {in["grad_0"], in["grad_1"], in["grad_2"]};
     at::Tensor total = pkb_fsdp::local_pth_sum(grads, p);
     ctx.comm().all_reduce(total);  // the FSDP group is every rank
-    at::Tensor norm = total.pow(1.0 / p);
+    at::Tensor& norm = at::pow_out(out["total_norm"], total, 1.0 / p);
     at::Tensor coef = at::where(norm > max_norm, max_norm / norm, at::ones_like(norm));
-    std::vector<at::Tensor> res = {norm};
-    for (auto& g : grads) res.push_back(pkb_fsdp::clip(g, coef));
-    out.set(res);
+    for (size_t i = 0; i < grads.size(); ++i) pkb_fsdp::clip_into(out.at(1 + i), grads[i], coef);  // clipped_i
   }
 };
 

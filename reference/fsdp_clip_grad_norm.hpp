@@ -35,13 +35,11 @@ inline at::Tensor local_pth_sum(const std::vector<at::Tensor>& grads, double p) 
   return acc;
 }
 
-// g * coef in fp32, rounded to g's dtype once, in one pass. coef goes in as a 1-element
-// tensor: a 0-dim fp32 tensor would not lift a bf16 g's product to fp32 (it would round the
-// coefficient to bf16 first: up to 2^-8 more error).
-inline at::Tensor clip(const at::Tensor& g, const at::Tensor& coef) {
-  at::Tensor out = at::empty_like(g);
+// g * coef in fp32, rounded to g's dtype once, in one pass, into `out`. coef goes in as a
+// 1-element tensor: a 0-dim fp32 tensor would not lift a bf16 g's product to fp32 (it
+// would round the coefficient to bf16 first: up to 2^-8 more error).
+inline void clip_into(at::Tensor& out, const at::Tensor& g, const at::Tensor& coef) {
   at::mul_out(out, g, coef.reshape({1}));
-  return out;
 }
 
 }  // namespace pkb_fsdp

@@ -40,9 +40,10 @@ struct ClipGradNormEp : pkb::Reference {
     } else {
       ctx.comm().all_reduce(ep_total);
     }
-    at::Tensor norm = (non_ep_total + ep_total).pow(1.0 / p);
+    at::Tensor& norm = at::pow_out(out["total_norm"], non_ep_total + ep_total, 1.0 / p);
     at::Tensor coef = at::where(norm > max_norm, max_norm / norm, at::ones_like(norm));
-    out.set({norm, pkb_fsdp::clip(non_ep, coef), pkb_fsdp::clip(ep, coef)});
+    pkb_fsdp::clip_into(out["non_ep_clipped"], non_ep, coef);
+    pkb_fsdp::clip_into(out["ep_clipped"], ep, coef);
   }
 };
 

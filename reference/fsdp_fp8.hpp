@@ -11,11 +11,13 @@ namespace pkb_fsdp {
 
 constexpr double kFp8E4m3Max = 448.0;
 
-// roll(history, -1) with the newest amax (fp32, rounded to the history's dtype) last.
-inline at::Tensor update_amax_history(const at::Tensor& history, const at::Tensor& amax) {
-  at::Tensor out = at::roll(history, {-1}, {0});
-  out.narrow(0, out.size(0) - 1, 1).copy_(amax.reshape({1}));
-  return out;
+// roll(history, -1) with the newest amax (fp32, rounded to the history's dtype) last,
+// written into `into` (history's shape and dtype).
+inline at::Tensor& update_amax_history(at::Tensor& into, const at::Tensor& history, const at::Tensor& amax) {
+  int64_t n = history.size(0);
+  into.narrow(0, 0, n - 1).copy_(history.narrow(0, 1, n - 1));
+  into.narrow(0, n - 1, 1).copy_(amax.reshape({1}));
+  return into;
 }
 
 // The delayed scale: max(history) (at least 1e-12) / 448, in fp32.

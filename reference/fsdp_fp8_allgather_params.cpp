@@ -15,11 +15,9 @@ struct Fp8AllGatherParams : pkb::Reference {
 
   void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& x = in["flat_param_shard"];
-    at::Tensor hist = pkb_fsdp::update_amax_history(in["amax_history"], pkb_fsdp::current_amax(x));
+    at::Tensor& hist = pkb_fsdp::update_amax_history(out["amax_history_new"], in["amax_history"], pkb_fsdp::current_amax(x));
     at::Tensor recon = pkb_fsdp::fp8_round_trip(x, pkb_fsdp::delayed_scale(hist));
-    at::Tensor full = at::empty({ctx.world() * x.numel()}, x.options());
-    ctx.comm().all_gather(full, recon);
-    out.set({full, hist});
+    ctx.comm().all_gather(out["full"], recon);
   }
 };
 

@@ -15,12 +15,11 @@ struct Fp8ReduceScatterGrads : pkb::Reference {
 
   void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& g = in["flat_grads"];
-    at::Tensor hist = pkb_fsdp::update_amax_history(in["amax_history"], pkb_fsdp::current_amax(g));
+    at::Tensor& hist = pkb_fsdp::update_amax_history(out["amax_history_new"], in["amax_history"], pkb_fsdp::current_amax(g));
     at::Tensor recon = pkb_fsdp::fp8_round_trip(g, pkb_fsdp::delayed_scale(hist));
-    at::Tensor shard = at::empty({g.numel() / ctx.world()}, g.options());
+    at::Tensor& shard = out["shard"];
     ctx.comm().reduce_scatter(shard, recon);
     shard.div_(ctx.world());
-    out.set({shard, hist});
   }
 };
 

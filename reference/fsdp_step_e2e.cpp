@@ -46,9 +46,11 @@ struct FsdpStepE2E : pkb::Reference {
     at::Tensor g = at::empty_like(shard);
     comm.reduce_scatter(g, flat_g);
     g.div_(ctx.world());
-    auto upd = pkb_dp::adam_update(shard, in["exp_avg_shard"], in["exp_avg_sq_shard"], g, pkb_dp::adam_hyper(ctx),
-                                   in["step"].item<int64_t>(), ctx.arg_float("weight_decay"));
-    out.set({upd.p, upd.m, upd.v});
+    // Adam on copies of the shard and its state, made in the outputs.
+    at::Tensor& p = out["theta"].copy_(shard);
+    at::Tensor& m = out["exp_avg"].copy_(in["exp_avg_shard"]);
+    at::Tensor& v = out["exp_avg_sq"].copy_(in["exp_avg_sq_shard"]);
+    pkb_dp::adam_step_(p, m, v, g, pkb_dp::adam_hyper(ctx), in["step"].item<int64_t>(), ctx.arg_float("weight_decay"));
   }
 };
 

@@ -33,9 +33,8 @@ struct FsdpTp2dMlp : pkb::Reference {
     at::Tensor w3 = fsdp->all_gather(in["w3_shard"]).view({n_fsdp, fl, dl}).permute({1, 0, 2}).reshape({fl, -1});
     const at::Tensor& x = in["x"];
     at::Tensor z = at::silu(at::matmul(x, w1)) * at::matmul(x, w2);
-    at::Tensor y = at::matmul(z, w3);
+    at::Tensor& y = at::matmul_out(out["y"], z, w3);
     tp->all_reduce(y);
-    out.set({y});
   }
 };
 

@@ -19,7 +19,7 @@ struct FeatureExchange : pkb::Reference {
   void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto [from, to] = pkb_sparse::rotated_counts(in["counts"], ctx.rank());
     at::Tensor gathered = in["features"].index_select(0, in["seed_inverse_ids"]);
-    out.set({pkb_sparse::rotated_all_to_all(ctx.comm(), gathered, to, from)});
+    pkb_sparse::rotated_all_to_all(ctx.comm(), gathered, to, from, out["received"]);
   }
 };
 

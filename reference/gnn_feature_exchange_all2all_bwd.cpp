@@ -20,9 +20,7 @@ struct FeatureExchangeBackward : pkb::Reference {
     // grad_output's groups are the rows received in the forward (counts `from`); they
     // return to their senders, and this rank gets back the gradient of what it sent (`to`).
     at::Tensor back = pkb_sparse::rotated_all_to_all(ctx.comm(), in["grad_output"], from, to);
-    at::Tensor grad = at::zeros({ctx.size("S2"), back.size(1)}, back.options());
-    grad.index_add_(0, in["seed_inverse_ids"], back);
-    out.set({grad});
+    out["grad"].zero_().index_add_(0, in["seed_inverse_ids"], back);  // (S2, H)
   }
 };
 

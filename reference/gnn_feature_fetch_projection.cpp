@@ -27,7 +27,7 @@ struct FeatureFetchProjection : pkb::Reference {
     at::Tensor back = pkb_sparse::all_to_all_rows(comm, rows, recv, send);
     at::Tensor emb = at::empty_like(back);
     emb.index_copy_(0, order, back);
-    out.set({at::matmul(emb, in["proj"])});
+    at::matmul_out(out["out"], emb, in["proj"]);
   }
 };
 

@@ -25,7 +25,7 @@ struct NegativeScoringRank : pkb::Reference {
     for (int64_t s = 0; s < w; ++s) rows.push_back(all[s].narrow(0, 0, p0 + s % 3));
     at::Tensor scores = at::cat(rows);
     at::Tensor pos = scores.narrow(1, 0, 1), neg = scores.narrow(1, 1, nn);
-    out.set({(neg > pos).sum(1).add_(1).to(at::kLong)});
+    at::sum_out(out["ranks"], neg > pos, 1).add_(1);  // a bool sum counts in int64
   }
 
   // ranks under ties: the positive may stand anywhere among the negatives scored equal to

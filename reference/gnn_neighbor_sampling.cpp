@@ -65,7 +65,10 @@ struct NeighborSampling : pkb::Reference {
   void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     auto& comm = ctx.comm();
     int64_t w = ctx.world(), vl = ctx.size("Vl");
-    at::Tensor node = in["seeds"].clone(), src = node;
+    // The nodes in their output, appended hop by hop (its capacity holds every node).
+    at::Tensor& nodes = out["node"];
+    int64_t n = in["seeds"].numel();
+    at::Tensor node = nodes.narrow(0, 0, n).copy_(in["seeds"]), src = node;
     std::vector<at::Tensor> nbr_all, dst_all, edge_all;
     for (int64_t k : {ctx.size("F1"), ctx.size("F2")}) {
       if (src.numel() == 0) break;
@@ -97,13 +100,24 @@ struct NeighborSampling : pkb::Reference {
       edge_all.push_back(got_eid.index_select(0, idx));
       if (out_node.numel() == 0) break;
       src = new_nodes(node, out_node);
-      node = at::cat({node, src});
+      nodes.narrow(0, n, src.numel()).copy_(src);
+      n += src.numel();
+      node = nodes.narrow(0, 0, n);
     }
     at::Tensor nbr = at::cat(nbr_all), dst = at::cat(dst_all);
     // relabel: position in node of every neighbour and destination
     auto [sorted, perm] = node.sort();
-    auto where = [&](const at::Tensor& q) { return perm.index_select(0, at::searchsorted(sorted, q)); };
-    out.set({node, where(nbr), where(dst), at::cat(edge_all)});
+    int64_t edges = nbr.numel();
+    out.set_size(0, 0, n);
+    for (size_t i = 1; i < 4; ++i) out.set_size(i, 0, edges);  // row, col, edge
+    auto where = [&](const char* name, const at::Tensor& q) {
+      at::Tensor into = out[name].narrow(0, 0, edges);
+      at::index_select_out(into, perm, 0, at::searchsorted(sorted, q));
+    };
+    where("row", nbr);
+    where("col", dst);
+    at::Tensor edge = out["edge"].narrow(0, 0, edges);
+    at::cat_out(edge, edge_all);
   }
 };
 

@@ -19,8 +19,12 @@ struct SparseEmbeddingPush : pkb::Reference {
     at::Tensor order = std::get<1>(owner.sort(/*stable=*/true, 0, false));
     std::vector<int64_t> send = pkb_sparse::counts_of(owner, ctx.world());
     std::vector<int64_t> recv = pkb_sparse::exchange_counts(comm, send);
-    out.set({pkb_sparse::all_to_all_rows(comm, idx.index_select(0, order), send, recv),
-            pkb_sparse::all_to_all_rows(comm, in["value"].index_select(0, order), send, recv)});
+    int64_t n = pkb_sparse::sum(recv);
+    out.set_size(0, 0, n);
+    out.set_size(1, 0, n);
+    at::Tensor idx_out = out["recv_idx"].narrow(0, 0, n), value_out = out["recv_value"].narrow(0, 0, n);
+    pkb_sparse::all_to_all_rows_into(comm, idx_out, idx.index_select(0, order), send, recv);
+    pkb_sparse::all_to_all_rows_into(comm, value_out, in["value"].index_select(0, order), send, recv);
   }
 };
 

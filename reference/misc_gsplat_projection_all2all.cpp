@@ -192,11 +192,19 @@ struct GsplatProjection : pkb::Reference {
       comm.all_to_all(res, t.contiguous(), recv, send);
       return res;
     };
-    at::Tensor got_radii = move(radii), got_attrs = move(attrs), got_ids = move(ids);
-    out.set({got_ids.select(1, 0).contiguous(), got_ids.select(1, 1).contiguous(), got_radii,
-            got_attrs.narrow(1, 0, 2).contiguous(), got_attrs.select(1, 2).contiguous(),
-            got_attrs.narrow(1, 3, 3).contiguous(), got_attrs.select(1, 6).contiguous(),
-            got_attrs.narrow(1, 7, 3).contiguous()});
+    for (size_t i = 0; i < out.size(); ++i) out.set_size(i, 0, total);
+    auto rows = [&](const char* name) { return out[name].narrow(0, 0, total); };
+    at::Tensor got_radii = rows("radii");
+    comm.all_to_all(got_radii, radii.contiguous(), recv, send);
+    // ids and attributes travel packed: their columns unpacked into the outputs.
+    at::Tensor got_attrs = move(attrs), got_ids = move(ids);
+    rows("camera_ids").copy_(got_ids.select(1, 0));
+    rows("gaussian_ids").copy_(got_ids.select(1, 1));
+    rows("means2d").copy_(got_attrs.narrow(1, 0, 2));
+    rows("depths").copy_(got_attrs.select(1, 2));
+    rows("conics").copy_(got_attrs.narrow(1, 3, 3));
+    rows("opacities_out").copy_(got_attrs.select(1, 6));
+    rows("colors_out").copy_(got_attrs.narrow(1, 7, 3));
   }
 };
 

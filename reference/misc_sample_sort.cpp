@@ -25,15 +25,17 @@ std::vector<int64_t> gather_sizes(pkb::Comm& comm, int64_t mine) {
   return host_longs(comm.all_gather(t));
 }
 
-// All-to-all of keys with per-destination counts; returns what arrives, by source.
-at::Tensor exchange(pkb::Comm& comm, const at::Tensor& keys, const std::vector<int64_t>& send) {
+// All-to-all of keys with per-destination counts; returns what arrives, by source: the
+// first rows of `into` where given.
+at::Tensor exchange(pkb::Comm& comm, const at::Tensor& keys, const std::vector<int64_t>& send,
+                    const at::Tensor& into = {}) {
   at::Tensor s = at::tensor(send, at::kLong).to(comm.device());
   at::Tensor r = at::zeros_like(s);
   comm.all_to_all(r, s);
   std::vector<int64_t> recv = host_longs(r);
   int64_t total = 0;
   for (int64_t x : recv) total += x;
-  at::Tensor out = at::zeros({total}, keys.options());
+  at::Tensor out = into.defined() ? into.narrow(0, 0, total) : at::zeros({total}, keys.options());
   comm.all_to_all(out, keys, recv, send);
   return out;
 }
@@ -71,7 +73,10 @@ struct SampleSort : pkb::Reference {
     for (int64_t s = 0; s < w; ++s)
       if (sizes[s] > 0) active.push_back(s);
     int64_t a = int64_t(active.size());
-    if (a == 0) return out.set({local});
+    if (a == 0) {  // no keys anywhere
+      out.set_size(0, 0, 0);
+      return;
+    }
     int64_t me = std::find(active.begin(), active.end(), r) - active.begin();
     if (me == a) me = -1;
     at::TensorOptions f64 = ctx.options(at::kDouble);
@@ -125,7 +130,7 @@ struct SampleSort : pkb::Reference {
       int64_t lo = d * base + std::min(d, extra), hi = lo + base + (d < extra ? 1 : 0);
       res[d] = std::max<int64_t>(0, std::min(end, hi) - std::max(start, lo));
     }
-    out.set({exchange(comm, merged, res)});
+    out.set_size(0, 0, exchange(comm, merged, res, out["sorted"]).size(0));
   }
 };
 

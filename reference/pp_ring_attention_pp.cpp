@@ -48,9 +48,9 @@ struct RingAttentionPp : pkb::Reference {
     at::Tensor qkv = at::matmul(x, in["w_qkv"].reshape({3 * hd, hd}).t()).view({b, s, 3, nh, d});
     double scale = 1.0 / std::sqrt(double(d));
     at::Tensor c = pkb_cp::ring_attention_zigzag(*cp, qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2), scale);
-    at::Tensor res = at::matmul(c.to(x.scalar_type()).reshape({b, s, hd}), in["w_o"].t()).contiguous();
+    at::Tensor& res = out["out"];
+    at::matmul_out(res, c.to(x.scalar_type()).reshape({b, s, hd}), in["w_o"].t());
     if (!last) pp->send(res, pp->rank() + 1);
-    out.set({res});
   }
 };
 

@@ -29,9 +29,7 @@ struct ShardedEmbeddingLookup : pkb::Reference {
     at::Tensor local = (asked - ctx.rank() * m).clamp(0, m - 1);
     at::Tensor found = table.index_select(0, local);
     at::Tensor back = pkb_sparse::all_to_all_rows(comm, found, recv, send);
-    at::Tensor rows = at::empty_like(back);
-    rows.index_copy_(0, order, back);
-    out.set({rows});
+    out["rows"].index_copy_(0, order, back);  // order is a permutation: every row written
   }
 };
 

@@ -58,7 +58,7 @@ struct KjtAllToAll : pkb::Reference {
     // count only confirms it.
     std::vector<int64_t> len_recv(w, ks * b);
     std::vector<int64_t> val_recv = pkb_sparse::to_vector(got.select(1, 1));
-    at::Tensor stride_per_rank = got.select(1, 2).contiguous().to(ctx.device());
+    at::Tensor& stride_per_rank = out["stride_per_rank"].copy_(got.select(1, 2));
 
     at::Tensor recv_lengths = pkb_sparse::all_to_all_rows(comm, lengths, len_send, len_recv);
     int64_t used = pkb_sparse::sum(val_send);
@@ -70,10 +70,11 @@ struct KjtAllToAll : pkb::Reference {
     at::Tensor order = at::arange(w * ks, ctx.options(at::kLong)).view({w, ks}).t().reshape({-1});
     auto [seg, pos] = pkb_sparse::segments(seg_len.index_select(0, order));
     at::Tensor gather = seg_start.index_select(0, order).index_select(0, seg) + pos;
-    at::Tensor out_values = recv_values.index_select(0, gather);
-    at::Tensor out_lengths = recv_lengths.view({w, ks, b}).transpose(0, 1).reshape({-1});
-    at::Tensor stride = stride_per_rank.sum();
-    out.set({out_lengths, out_values, stride, stride_per_rank});
+    out.set_size(1, 0, gather.numel());
+    at::Tensor out_values = out["recv_values"].narrow(0, 0, gather.numel());
+    at::index_select_out(out_values, recv_values, 0, gather);
+    out["recv_lengths"].view({ks, w, b}).copy_(recv_lengths.view({w, ks, b}).transpose(0, 1));
+    at::sum_out(out["stride"], stride_per_rank);
   }
 };
 

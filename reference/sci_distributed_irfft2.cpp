@@ -36,7 +36,10 @@ struct DistributedIrfft2 : pkb::Reference {
     // One rank holds the whole half spectrum, exactly Hermitian where a real field's must be
     // (make_inputs): one C2R transform, where the form below rebuilds the full spectrum and
     // makes two full C2C ones.
-    if (w == 1) { out.set({at::fft_irfft2(x, at::IntArrayRef{h, full}, {2, 3}, "ortho")}); }
+    if (w == 1) {
+      at::fft_irfft2_out(out["y"], x, at::IntArrayRef{h, full}, {2, 3}, "ortho");
+      return;
+    }
     // Conjugate padding along X: columns xf.. are the conjugates of columns full - xf .. 1.
     at::Tensor pad = at::zeros({b, c, hl, full}, x.options());
     pad.narrow(3, 0, xf).copy_(x);
@@ -55,7 +58,7 @@ struct DistributedIrfft2 : pkb::Reference {
     comm.all_to_all(r2, s2);
     // r2: (W, Xl, B, C, Hl) by source rank = row block -> (B, C, H, Xl)
     at::Tensor t = at::view_as_complex(r2).view({w, xl, b, c, hl}).permute({2, 3, 0, 4, 1}).reshape({b, c, h, xl});
-    out.set({at::real(at::fft_ifft(t, h, 2, "ortho")).contiguous()});
+    out["y"].copy_(at::real(at::fft_ifft(t, h, 2, "ortho")));  // the real parts, packed
   }
 };
 

@@ -16,7 +16,10 @@ struct DistributedRfft2 : pkb::Reference {
     int64_t w = ctx.world(), b = x.size(0), h = x.size(1), xl = x.size(2), hl = h / w, full = xl * w;
     // One rank holds the whole field: one R2C transform (cuFFT's), where the split form below
     // makes two full C2C ones and four copies.
-    if (w == 1) { out.set({at::fft_rfft2(x, at::IntArrayRef{h, xl}, {1, 2}, "ortho")}); }
+    if (w == 1) {
+      at::fft_rfft2_out(out["y"], x, at::IntArrayRef{h, xl}, {1, 2}, "ortho");
+      return;
+    }
     at::Tensor x1 = at::fft_fft(x, h, 1, "ortho");  // (B, H, Xl) complex
     // Rows of H to their ranks: (H, B, Xl) split along dim 0; complex as (re, im) pairs.
     at::Tensor send = at::view_as_real(x1.permute({1, 0, 2}).contiguous()).contiguous();
@@ -25,7 +28,7 @@ struct DistributedRfft2 : pkb::Reference {
     // recv: (W, Hl, B, Xl) by source rank = column block -> (B, Hl, W * Xl)
     at::Tensor t = at::view_as_complex(recv).view({w, hl, b, xl}).permute({2, 1, 0, 3}).reshape({b, hl, full});
     at::Tensor x2 = at::fft_fft(t, full, 2, "ortho");
-    out.set({x2.narrow(2, 0, full / 2 + 1).contiguous()});
+    out["y"].copy_(x2.narrow(2, 0, full / 2 + 1));  // the non-negative frequencies, packed
   }
 };
 

@@ -4,6 +4,7 @@
 // Origin: ParallelKernelBench 63_deepmd_kalman_filter_optimizer.
 // Deviations: random SPD P and a random lambda per trial; outputs as three tensors.
 #include <ATen/ATen.h>
+#include <ATen/ScalarOps.h>
 
 #include "pkb/reference.hpp"
 
@@ -28,12 +29,13 @@ struct KalmanFilterStep : pkb::Reference {
     comm.all_reduce(tmp);
     at::Tensor a = tmp.reciprocal().reshape({});
     at::Tensor w_new = w + a * in["error"] * k;
-    at::Tensor p_new = (p - a * at::bmm(k, k.transpose(1, 2))) / lam;
+    at::div_out(out["P_new"], p - a * at::bmm(k, k.transpose(1, 2)), lam);
     // The original all-gathers the block shapes (all_gather_object); here every rank's
     // shapes are the spec's, so the weights go straight into one tensor.
-    at::Tensor all = comm.all_gather(w_new.contiguous());
+    comm.all_gather(out["weights_all"], w_new.contiguous());
     double nue = ctx.arg_float("kalman_nue");
-    out.set({all, p_new, lam * nue + (1.0 - nue)});
+    // lam * nue + (1 - nue), the scalar wrapped as `*` wraps it.
+    at::mul_out(out["lambda_next"], lam, at::native::wrapped_scalar_tensor(at::Scalar(nue))).add_(1.0 - nue);
   }
 };
 

@@ -79,7 +79,7 @@ struct DiscoConv : pkb::Reference {
     at::Tensor full = r2.permute({1, 0, 2, 3, 4, 5}).reshape({b, c, k, nl, nlon_l});
 
     at::Tensor res = at::einsum("bckxy,ock->boxy", {full, in["weight"]});
-    out.set({(res + in["bias"].view({1, -1, 1, 1})).contiguous()});
+    at::add_out(out["out"], res, in["bias"].view({1, -1, 1, 1}));
   }
 };
 

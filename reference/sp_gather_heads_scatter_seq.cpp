@@ -11,7 +11,7 @@ struct GatherHeadsScatterSeq : pkb::Reference {
     const at::Tensor& x = in["x"];
     int64_t pad = ctx.size("Tp") - x.size(1);
     at::Tensor padded = pad ? at::constant_pad_nd(x, {0, 0, 0, 0, 0, pad}) : x;
-    out.set({pkb_cp::heads_to_seq(ctx.comm(), padded).contiguous()});
+    pkb_cp::heads_to_seq(ctx.comm(), padded, out["y"]);
   }
 };
 

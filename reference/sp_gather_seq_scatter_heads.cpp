@@ -7,7 +7,7 @@ namespace {
 
 struct GatherSeqScatterHeads : pkb::Reference {
   void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
-    out.set({pkb_cp::seq_to_heads(ctx.comm(), in["x"]).contiguous()});
+    pkb_cp::seq_to_heads(ctx.comm(), in["x"], out["y"]);
   }
 };
 

@@ -15,7 +15,7 @@ struct GatherSeqScatterHeadsQkv : pkb::Reference {
     at::Tensor send = x.view({b, t, 3, w, f / 3 / w}).permute({3, 0, 1, 2, 4}).contiguous();  // (W, B, T, 3, f/3W)
     at::Tensor recv = at::empty_like(send);
     ctx.comm().all_to_all(recv, send);
-    out.set({recv.permute({1, 0, 2, 3, 4}).reshape({b, w * t, f / w})});
+    out["y"].view({b, w, t, 3, f / 3 / w}).copy_(recv.permute({1, 0, 2, 3, 4}));
   }
 };
 

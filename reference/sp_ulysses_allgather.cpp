@@ -8,7 +8,7 @@ namespace {
 
 struct UlyssesAllGather : pkb::Reference {
   void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
-    out.set({ctx.comm().all_gather(in["x"].contiguous())});
+    ctx.comm().all_gather(out["y"], in["x"].contiguous());
   }
 };
 

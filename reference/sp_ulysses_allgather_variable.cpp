@@ -18,7 +18,7 @@ struct UlyssesAllGatherVariable : pkb::Reference {
     at::Tensor all = ctx.comm().all_gather(padded);  // (W*M, N)
     std::vector<at::Tensor> parts;
     for (int64_t r = 0; r < w; ++r) parts.push_back(all.narrow(0, r * m, m - 37 * r));
-    out.set({at::cat(parts)});
+    at::cat_out(out["y"], parts);
   }
 };
 

@@ -60,6 +60,12 @@ inline std::vector<int64_t> exchange_counts(pkb::Comm& comm, const std::vector<i
   return to_vector(r);
 }
 
+// An all_to_all of rows with uneven splits into `into` (sum(recv) contiguous rows).
+inline void all_to_all_rows_into(pkb::Comm& comm, at::Tensor& into, const at::Tensor& in,
+                                 const std::vector<int64_t>& send, const std::vector<int64_t>& recv) {
+  comm.all_to_all(into, in.contiguous(), recv, send);
+}
+
 // An all_to_all of rows with uneven splits into a fresh tensor.
 inline at::Tensor all_to_all_rows(pkb::Comm& comm, const at::Tensor& in, const std::vector<int64_t>& send,
                                   const std::vector<int64_t>& recv) {
@@ -99,8 +105,9 @@ inline at::Tensor cooperative_counts(pkb::Ctx& ctx, int64_t p) {
 
 // The rotated all_to_all of GraphBolt: group c of `in` (sizes send[c]) goes to rank
 // (r + c) mod W, group c of the result (sizes recv[c]) comes from rank (r + c) mod W.
+// The result goes into `into` where given.
 inline at::Tensor rotated_all_to_all(pkb::Comm& comm, const at::Tensor& in, const std::vector<int64_t>& send,
-                                     const std::vector<int64_t>& recv) {
+                                     const std::vector<int64_t>& recv, at::Tensor into = {}) {
   int64_t w = comm.size(), r = comm.rank();
   std::vector<int64_t> off(w + 1, 0);
   for (int64_t c = 0; c < w; ++c) off[c + 1] = off[c] + send[c];
@@ -120,7 +127,7 @@ inline at::Tensor rotated_all_to_all(pkb::Comm& comm, const at::Tensor& in, cons
     int64_t s = (r + c) % w;
     by_group.push_back(got.narrow(0, got_off[s], out_splits[s]));
   }
-  return at::cat(by_group);
+  return into.defined() ? at::cat_out(into, by_group) : at::cat(by_group);
 }
 
 // Rank r's counts in rotated order: what it receives from rank r + c (counts[r][r+c]) and

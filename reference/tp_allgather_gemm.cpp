@@ -15,7 +15,7 @@ struct AllGatherGemm : pkb::Reference {
     int64_t m = a.size(0), kl = a.size(1);
     at::Tensor parts = ctx.comm().all_gather(a);  // (W*M, Kl): slice r of rank r
     at::Tensor a_full = parts.view({ctx.world(), m, kl}).permute({1, 0, 2}).reshape({m, ctx.world() * kl});
-    out.set({at::matmul(a_full, in["b"])});
+    at::matmul_out(out["c"], a_full, in["b"]);
   }
 };
 

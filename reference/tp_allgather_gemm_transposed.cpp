@@ -14,7 +14,7 @@ namespace {
 struct AllGatherGemmTransposed : pkb::Reference {
   void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     at::Tensor a_t = ctx.comm().all_gather(in["a_t"]);  // (K, M): A^T
-    out.set({at::matmul(a_t.t(), in["b"])});
+    at::matmul_out(out["c"], a_t.t(), in["b"]);
   }
 };
 

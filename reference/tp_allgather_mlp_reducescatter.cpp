@@ -20,9 +20,7 @@ struct AllGatherMlpReduceScatter : pkb::Reference {
     at::Tensor parts = ctx.comm().all_gather(x);  // (W*Mr, Hl)
     at::Tensor x_full = parts.view({w, mr, hl}).permute({1, 0, 2}).reshape({mr, w * hl});
     at::Tensor partial = at::matmul(at::silu(at::matmul(x_full, in["w1"])), in["w2"]);  // (Mr, H)
-    at::Tensor y = at::empty({mr / w, partial.size(1)}, partial.options());
-    ctx.comm().reduce_scatter(y, partial);
-    out.set({y});
+    ctx.comm().reduce_scatter(out["y"], partial);
   }
 };
 

@@ -18,7 +18,7 @@ struct Conv3dRowParallelAllReduce : pkb::Reference {
     at::Tensor y = at::conv3d(in["x"], in["weight"], {}, {v("stride"), v("stride"), v("stride")},
                               {v("pad"), v("pad"), v("pad")}, {v("dil"), v("dil"), v("dil")}, 1);
     ctx.comm().all_reduce(y);
-    out.set({y + in["bias"].view({1, -1, 1, 1, 1})});
+    at::add_out(out["y"], y, in["bias"].view({1, -1, 1, 1, 1}));
   }
 };
 

@@ -26,9 +26,9 @@ struct Fp8BlockQuantAllGather : pkb::Reference {
     at::Tensor y = at::empty({m, n / block, block}, x.options().dtype(at::kFloat8_e4m3fn));
     at::div_out(y, xb, safe.unsqueeze(-1));
     y = y.view({m, n});
-    at::Tensor y_all = ctx.comm().all_gather(y.view(at::kByte)).view(at::kFloat8_e4m3fn);
-    at::Tensor s_all = ctx.comm().all_gather(s);
-    out.set({y_all, s_all});
+    at::Tensor y_all = out["y"].view(at::kByte);  // the communicator moves fp8 as bytes
+    ctx.comm().all_gather(y_all, y.view(at::kByte));
+    ctx.comm().all_gather(out["s"], s);
   }
 };
 

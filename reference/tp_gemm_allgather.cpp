@@ -14,7 +14,7 @@ struct GemmAllGather : pkb::Reference {
     at::Tensor c = at::matmul(in["a"], in["b"]);  // (M, Nl)
     int64_t m = c.size(0), nl = c.size(1);
     at::Tensor parts = ctx.comm().all_gather(c);  // (W*M, Nl)
-    { out.set({parts.view({ctx.world(), m, nl}).permute({1, 0, 2}).reshape({m, ctx.world() * nl})}); }
+    out["c"].view({m, ctx.world(), nl}).copy_(parts.view({ctx.world(), m, nl}).permute({1, 0, 2}));
   }
 };
 

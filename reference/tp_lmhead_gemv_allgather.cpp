@@ -15,7 +15,7 @@ struct LmHeadGemvAllGather : pkb::Reference {
     at::Tensor local = at::matmul(in["h"], in["weight"].t()) + in["bias"];  // (T, Vl)
     int64_t t = local.size(0), vl = local.size(1);
     at::Tensor parts = ctx.comm().all_gather(local);  // (W*T, Vl)
-    { out.set({parts.view({ctx.world(), t, vl}).permute({1, 0, 2}).reshape({t, ctx.world() * vl})}); }
+    out["logits"].view({t, ctx.world(), vl}).copy_(parts.view({ctx.world(), t, vl}).permute({1, 0, 2}));
   }
 };
 

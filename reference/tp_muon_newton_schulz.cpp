@@ -66,7 +66,7 @@ struct MuonNewtonSchulz : pkb::Reference {
       at::Tensor update = at::addmm(gram, gram, gram, /*beta=*/b, /*alpha=*/c);
       x = at::addmm(x, update, x, /*beta=*/a, /*alpha=*/1.0);
     }
-    out.set({x.to(in["x"].scalar_type())});
+    out["y"].copy_(x);  // rounded to dt as copied
   }
 };
 

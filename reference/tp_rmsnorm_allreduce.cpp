@@ -29,9 +29,7 @@ struct RmsNormAllReduce : pkb::Reference {
     at::Tensor sum_sq = at::linalg_vector_norm(hidden, 2, {-1}, /*keepdim=*/true, at::kFloat).square_();
     ctx.comm().all_reduce(sum_sq);
     at::Tensor inv_rms = sum_sq.div_(static_cast<double>(hidden.size(-1) * ctx.world())).add_(ctx.arg_float("eps")).rsqrt_();
-    at::Tensor normed = at::empty_like(hidden);
-    at::mul_out(normed, hidden, inv_rms);
-    out.set({normed.mul_(in["weight"])});
+    at::mul_out(out["y"], hidden, inv_rms).mul_(in["weight"]);
   }
 };
 

@@ -153,8 +153,10 @@ inline void make_logprob_inputs(pkb::Ctx& ctx, pkb::Inputs& in, double sigma) {
 }
 
 // Log-probs (fp32) of this chunk's targets under the filtered distribution: a2a to
-// sequence-parallel, filter, log-softmax, gather the own tokens', all-gather.
-inline at::Tensor chunk_logprobs(pkb::Ctx& ctx, const at::Tensor& logits, const at::Tensor& target) {
+// sequence-parallel, filter, log-softmax, gather the own tokens', all-gather (into `into`
+// where given: contiguous, one per target).
+inline at::Tensor chunk_logprobs(pkb::Ctx& ctx, const at::Tensor& logits, const at::Tensor& target,
+                                 at::Tensor into = {}) {
   int64_t nl = logits.size(0) / ctx.world();
   at::Tensor seq = vocab_to_seq(ctx.comm(), logits);  // in dt: fp32 only where the filter needs it
   at::Tensor own = target.narrow(0, ctx.rank() * nl, nl).unsqueeze(-1);
@@ -170,7 +172,9 @@ inline at::Tensor chunk_logprobs(pkb::Ctx& ctx, const at::Tensor& logits, const 
     at::Tensor filtered = top_k_top_p(seq.to(at::kFloat), ctx.size("top_k"), ctx.arg_float("top_p")).first;
     lp = filtered.log_softmax(-1).gather(-1, own).squeeze(-1).contiguous();
   }
-  return ctx.comm().all_gather(lp.contiguous());
+  if (!into.defined()) return ctx.comm().all_gather(lp.contiguous());
+  ctx.comm().all_gather(into, lp.contiguous());
+  return into;
 }
 
 }  // namespace pkb_tp

@@ -24,9 +24,12 @@ struct VocabParallelCrossEntropy : pkb::Reference {
     const at::Tensor& target = in["target"];
     const at::Tensor& logits = in["logits"];
     int64_t vl = logits.size(-1), start = ctx.rank() * vl;
-    if (ctx.world() == 1 && logits.is_cuda())  // every target is in this rank's slice
-      return out.set({at::cross_entropy_loss(logits.reshape({-1, vl}), target.reshape({-1}), {}, at::Reduction::None)
-                          .view(target.sizes())});
+    if (ctx.world() == 1 && logits.is_cuda()) {  // every target is in this rank's slice
+      // at::cross_entropy_loss as it computes it (nll_loss of log_softmax), into the output.
+      at::Tensor x = logits.reshape({-1, vl}), loss = out["loss"].view({-1});
+      at::nll_loss_out(loss, at::log_softmax(x, 1, x.scalar_type()), target.reshape({-1}), {}, at::Reduction::None);
+      return;
+    }
 
     at::Tensor zmax = logits.amax(-1).to(at::kFloat);
     ctx.comm().all_reduce(zmax, pkb::ReduceOp::Max);
@@ -39,7 +42,7 @@ struct VocabParallelCrossEntropy : pkb::Reference {
 
     at::Tensor sum_exp = at::sub(logits, zmax.unsqueeze(-1)).exp_().sum(-1);  // dt - fp32 is fp32
     ctx.comm().all_reduce(sum_exp);
-    out.set({(sum_exp.log() - picked).to(in["logits"].scalar_type())});
+    out["loss"].copy_(sum_exp.log() - picked);  // rounded to dt as copied
   }
 };
 

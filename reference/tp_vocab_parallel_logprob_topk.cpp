@@ -17,8 +17,7 @@ struct VocabParallelLogprobTopk : pkb::Reference {
   void run(pkb::Ctx& ctx, const pkb::Inputs& in, pkb::Outputs& out) override {
     const at::Tensor& logits = in["logits"];
     const at::Tensor& target = in["target"];
-    at::Tensor lp = pkb_tp::chunk_logprobs(ctx, logits.reshape({-1, logits.size(-1)}), target.reshape({-1}));
-    out.set({lp.view(target.sizes())});
+    pkb_tp::chunk_logprobs(ctx, logits.reshape({-1, logits.size(-1)}), target.reshape({-1}), out["logprob"].view({-1}));
   }
 };
 

@@ -17,12 +17,11 @@ struct VocabParallelLogprobTopkChunked : pkb::Reference {
     at::Tensor logits = in["logits"].reshape({-1, in["logits"].size(-1)});
     at::Tensor flat = target.reshape({-1});
     int64_t n = flat.numel(), step = ctx.size("B") * ctx.size("chunk");
-    std::vector<at::Tensor> pieces;
+    at::Tensor lp = out["logprob"].view({-1});  // each chunk's all-gather lands in place
     for (int64_t start = 0; start < n; start += step) {
       int64_t cnt = std::min(step, n - start);
-      pieces.push_back(pkb_tp::chunk_logprobs(ctx, logits.narrow(0, start, cnt), flat.narrow(0, start, cnt)));
+      pkb_tp::chunk_logprobs(ctx, logits.narrow(0, start, cnt), flat.narrow(0, start, cnt), lp.narrow(0, start, cnt));
     }
-    out.set({at::cat(pieces).view(target.sizes())});
   }
 };
 

@@ -19,7 +19,7 @@ struct VocabParallelLogprobTopkChunkedBwd : pkb::Reference {
     at::Tensor target = in["target"].reshape({-1});
     at::Tensor grad = in["grad_output"].reshape({-1}).to(at::kFloat);
     int64_t n = target.numel(), step = ctx.size("B") * ctx.size("chunk"), w = ctx.world(), vl = logits.size(1);
-    at::Tensor res = at::empty({n, vl}, logits.options().dtype(at::kFloat));  // each chunk's exchange lands in place
+    at::Tensor res = out["grad_logits"].view({n, vl});  // each chunk's exchange lands in place
     for (int64_t start = 0; start < n; start += step) {
       int64_t cnt = std::min(step, n - start), nl = cnt / w;
       at::Tensor seq = pkb_tp::vocab_to_seq(ctx.comm(), logits.narrow(0, start, cnt));  // in dt, as the forward
@@ -44,7 +44,6 @@ struct VocabParallelLogprobTopkChunkedBwd : pkb::Reference {
         pkb_tp::seq_to_vocab(ctx.comm(), g, into);
       }
     }
-    out.set({res.view(logits3.sizes())});
   }
 };
 

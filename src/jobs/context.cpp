@@ -27,7 +27,7 @@ Inputs ProblemContext::inputs_for(int64_t key) {
   return ref::build_inputs(ctx, *reference);
 }
 
-std::vector<at::Tensor> ProblemContext::run_reference(Inputs& in, const Inputs* pristine) {
+ReferenceOutputs ProblemContext::run_reference(Inputs& in, const Inputs* pristine) {
   Outputs out = ref::make_outputs(ctx);
   // Checking the reference itself: an element it never writes shows as poison.
   if (pristine)
@@ -38,7 +38,7 @@ std::vector<at::Tensor> ProblemContext::run_reference(Inputs& in, const Inputs* 
     if (spec.inputs[i].readonly && !in.at(i).equal(pristine->at(i)))
       throw std::runtime_error("the reference changed its read-only input '" + in.names()[i] +
                                "' (fix the reference, or declare the input readonly = false)");
-  return out.results();
+  return {out.results(), out.copies()};
 }
 
 std::string ProblemContext::save_dir() const {

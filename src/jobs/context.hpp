@@ -11,6 +11,13 @@
 
 namespace pkb::jobs {
 
+// What one call of the reference made: its outputs, at the sizes it set, and how many of
+// them it copied into their slots (Outputs::copies: 0 where it wrote every one in place).
+struct ReferenceOutputs {
+  std::vector<at::Tensor> outputs;
+  int copies = 0;
+};
+
 struct ProblemContext {
   // The problem of the spec at `spec_path`; `comm`: the references' communicator (nullptr:
   // the rank's own).
@@ -30,7 +37,7 @@ struct ProblemContext {
   // read-only inputs must come back equal to it (the reference is pkb's: a failure there is
   // a bug in it). Dryrun and validate check it with the copy they keep anyway; a judge
   // spares the copy of a large problem's inputs.
-  std::vector<at::Tensor> run_reference(Inputs& in, const Inputs* pristine = nullptr);
+  ReferenceOutputs run_reference(Inputs& in, const Inputs* pristine = nullptr);
   // Where this problem's saved outputs go: the job's save_dir, or its <slug>/
   // (job.save_by_problem); "" when nothing is saved.
   std::string save_dir() const;

@@ -2,6 +2,7 @@
 // and (trial 0) the outputs and inputs saved for offline checks.
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 
@@ -21,18 +22,22 @@ namespace phase = launch::phase;
 
 namespace {
 
-// One problem's reference on this rank: its trials, what it made, and (--time) its timing.
+// One problem's reference on this rank: its trials, what it made, how many outputs it
+// copied into their slots in a call (the most of any trial), and (--time) its timing.
 json dryrun_one(rank::Rank& r, const std::string& spec_path, Comm* no_comm) {
   ProblemContext pc(r, spec_path, no_comm);
   json outs = json::array();
   double run_ms = 0;
+  int copies = 0;
   for (int t = 0; t < r.job.trials; ++t) {
     r.client.phase(phase::kTrial, t);
     Inputs in = pc.inputs_for(t);
     Inputs pristine = in.clone();  // to check the reference's read-only inputs, and to save
     auto t0 = std::chrono::steady_clock::now();
-    std::vector<at::Tensor> y = pc.run_reference(in, &pristine);
+    ReferenceOutputs ran = pc.run_reference(in, &pristine);
     run_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    copies = std::max(copies, ran.copies);
+    const std::vector<at::Tensor>& y = ran.outputs;
     // Trials stay apart: a rank that skipped a collective waits here, so its peers' wait
     // in this trial's collective is what overruns, not a mismatch with the next trial.
     r.client.phase(phase::kSync, t);
@@ -44,7 +49,8 @@ json dryrun_one(rank::Rank& r, const std::string& spec_path, Comm* no_comm) {
                       {"dtype", spec::dtype_name(tensor::from_aten(y[i].scalar_type()))}});
     if (!r.job.save_dir.empty()) pc.save(pristine, y);
   }
-  json res = {{"problem", pc.spec.slug}, {"outputs", outs}, {"run_ms", run_ms}, {"comm", pc.ctx.comm().backend()}};
+  json res = {{"problem", pc.spec.slug}, {"outputs", outs}, {"run_ms", run_ms}, {"comm", pc.ctx.comm().backend()},
+              {"copies", copies}};
   if (r.job.timing) {
     void* stream = device::make_stream(r.device);
     r.make_heap(0);  // its signal pads align the timed calls

@@ -327,7 +327,7 @@ class JudgeProblem {
       // Every judge runs the reference, whatever its candidate did: it communicates. On the
       // pristine inputs themselves (checked above), and no copy to check the reference
       // itself (dryrun and validate do): the judge holds a large problem's inputs once.
-      std::vector<at::Tensor> want = pc_.run_reference(pristine);
+      std::vector<at::Tensor> want = pc_.run_reference(pristine).outputs;
       ReportedSizes sizes;
       if (!fail) {
         sizes = sizes_of(ran.at("sizes"));
@@ -588,7 +588,7 @@ class JudgeProblem {
       if (c >= static_cast<int>(mine.size())) break;
       int i = mine[c];
       Inputs pristine = pc_.inputs_for(timing::kTimedKey + i);
-      std::vector<at::Tensor> want = pc_.run_reference(pristine);
+      std::vector<at::Tensor> want = pc_.run_reference(pristine).outputs;
       bool live = last_is_live && c + 1 == static_cast<int>(mine.size());
       std::optional<Failure> f =
           judge_call((*captures_)[static_cast<int>(k)], sizes_of(sizes[c]), live, want, "timing", timing::kTimedKey + i);

@@ -43,10 +43,10 @@ json validate_one(rank::Rank& r, const std::string& spec_path, Comm* no_comm) {
     r.client.phase(launch::phase::kTrial, t);
     Inputs in = pc.inputs_for(t);
     Inputs ref_in = in.clone(), nc_in = in.clone();
-    std::vector<at::Tensor> want = pc.run_reference(ref_in, &in);
+    std::vector<at::Tensor> want = pc.run_reference(ref_in, &in).outputs;
     if (t == 0 && !r.job.save_dir.empty()) pc.save(in, want);
     lonely_pc.ctx.begin_trial(t);
-    std::vector<at::Tensor> lonely = lonely_pc.run_reference(nc_in, &in);
+    std::vector<at::Tensor> lonely = lonely_pc.run_reference(nc_in, &in).outputs;
     for (auto& [attack, found] : caught) {
       if (!found.is_null()) continue;
       for (size_t i = 0; i < want.size() && found.is_null(); ++i) {

@@ -146,7 +146,7 @@ TEST(Agent, AModelThatNeverAnswersWithCodeGetsToolsThenCountsAsNoCode) {
   EXPECT_TRUE(contains(shown, "## Turn 1 of 3: SHOW")) << shown;
   EXPECT_TRUE(contains(shown, "# problems/coll_allreduce.toml")) << shown;
   EXPECT_TRUE(contains(shown, "# reference: reference/coll_allreduce.cpp")) << shown;
-  EXPECT_TRUE(contains(shown, "ctx.comm().all_reduce_into(y, in[\"x\"])")) << shown;
+  EXPECT_TRUE(contains(shown, "ctx.comm().all_reduce_into(out[\"y\"], in[\"x\"])")) << shown;
   std::string shapes = log[2]["last_user"];
   EXPECT_TRUE(contains(shapes, "rank 0: y bf16[1024,1024]\nrank 1: y bf16[1024,1024]")) << shapes;
   EXPECT_FALSE(contains(shapes, "seed")) << shapes;

@@ -8,17 +8,13 @@
 // family tests' dryruns do. Three trials each, timing off (CPU timings say nothing; the
 // timed path is covered below on a few problems). Sizes are the defaults but for the
 // problems whose default trials take seconds each on two cores, which run at the smaller
-// sizes of kCpuSizes (the H200 runs use the defaults).
+// sizes of support.cpp's kCpuSizes (the H200 runs use the defaults).
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <fstream>
-#include <map>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
-#include "spec/spec.hpp"
 #include "support.hpp"
 
 using namespace pkbtest;
@@ -27,64 +23,6 @@ using json = nlohmann::json;
 namespace {
 
 const std::string kSrc = PKB_SOURCE_DIR;
-
-// Smaller sizes where a default is too heavy for the CPU device on 2 cores, with the default's cost.
-const std::map<std::string, std::string> kCpuSizes = {
-    {"cp_magi_cso_attention", "C4=150,C8=200"},        // 12150-token ranges, ~2 TFLOP a rank: over 5 min a trial
-    {"cp_magi_tile_vae_decode", "T=6,H=40,Wd=30"},     // a 720 x 720 x 24 video on every rank
-    {"cp_conv2d_halo_exchange", "C=64,Hlat=64,Wd=32"},  // 1280 channels, ~0.25 TFLOP a rank
-    {"gnn_feature_fetch_projection", "V0=65536"},      // a 2 GiB table
-    {"sci_distributed_irfft2", "H=180,X=360"},         // 20 720 x 1440 planes: 40 s a trial at W = 2
-    {"sci_distributed_rfft2", "M=256,N=512"},
-    {"sci_spherical_disco_conv", "B=8"},
-    {"tp_conv3d_rowparallel_allreduce", "C=128"},      // 10 s a trial
-    {"dp_importance_sampling_loss", "M=128,V=4096"},   // the LM-head GEMM
-    {"dp_dinov2_knn", "N=256"},
-    {"dp_dinov2_sinkhorn_knopp", "Bl=128,K=4096"},
-};
-
-struct Group {
-  int world = 1;
-  std::string size;  // "": default
-  std::vector<std::string> problems;
-  std::string name;
-};
-
-void PrintTo(const Group& g, std::ostream* os) { *os << g.name << " (" << g.problems.size() << " problems)"; }
-
-// Every benchmark problem at W = 1 (where it runs) and at the smallest W >= 2 it takes,
-// grouped by W and size.
-std::vector<Group> groups() {
-  std::map<std::pair<int, std::string>, Group> by;
-  std::vector<std::string> files;
-  for (auto& f : std::filesystem::directory_iterator(kSrc + "/problems")) files.push_back(f.path().string());
-  std::sort(files.begin(), files.end());
-  for (auto& file : files) {
-    pkb::spec::ProblemSpec s = pkb::spec::load_spec(file);
-    auto it = kCpuSizes.find(s.slug);
-    std::string size = it == kCpuSizes.end() ? "" : it->second;
-    std::string sized = size.empty() ? "default" : size;
-    std::vector<int> worlds;
-    if (s.world_size_error(1, sized).empty()) worlds.push_back(1);
-    for (int w = 2; w <= 64; ++w)
-      if (s.world_size_error(w, sized).empty()) {
-        worlds.push_back(w);
-        break;
-      }
-    for (int w : worlds) {
-      Group& g = by[{w, size}];
-      g.world = w;
-      g.size = size;
-      g.problems.push_back(s.slug);
-    }
-  }
-  std::vector<Group> out;
-  for (auto& [key, g] : by) {
-    g.name = "W" + std::to_string(g.world) + (g.size.empty() ? "" : "_" + g.problems.front());
-    out.push_back(g);
-  }
-  return out;
-}
 
 std::vector<json> read_lines(const std::string& path) {
   std::vector<json> out;
@@ -106,10 +44,10 @@ PkbRun eval_reference(const std::vector<std::string>& problems, int world, const
 
 }  // namespace
 
-class ReferenceAsCandidate : public ::testing::TestWithParam<Group> {};
+class ReferenceAsCandidate : public ::testing::TestWithParam<CaseGroup> {};
 
 TEST_P(ReferenceAsCandidate, IsCorrectOnEveryProblem) {
-  const Group& g = GetParam();
+  const CaseGroup& g = GetParam();
   std::string out = temp_dir("reference-" + g.name) + "/r.jsonl";
   PkbRun r = eval_reference(g.problems, g.world, g.size, out, {"-n", "3", "--no-timing"});
   std::vector<json> records = g.problems.size() > 1 ? read_lines(out) : std::vector<json>{};
@@ -129,7 +67,7 @@ TEST_P(ReferenceAsCandidate, IsCorrectOnEveryProblem) {
   EXPECT_TRUE(survivors(r.tag).empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(AllProblems, ReferenceAsCandidate, ::testing::ValuesIn(groups()),
+INSTANTIATE_TEST_SUITE_P(AllProblems, ReferenceAsCandidate, ::testing::ValuesIn(every_problem()),
                          [](const auto& info) { return info.param.name; });
 
 // The timed path too, on a few problems of one start: the reference's baseline and the

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <thread>
 
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #include <stdexcept>
 
 #include "launch/subprocess.hpp"
+#include "spec/spec.hpp"
 
 namespace pkbtest {
 
@@ -164,6 +166,57 @@ std::vector<CaseGroup> group_cases(const std::vector<Case>& cases) {
 void PrintTo(const CaseGroup& g, std::ostream* os) {
   *os << "W=" << g.world << (g.size.empty() ? "" : " size " + g.size) << ":";
   for (auto& p : g.problems) *os << " " << p;
+}
+
+namespace {
+
+// Smaller sizes where a default is too heavy for the CPU device on 2 cores, with the default's cost.
+const std::map<std::string, std::string> kCpuSizes = {
+    {"cp_magi_cso_attention", "C4=150,C8=200"},        // 12150-token ranges, ~2 TFLOP a rank: over 5 min a trial
+    {"cp_magi_tile_vae_decode", "T=6,H=40,Wd=30"},     // a 720 x 720 x 24 video on every rank
+    {"cp_conv2d_halo_exchange", "C=64,Hlat=64,Wd=32"},  // 1280 channels, ~0.25 TFLOP a rank
+    {"gnn_feature_fetch_projection", "V0=65536"},      // a 2 GiB table
+    {"sci_distributed_irfft2", "H=180,X=360"},         // 20 720 x 1440 planes: 40 s a trial at W = 2
+    {"sci_distributed_rfft2", "M=256,N=512"},
+    {"sci_spherical_disco_conv", "B=8"},
+    {"tp_conv3d_rowparallel_allreduce", "C=128"},      // 10 s a trial
+    {"dp_importance_sampling_loss", "M=128,V=4096"},   // the LM-head GEMM
+    {"dp_dinov2_knn", "N=256"},
+    {"dp_dinov2_sinkhorn_knopp", "Bl=128,K=4096"},
+};
+
+}  // namespace
+
+std::vector<CaseGroup> every_problem() {
+  std::map<std::pair<int, std::string>, CaseGroup> by;
+  std::vector<std::string> files;
+  for (auto& f : fs::directory_iterator(std::string(PKB_SOURCE_DIR) + "/problems")) files.push_back(f.path().string());
+  std::sort(files.begin(), files.end());
+  for (auto& file : files) {
+    pkb::spec::ProblemSpec s = pkb::spec::load_spec(file);
+    auto it = kCpuSizes.find(s.slug);
+    std::string size = it == kCpuSizes.end() ? "" : it->second;
+    std::string sized = size.empty() ? "default" : size;
+    std::vector<int> worlds;
+    if (s.world_size_error(1, sized).empty()) worlds.push_back(1);
+    for (int w = 2; w <= 64; ++w)
+      if (s.world_size_error(w, sized).empty()) {
+        worlds.push_back(w);
+        break;
+      }
+    for (int w : worlds) {
+      CaseGroup& g = by[{w, size}];
+      g.world = w;
+      g.size = size;
+      g.problems.push_back(s.slug);
+    }
+  }
+  std::vector<CaseGroup> out;
+  for (auto& [key, g] : by) {
+    g.name = "W" + std::to_string(g.world) + (g.size.empty() ? "" : "_" + g.problems.front());
+    out.push_back(g);
+  }
+  return out;
 }
 
 void expect_references_recomputed(const CaseGroup& g) {

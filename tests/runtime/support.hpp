@@ -63,6 +63,12 @@ struct CaseGroup {
 std::vector<CaseGroup> group_cases(const std::vector<Case>& cases);
 void PrintTo(const CaseGroup& g, std::ostream* os);
 
+// Every benchmark problem (problems/*.toml) at W = 1 where it runs and at the smallest
+// W >= 2 it takes, grouped by W and size. Sizes are the defaults but for the problems whose
+// default trials take seconds each on two cores, which run smaller (kCpuSizes in
+// support.cpp; the H200 runs use the defaults). Named W<world>[_<its first problem>].
+std::vector<CaseGroup> every_problem();
+
 // A group on the CPU device: at W > 1 `pkb validate --save-outputs` (every reference, and
 // zeros, the inputs passed through and the reference without communication must fail its
 // comparison), at W = 1 `pkb dryrun --save-outputs`; then tests/check_problem.py recomputes
