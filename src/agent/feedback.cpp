@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <sstream>
 
-#include "eval/verdict.hpp"
 #include "io/text.hpp"
 
 namespace pkb::agent {
@@ -137,61 +136,51 @@ std::string first_errors(const std::string& log, int max_errors, size_t max_line
   return out;
 }
 
-std::string failure_details(const json& f) {
-  if (!f.is_object()) return "";
+std::string failure_details(const eval::Failure& f) {
   std::string out;
   auto line = [&](const std::string& label, const std::string& value) {
     if (!value.empty()) out += "- " + label + ": " + value + "\n";
   };
-  if (f.contains("rank") && f["rank"].is_number()) line("rank", std::to_string(f["rank"].get<int>()));
-  std::string output = text(f, "output");
-  line(text(f, "reason") == "input_mutated" ? "input" : "output", output);
-  if (text(f, "phase") == "trial" && f.contains("trial") && f["trial"].is_number())
-    line("trial", std::to_string(f["trial"].get<int64_t>()));
+  if (f.rank >= 0) line("rank", std::to_string(f.rank));
+  line(f.reason == "input_mutated" ? "input" : "output", f.output);
+  if (f.phase == "trial" && f.trial >= 0)
+    line("trial", std::to_string(f.trial));
   else
-    line("phase", text(f, "phase"));
-  line("reason", text(f, "reason"));
-  if (f.contains("bad_count") && f["bad_count"].is_number() && f["bad_count"].get<int64_t>() > 0)
-    line("elements wrong", std::to_string(f["bad_count"].get<int64_t>()));
-  if (f.contains("first_bad_index") && f["first_bad_index"].is_array() && !f["first_bad_index"].empty()) {
+    line("phase", f.phase);
+  line("reason", f.reason);
+  const json& m = f.mismatch;  // the measured facts of a values failure (eval/compare.hpp)
+  if (number(m, "bad_count") > 0) line("elements wrong", std::to_string(static_cast<int64_t>(number(m, "bad_count"))));
+  if (m.is_object() && m.contains("first_bad_index") && m["first_bad_index"].is_array() && !m["first_bad_index"].empty()) {
     std::string idx;
-    for (auto& i : f["first_bad_index"]) idx += (idx.empty() ? "" : ", ") + std::to_string(i.get<int64_t>());
+    for (auto& i : m["first_bad_index"]) idx += (idx.empty() ? "" : ", ") + std::to_string(i.get<int64_t>());
     line("first bad index", "[" + idx + "]");
   }
-  if (f.contains("max_abs_err") && f["max_abs_err"].is_number() && number(f, "max_abs_err") > 0)
-    line("largest error", format("%g", number(f, "max_abs_err")) + " absolute, " + format("%g", number(f, "max_rel_err")) +
+  if (number(m, "max_abs_err") > 0)
+    line("largest error", format("%g", number(m, "max_abs_err")) + " absolute, " + format("%g", number(m, "max_rel_err")) +
                               " relative");
   return out;
 }
 
-std::string timing_text(const json& r) {
-  const json& t = r.value("timing", json());
-  if (!t.is_object()) return "Timing was off for this run.";
-  const json& c = t.value("candidate", json());
-  const json& ref = t.value("reference", json());
-  const json& run = r.value("run", json::object());
-  std::string out = "- median time per call (" + std::to_string(static_cast<int>(number(c, "samples"))) +
-                    " timed calls, slowest rank): yours " + format("%.1f us", number(c, "median_us")) +
-                    ", the reference's " + format("%.1f us", number(ref, "median_us")) + "\n";
-  out += "- speedup: " + speedup_text(r.value("speedup", json())) + "\n";
-  const json& bw = r.value("busbw_gbps", json());
-  if (bw.is_object())
-    out += "- bus bandwidth: yours " + format("%.1f GB/s", number(bw, "candidate")) + ", the reference's " +
-           format("%.1f GB/s", number(bw, "reference")) + "\n";
-  const json& roof = r.value("roofline", json());
-  if (roof.is_object())
-    out += "- roofline: " + format("%.0f%%", 100 * number(roof, "fraction")) + " of the " +
-           text(run, "hardware_profile") + " bound (" + format("%.1f us", number(roof, "bound_us")) + ", limited by " +
-           text(roof, "limiter") + ")\n";
-  const json& flags = r.value("flags", json::array());
-  if (!flags.empty()) {
+std::string timing_text(const eval::Record& r) {
+  if (!r.timing) return "Timing was off for this run.";
+  const eval::Stats &c = r.timing->candidate, &ref = r.timing->reference;
+  std::string out = "- median time per call (" + std::to_string(c.samples) + " timed calls, slowest rank): yours " +
+                    format("%.1f us", c.median) + ", the reference's " + format("%.1f us", ref.median) + "\n";
+  out += "- speedup: " + speedup_text(r.speedup) + "\n";
+  if (r.busbw_gbps)
+    out += "- bus bandwidth: yours " + format("%.1f GB/s", r.busbw_gbps->candidate_gbps) + ", the reference's " +
+           format("%.1f GB/s", r.busbw_gbps->reference_gbps) + "\n";
+  if (r.roofline)
+    out += "- roofline: " + format("%.0f%%", 100 * r.roofline->fraction) + " of the " + r.run.hardware_profile +
+           " bound (" + format("%.1f us", r.roofline->bound_us) + ", limited by " + r.roofline->limiter + ")\n";
+  if (!r.flags.empty()) {
     std::string f;
-    for (auto& x : flags) f += (f.empty() ? "" : ", ") + x.get<std::string>();
+    for (auto& x : r.flags) f += (f.empty() ? "" : ", ") + x;
     out += "- flags: " + f + "\n";
   }
-  if (text(run, "device") == "cpu")
+  if (r.run.device == "cpu")
     out += "- note: this runs on pkb's CPU device, whose timings say little about a GPU's\n";
-  else if (eval::timing_in_doubt(flags))
+  else if (eval::timing_in_doubt(r.flags))
     out += "- note: the flags put this timing in doubt; it does not count as a speedup\n";
   return out;
 }
@@ -206,11 +195,8 @@ std::string rank_output(const std::string& eval_stderr, size_t max_lines) {
   return out + "```\n";
 }
 
-std::string verdict_template(const json& r) {
-  std::string v = text(r, "verdict");
-  for (const char* known : {"correct", "wrong", "compile_error", "crash", "timeout", "integrity_violation"})
-    if (v == known) return v;
-  return "crash";  // a verdict of a later schema: a failure to report as it is
+std::string verdict_template(const eval::Record& r) {
+  return r.verdict ? eval::verdict_name(*r.verdict) : "crash";  // no verdict: a failure to report as it is
 }
 
 std::string chomp(std::string text) {
@@ -218,21 +204,23 @@ std::string chomp(std::string text) {
   return text;
 }
 
-gen::Context result_values(const json& r, const std::string& eval_stderr, const Scrubber& scrub) {
+gen::Context result_values(const eval::Record& r, const std::string& eval_stderr, const Scrubber& scrub) {
   gen::Context v;
-  std::string verdict = text(r, "verdict");
-  const json& f = r.value("failure", json());
+  const std::string verdict = r.verdict ? eval::verdict_name(*r.verdict) : "";
   v["verdict"] = verdict;
-  std::string message = chomp(scrub(text(r, "message")));
+  std::string message = chomp(scrub(r.message));
   while (!message.empty() && message.back() == '.') message.pop_back();  // the templates end the sentence
   v["message"] = message;
-  v["details"] = verdict == "compile_error" ? "" : chomp(scrub(failure_details(f)));
-  v["compiler_errors"] = verdict == "compile_error" ? chomp(scrub(first_errors(text(f, "detail")))) : "";
-  v["rank_output"] = verdict == "crash" || verdict == "timeout" ? chomp(scrub(rank_output(eval_stderr))) : "";
-  v["timing"] = verdict == "correct" ? chomp(scrub(timing_text(r))) : "";
+  const bool compile = r.verdict == eval::Verdict::compile_error;
+  v["details"] = compile || !r.failure ? "" : chomp(scrub(failure_details(*r.failure)));
+  v["compiler_errors"] = compile && r.failure ? chomp(scrub(first_errors(r.failure->detail))) : "";
+  v["rank_output"] = r.verdict == eval::Verdict::crash || r.verdict == eval::Verdict::timeout
+                         ? chomp(scrub(rank_output(eval_stderr)))
+                         : "";
+  v["timing"] = r.correct() ? chomp(scrub(timing_text(r))) : "";
   return v;
 }
 
-std::string speedup_text(const json& s) { return s.is_number() ? format("%.2fx", s.get<double>()) : "-"; }
+std::string speedup_text(std::optional<double> s) { return s ? format("%.2fx", *s) : "-"; }
 
 }  // namespace pkb::agent

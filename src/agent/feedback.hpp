@@ -4,12 +4,14 @@
 // one value at the first bad index that `pkb eval` itself prints.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "eval/record.hpp"
 #include "gen/extract.hpp"
 #include "gen/template.hpp"
 
@@ -47,10 +49,10 @@ std::string first_errors(const std::string& log, int max_errors = 3, size_t max_
 
 // The failure's facts, one per line: rank, output, trial or phase, reason, how many
 // elements are wrong, the first bad index, the largest errors.
-std::string failure_details(const nlohmann::json& failure);
+std::string failure_details(const eval::Failure& failure);
 
 // Timing of a correct result: medians, speedup, bus bandwidth, roofline fraction, flags.
-std::string timing_text(const nlohmann::json& result);
+std::string timing_text(const eval::Record& result);
 
 // The lines each rank printed last, from pkb eval's error output, in a code block ("" when
 // there are none).
@@ -59,13 +61,13 @@ std::string rank_output(const std::string& eval_stderr, size_t max_lines = 40);
 // The template for a result's verdict (correct, wrong, compile_error, crash, timeout,
 // integrity_violation) and its values: verdict, message, details, compiler_errors,
 // rank_output, timing. Free texts go through `scrub`.
-std::string verdict_template(const nlohmann::json& result);
-gen::Context result_values(const nlohmann::json& result, const std::string& eval_stderr, const Scrubber& scrub);
+std::string verdict_template(const eval::Record& result);
+gen::Context result_values(const eval::Record& result, const std::string& eval_stderr, const Scrubber& scrub);
 
 // The text without trailing blanks and newlines (values end where templates say).
 std::string chomp(std::string text);
 
 // "1.23x", or "-" for none.
-std::string speedup_text(const nlohmann::json& speedup);
+std::string speedup_text(std::optional<double> speedup);
 
 }  // namespace pkb::agent

@@ -41,15 +41,24 @@ json read_json(const fs::path& p) {
   return j;
 }
 
+// A turn's result, when there is one pkb can read (an earlier version's may not be).
+std::optional<eval::Record> read_record(const fs::path& p) {
+  if (!fs::exists(p)) return std::nullopt;
+  try {
+    return eval::Record::from_json(json::parse(io::read_file(p.string())));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 void write_json(const fs::path& p, const json& j) { io::write_file_atomically(p.string(), j.dump(2) + "\n"); }
 
 using io::format;
 
 // A speedup that counts: none when the timing is in doubt (as reports rank them).
-double trusted_speedup(const json& line) {
-  if (line.value("verdict", "") != "correct" || eval::timing_in_doubt(line.value("flags", json::array()))) return 0;
-  const json& s = line.value("speedup", json());
-  return s.is_number() ? s.get<double>() : 0;
+double trusted_speedup(const eval::Record& line) {
+  if (!line.correct() || eval::timing_in_doubt(line.flags)) return 0;
+  return line.speedup.value_or(0);
 }
 
 // One sample's conversation and what it has spent, rebuilt from its turn folders.
@@ -63,7 +72,7 @@ struct SampleState {
   bool done = false;  // the model said DONE
   int best_turn = 0;  // the fastest correct candidate's turn (0: none yet)
   double best_speedup = 0;
-  json best_speedup_json;
+  std::optional<double> best_speedup_shown;  // as recorded, in doubt or not
   int last_candidate_turn = 0;
 };
 
@@ -152,7 +161,7 @@ class Agent {
     v["size"] = s_.eval.settings.size;
     if (st.best_turn) {
       v["best_turn"] = std::to_string(st.best_turn);
-      v["best_speedup"] = speedup_text(st.best_speedup_json);
+      v["best_speedup"] = speedup_text(st.best_speedup_shown);
     }
     return v;
   }
@@ -191,7 +200,7 @@ class Agent {
       if (rec.value("evaluated", false)) {
         ++st.evaluated;
         st.last_candidate_turn = t;
-        if (fs::exists(td / "eval.json")) consider_best(st, t, read_json(td / "eval.json"));
+        if (auto line = read_record(td / "eval.json")) consider_best(st, t, *line);
       }
       st.conv.messages.push_back({gen::Role::assistant, answer_text(io::read_file((td / "reply.txt").string()))});
       st.conv.messages.push_back({gen::Role::user, io::read_file((td / "feedback.txt").string())});
@@ -204,13 +213,13 @@ class Agent {
     return text.find_first_not_of(" \t\r\n") == std::string::npos ? "(no answer)" : text;
   }
 
-  static void consider_best(SampleState& st, int turn, const json& line) {
-    if (line.value("verdict", "") != "correct") return;
+  static void consider_best(SampleState& st, int turn, const eval::Record& line) {
+    if (!line.correct()) return;
     double s = trusted_speedup(line);
     if (st.best_turn && s <= st.best_speedup) return;
     st.best_turn = turn;
     st.best_speedup = s;
-    st.best_speedup_json = line.value("speedup", json());
+    st.best_speedup_shown = line.speedup;
   }
 
   // Why the sample stops before turn `turn`, or "" when it goes on.
@@ -301,7 +310,7 @@ class Agent {
     gen::Context v = base_values(j, t, st);
     std::string result, tools, outcome;
     double device_s = 0;
-    json line;
+    eval::Record line;
     if (ask.code.found) {
       std::string cand = (td / ("candidate." + s_.extension)).string();
       io::write_file_atomically(cand, ask.code.code);
@@ -313,10 +322,7 @@ class Agent {
       line = evaluate(j, st, t, cand, ask.code.code, eval_stderr);
       device_s += since(e0);
       machine.unlock();
-      line["agent"] = {{"model", target.model.name},
-                       {"turn", t},
-                       {"tokens", st.tokens_in + st.tokens_out},
-                       {"wall_s", st.wall_s + since(t0) - waited}};
+      line.agent = eval::AgentTag{target.model.name, t, st.tokens_in + st.tokens_out, st.wall_s + since(t0) - waited};
       record(j, line);
       ++st.evaluated;
       st.last_candidate_turn = t;
@@ -325,9 +331,9 @@ class Agent {
       gen::Context r = result_values(line, eval_stderr, scrubber(td, line));
       for (auto& [k, val] : r) v[k] = val;
       v["best_turn"] = st.best_turn ? std::to_string(st.best_turn) : "";
-      v["best_speedup"] = st.best_turn ? speedup_text(st.best_speedup_json) : "";
+      v["best_speedup"] = st.best_turn ? speedup_text(st.best_speedup_shown) : "";
       result = s_.book.render(verdict_template(line), v);
-      outcome = line.value("verdict", "?");
+      outcome = line.verdict ? eval::verdict_name(*line.verdict) : "?";
     } else if (ask.tools.empty() && !ask.done) {
       v["why"] = ask.code.why;
       result = s_.book.render("no_code", v);
@@ -365,8 +371,8 @@ class Agent {
     json rec = {{"turn", t},
                 {"outcome", outcome},
                 {"evaluated", ask.code.found},
-                {"verdict", ask.code.found ? line.value("verdict", json()) : json()},
-                {"speedup", ask.code.found ? line.value("speedup", json()) : json()},
+                {"verdict", ask.code.found && line.verdict ? json(eval::verdict_name(*line.verdict)) : json()},
+                {"speedup", ask.code.found && line.speedup ? json(*line.speedup) : json()},
                 {"tools", ask.tools},
                 {"done", ask.done},
                 {"extraction", ask.code.why},
@@ -384,8 +390,8 @@ class Agent {
     write_transcript(j, st);
 
     std::string said = outcome;
-    if (ask.code.found && line.value("verdict", "") == "correct") said += " " + speedup_text(line.value("speedup", json()));
-    else if (ask.code.found) said += ": " + line.value("message", std::string()).substr(0, 140);
+    if (ask.code.found && line.correct()) said += " " + speedup_text(line.speedup);
+    else if (ask.code.found) said += ": " + line.message.substr(0, 140);
     say(label(j) + " turn " + std::to_string(t) + "/" + std::to_string(s_.budget.turns) + ": " + said + " (" +
         format("%.1f s", wall) + ", " + std::to_string(tokens_in) + "+" + std::to_string(tokens_out) + " tokens)");
     return true;
@@ -416,7 +422,7 @@ class Agent {
 
   // `pkb eval` on the candidate, as a results line (the sweep's rules: a child that wrote no
   // result gets the verdict its exit says).
-  json evaluate(const Job& j, const SampleState& st, int t, const std::string& cand, const std::string& code,
+  eval::Record evaluate(const Job& j, const SampleState& st, int t, const std::string& cand, const std::string& code,
                 std::string& eval_stderr) {
     const Problem& p = problems_[j.problem];
     fs::path td = st.dir / ("turn_" + std::to_string(t));
@@ -442,24 +448,24 @@ class Agent {
     ss.eval = s_.eval.settings;
     ss.timeout = s_.eval.timeout;
     sweep::Task task{c, p.world, 0, task_key(j, "turn=" + std::to_string(t))};
-    json line;
+    eval::Record line;
     try {
       line = sweep::record_for(task, ss, child, text, since(t0), s_.eval.deadline_s);
     } catch (const sweep::EvalRejected& e) {
       throw std::runtime_error(std::string(e.what()) + " (pkb agent's command for pkb eval; a bug to report)");
     }
-    if (text.empty()) write_json(json_out, line);  // the turn's folder always holds its result
+    if (text.empty()) write_json(json_out, line.to_json());  // the turn's folder always holds its result
     return line;
   }
 
-  void record(const Job& j, const json& line) {
+  void record(const Job& j, const eval::Record& line) {
     std::lock_guard<std::mutex> lock(results_mu_);
     sweep::ResultsFile& f = *results_[j.target];
-    if (!f.has(line["sweep"]["task"].get<std::string>())) f.append(line);
+    if (!f.has(line.sweep->task)) f.append(line);
   }
 
   // What the model must not read in pkb's words: where pkb and its files are, the seed.
-  Scrubber scrubber(const fs::path& turn_dir, const json& line) const {
+  Scrubber scrubber(const fs::path& turn_dir, const eval::Record& line) const {
     Scrubber s;
     std::error_code ec;
     std::string td = fs::weakly_canonical(fs::absolute(turn_dir), ec).string();
@@ -468,7 +474,7 @@ class Agent {
     s.add(turn_dir.string() + "/", "");
     s.add(build::default_cache_dir(), "<cache>");
     s.add(root_, "<pkb>");
-    std::string seed = line.value("run", json::object()).value("seed", "");
+    const std::string& seed = line.run.seed;
     if (seed.size() >= 6) s.add(seed, "<seed>");
     return s;
   }
@@ -512,22 +518,21 @@ class Agent {
                                 s_.extension == "py" ? "raise SystemExit(\"" + note + "\")\n" : "#error \"" + note + "\"\n");
     }
     if (!st.evaluated) {
-      eval::RecordHead head;
+      eval::Record head;
       head.problem = p.spec->slug;
       head.problem_id = p.spec->id;
       head.category = p.spec->category;
-      head.candidate_path = file.string();
-      head.candidate_sha256 = build::sha256_hex(io::read_file(file.string()));
-      head.backend = s_.backend;
-      head.run = {{"world", p.world}, {"device", s_.eval.device}, {"size", s_.eval.settings.size}};
-      json line = eval::unmeasured_record(head, eval::Verdict::compile_error,
-                                          "the model answered no code in " + std::to_string(st.finished) + " turn(s)",
-                                          "no_code", 0.0);
-      line["sweep"] = {{"run", targets_[j.target].run_name},
-                       {"sample", j.sample},
-                       {"task", task_key(j, "no_code,turn=" + std::to_string(st.finished))}};
-      line["agent"] = {{"model", targets_[j.target].model.name}, {"turn", std::max(1, st.finished)},
-                       {"tokens", st.tokens_in + st.tokens_out}, {"wall_s", st.wall_s}};
+      head.candidate = {file.string(), "", build::sha256_hex(io::read_file(file.string())), s_.backend};
+      head.run.world = p.world;
+      head.run.device = s_.eval.device;
+      head.run.size = s_.eval.settings.size;
+      eval::Record line = eval::unmeasured_record(
+          head, eval::Verdict::compile_error, "the model answered no code in " + std::to_string(st.finished) + " turn(s)",
+          "no_code", 0.0);
+      line.sweep = eval::SweepTag{targets_[j.target].run_name, task_key(j, "no_code,turn=" + std::to_string(st.finished)),
+                                  j.sample, std::nullopt, std::nullopt};
+      line.agent = eval::AgentTag{targets_[j.target].model.name, std::max(1, st.finished), st.tokens_in + st.tokens_out,
+                                  st.wall_s};
       record(j, line);
     }
     json summary = {{"problem", p.spec->slug},
@@ -538,7 +543,7 @@ class Agent {
                     {"evaluated", st.evaluated},
                     {"stopped", why},
                     {"best_turn", st.best_turn ? json(st.best_turn) : json()},
-                    {"best_speedup", st.best_turn ? st.best_speedup_json : json()},
+                    {"best_speedup", st.best_turn && st.best_speedup_shown ? json(*st.best_speedup_shown) : json()},
                     {"candidate", file.filename().string()},
                     {"tokens_in", st.tokens_in},
                     {"tokens_out", st.tokens_out},
@@ -553,7 +558,7 @@ class Agent {
     }
     say(label(j) + ": " + why + "; " +
         (st.best_turn ? "best correct candidate from turn " + std::to_string(st.best_turn) + " (" +
-                            speedup_text(st.best_speedup_json) + ")"
+                            speedup_text(st.best_speedup_shown) + ")"
                       : std::string("no correct candidate")) +
         " -> " + file.string());
   }

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "eval/record.hpp"
+#include "eval/eval_command.hpp"
 #include "io/files.hpp"
 
 namespace pkb::agent {

@@ -93,46 +93,41 @@ void check_solution_is_a_file(Globals& g, const std::string& problem, const std:
   throw UsageError("no such candidate file: " + solution);
 }
 
-void print_table(const json& r) {
-  printf("verdict: %s", r["verdict"].get<std::string>().c_str());
-  if (!r["message"].get<std::string>().empty()) printf(" — %s", r["message"].get<std::string>().c_str());
+void print_table(const eval::Record& r) {
+  printf("verdict: %s", r.verdict ? eval::verdict_name(*r.verdict) : "none");
+  if (!r.message.empty()) printf(" — %s", r.message.c_str());
   printf("\n");
-  if (r["timing"].is_null()) return;
+  if (!r.timing) return;
+  const eval::TimingSummary& t = *r.timing;
   printf("%-10s %10s %10s %10s %10s %10s\n", "time (us)", "median", "mean", "min", "max", "IQR");
-  for (auto side : {"reference", "candidate"}) {
-    const json& t = r["timing"][side];
-    if (t.is_null()) continue;
-    printf("%-10s %10s %10s %10s %10s %10s\n", side, fmt_us(t["median_us"]).c_str(), fmt_us(t["mean_us"]).c_str(),
-           fmt_us(t["min_us"]).c_str(), fmt_us(t["max_us"]).c_str(), fmt_us(t["iqr_us"]).c_str());
+  for (auto [side, x] : {std::pair<const char*, const eval::Stats*>{"reference", &t.reference}, {"candidate", &t.candidate}})
+    printf("%-10s %10s %10s %10s %10s %10s\n", side, fmt_us(x->median).c_str(), fmt_us(x->mean).c_str(),
+           fmt_us(x->min).c_str(), fmt_us(x->max).c_str(), fmt_us(x->iqr).c_str());
+  if (r.speedup) {
+    printf("speedup %.2fx", *r.speedup);
+    if (r.speedup_interval)
+      printf(" [%.2f-%.2f, %.0f%%]", r.speedup_interval->lo, r.speedup_interval->hi, 100 * r.speedup_interval->level);
   }
-  if (!r["speedup"].is_null()) {
-    printf("speedup %.2fx", r["speedup"].get<double>());
-    const json& ci = r.value("speedup_interval", json());
-    if (ci.is_object())
-      printf(" [%.2f-%.2f, %.0f%%]", ci["lo"].get<double>(), ci["hi"].get<double>(), 100 * ci["level"].get<double>());
-  }
-  if (!r["busbw_gbps"].is_null())
-    printf("   bus bandwidth: reference %.1f GB/s, candidate %.1f GB/s", r["busbw_gbps"]["reference"].get<double>(),
-           r["busbw_gbps"]["candidate"].get<double>());
-  if (!r["roofline"].is_null())
-    printf("   roofline: %.0f%% of the %s bound (%s us, %s)", 100 * r["roofline"]["fraction"].get<double>(),
-           r["run"]["hardware_profile"].get<std::string>().c_str(), fmt_us(r["roofline"]["bound_us"]).c_str(),
-           r["roofline"]["limiter"].get<std::string>().c_str());
+  if (r.busbw_gbps)
+    printf("   bus bandwidth: reference %.1f GB/s, candidate %.1f GB/s", r.busbw_gbps->reference_gbps,
+           r.busbw_gbps->candidate_gbps);
+  if (r.roofline)
+    printf("   roofline: %.0f%% of the %s bound (%s us, %s)", 100 * r.roofline->fraction, r.run.hardware_profile.c_str(),
+           fmt_us(r.roofline->bound_us).c_str(), r.roofline->limiter.c_str());
   printf("\n");
   // The calls each side made, where the time budgets cut the settings' counts, and how the
   // rounds ended.
-  const json& counts = r["run"].value("counts", json());
-  if (counts.is_object()) {
-    const json &c = counts["candidate"], &f = counts["reference"], &rounds = r["timing"].value("rounds", json::object());
+  if (r.run.counts) {
+    const eval::CallCounts& c = *r.run.counts;
+    const eval::RoundsSummary rounds = t.rounds.value_or(eval::RoundsSummary{});
     printf("calls: candidate %d warm-up + %d timed (%d checked), reference %d alone + %d warm-up + %d timed beside it; "
            "%d rounds of %d, ended by %s\n",
-           c.value("warmup", 0), c.value("iters", 0), c.value("captured", 0), f.value("baseline", 0),
-           f.value("warmup", 0), f.value("iters", 0), rounds.value("count", 0), rounds.value("block", 0),
-           rounds.value("stop", std::string("?")).c_str());
+           c.candidate_warmup, c.candidate_iters, c.captured, c.baseline, c.reference_warmup, c.reference_iters,
+           rounds.count, rounds.block, rounds.stop.empty() ? "?" : rounds.stop.c_str());
   }
   // Where both sides' timed threads ran (launch/cpus.hpp), where it can matter.
-  const json& cpus = r["run"].value("cpus", json());
-  if (cpus.is_object() && r["run"].value("device", "") == "cuda") {
+  const json& cpus = r.run.cpus;
+  if (cpus.is_object() && r.run.device == "cuda") {
     auto list = [](const json& a) {
       std::string s;
       for (auto& c : a) s += (s.empty() ? "" : ",") + std::to_string(c.get<int>());
@@ -144,32 +139,31 @@ void print_table(const json& r) {
       printf("CPUs: not pinned (%s): the two sides may be timed on CPUs of different speeds\n",
              cpus.value("why_not", "").c_str());
   }
-  if (!r["flags"].empty()) {
+  if (!r.flags.empty()) {
     std::string f;
-    for (auto& x : r["flags"]) f += (f.empty() ? "" : ", ") + x.get<std::string>();
+    for (auto& x : r.flags) f += (f.empty() ? "" : ", ") + x;
     printf("flags: %s\n", f.c_str());
   }
-  if (r["timing"].contains("reference_slowed"))
-    printf("reference slowed: %s\n", r["timing"]["reference_slowed"].get<std::string>().c_str());
+  if (!t.reference_slowed.empty()) printf("reference slowed: %s\n", t.reference_slowed.c_str());
   if (!eval::timing_counts(r))
     printf("note: %s timings say nothing about speed; reports count this run as correct, never as fast\n",
-           r["run"].value("device", "") != "cuda" ? "CPU-device" : "these");
+           r.run.device != "cuda" ? "CPU-device" : "these");
 }
 
 // One line a problem, for an evaluation of several (the reference as the candidate).
-void print_line(const json& r) {
-  std::string v = r["verdict"], speed;
-  if (!r["speedup"].is_null()) speed = io::format("%.2fx", r["speedup"].get<double>());
-  printf("%-44s %-20s %-7s %s\n", r["problem"].get<std::string>().c_str(), v.c_str(), speed.c_str(),
-         v == "correct" ? "" : r["message"].get<std::string>().substr(0, 160).c_str());
+void print_line(const eval::Record& r) {
+  std::string v = r.verdict ? eval::verdict_name(*r.verdict) : "none", speed;
+  if (r.speedup) speed = io::format("%.2fx", *r.speedup);
+  printf("%-44s %-20s %-7s %s\n", r.problem.c_str(), v.c_str(), speed.c_str(),
+         r.correct() ? "" : r.message.substr(0, 160).c_str());
 }
 
 // The records: pretty-printed for one problem, JSON Lines for several.
-void write_records(const std::string& file, const std::vector<json>& records) {
+void write_records(const std::string& file, const std::vector<eval::Record>& records) {
   std::ofstream f(file);
-  if (records.size() == 1) f << records[0].dump(2) << "\n";
+  if (records.size() == 1) f << records[0].to_json().dump(2) << "\n";
   else
-    for (auto& r : records) f << r.dump() << "\n";
+    for (auto& r : records) f << r.to_json().dump() << "\n";
   if (!f) throw std::runtime_error("cannot write " + file);
 }
 
@@ -218,7 +212,7 @@ int evaluate(Globals& g, EvalOptions& o) {
     int correct = 0;
     for (auto& rec : r.records) {
       print_line(rec);
-      correct += rec["verdict"] == "correct";
+      correct += rec.correct();
     }
     printf("%zu problems: %d correct, %zu not\n", r.records.size(), correct, r.records.size() - correct);
   }
@@ -300,15 +294,15 @@ int evaluate_on_slurm(Globals& g, EvalOptions& o) {
   } catch (const std::exception& x) {
     throw UsageError(x.what());
   }
-  if (r.record.is_null()) {
+  if (!r.record) {
     fprintf(stderr, "pkb: error: %s", (r.error + (r.error.back() == '\n' ? "" : "\n")).c_str());
     return eval::kInternal;
   }
-  printf("Slurm job %s on the %s device: result %s\n", r.record["slurm"]["job"].get<std::string>().c_str(),
+  printf("Slurm job %s on the %s device: result %s\n", r.record->slurm ? r.record->slurm->job.c_str() : "?",
          device.c_str(), sweep::slurm_result_path(e.dir).c_str());
-  print_table(r.record);
-  if (!o.json_out.empty()) write_records(o.json_out, {r.record});
-  return eval::verdict_exit_code(r.record["verdict"].get<std::string>());
+  print_table(*r.record);
+  if (!o.json_out.empty()) write_records(o.json_out, {*r.record});
+  return r.record->verdict ? eval::verdict_exit_code(*r.record->verdict) : eval::kInternal;
 }
 
 }  // namespace

@@ -59,13 +59,13 @@ std::pair<int, int> parse_shard(const std::string& text) {
   throw UsageError("--shard takes INDEX/COUNT with 0 <= INDEX < COUNT (e.g. 0/4), not '" + text + "'");
 }
 
-std::string verdict_line(const sweep::Task& t, const json& line) {
-  std::string v = line.value("verdict", "?");
+std::string verdict_line(const sweep::Task& t, const eval::Record& line) {
+  std::string v = line.verdict ? eval::verdict_name(*line.verdict) : "?";
   char extra[64] = "";
-  if (line.value("speedup", json()).is_number()) snprintf(extra, sizeof extra, " %.2fx", line["speedup"].get<double>());
+  if (line.speedup) snprintf(extra, sizeof extra, " %.2fx", *line.speedup);
   char wall[32] = "";
-  if (line.value("wall_s", json()).is_number()) snprintf(wall, sizeof wall, " (%.1f s)", line["wall_s"].get<double>());
-  std::string msg = v == "correct" ? "" : "  " + line.value("message", std::string());
+  if (line.wall_s) snprintf(wall, sizeof wall, " (%.1f s)", *line.wall_s);
+  std::string msg = line.correct() ? "" : "  " + line.message;
   if (msg.size() > 160) msg = msg.substr(0, 157) + "...";
   return t.candidate.problem + " W=" + std::to_string(t.world) + " " + t.candidate.run + "/sample_" +
          std::to_string(t.candidate.sample) + ": " + v + extra + wall + msg;
@@ -94,10 +94,10 @@ class ProgressView {
     p_.running.push_back(task_name(t));
     draw();
   }
-  void result(const sweep::Task& t, const json& line) {
+  void result(const sweep::Task& t, const eval::Record& line) {
     std::lock_guard<std::mutex> lock(mu_);
     ++p_.done;
-    ++p_.verdicts[line.value("verdict", "?")];
+    ++p_.verdicts[line.verdict ? eval::verdict_name(*line.verdict) : "?"];
     p_.elapsed_at_last_end_s = elapsed();
     auto it = std::find(p_.running.begin(), p_.running.end(), task_name(t));
     if (it != p_.running.end()) p_.running.erase(it);
@@ -337,7 +337,7 @@ int sweep_here(Globals& g, SweepOptions& o) {
   sweep::Callbacks cb;
   cb.on_built = [&](const sweep::Candidate&, bool) { view.built(); };
   cb.on_start = [&](const sweep::Task& t) { view.start(t); };
-  cb.on_result = [&](const sweep::Task& t, const json& line) { view.result(t, line); };
+  cb.on_result = [&](const sweep::Task& t, const eval::Record& line) { view.result(t, line); };
   // Ctrl-C or scancel: the evaluation in flight dies with pkb (its children follow through
   // PR_SET_PDEATHSIG) and runs again on resume; every finished one is already on disk.
   launch::Interrupts interrupts(launch::Interrupts::Mode::exit_now, false,

@@ -34,7 +34,9 @@ struct Failure {
   std::string output;  // the output or input concerned, "" when none
   std::string reason;  // values, shape, nan, unwritten, input_mutated, late_work, error, sandbox, protocol, ...
   std::string detail;
-  nlohmann::json mismatch;  // max_abs_err, bad_count, first_bad_index... for values (compare.hpp), or null
+  // What the failure measured, written beside the fields above: max_abs_err, bad_count,
+  // first_bad_index... for values (compare.hpp), the timing for faster_than_roofline; or null.
+  nlohmann::json mismatch;
 
   nlohmann::json to_json() const;
   static Failure from_json(const nlohmann::json& j);

@@ -1,6 +1,7 @@
 #include "eval/verdict.hpp"
 
 #include <algorithm>
+#include <array>
 #include <csignal>
 #include <cstdio>
 #include <map>
@@ -19,29 +20,47 @@ namespace {
 
 std::string fmt_us(double us) { return io::format("%.1f", us); }
 
-void set_verdict(json& res, Verdict verdict, const std::string& message) {
-  res["verdict"] = verdict_name(verdict);
-  res["message"] = message;
+// A violation found after the calls were timed: no timing is reported.
+void violation(Record& res, int rank, const std::string& reason, const std::string& message) {
+  res.set_verdict(Verdict::integrity_violation, message);
+  Failure f;
+  f.verdict = Verdict::integrity_violation;
+  f.phase = "timing";
+  f.rank = rank;
+  f.reason = reason;
+  f.detail = message;
+  res.failure = f;
+  res.timing.reset();
+  res.speedup.reset();
+  res.speedup_interval.reset();
+  res.roofline.reset();
+  res.busbw_gbps.reset();
 }
 
-// A violation found after the calls were timed: no timing is reported.
-void violation(json& res, int rank, const std::string& reason, const std::string& message) {
-  set_verdict(res, Verdict::integrity_violation, message);
-  res["failure"] = {{"rank", rank}, {"phase", "timing"}, {"reason", reason}, {"detail", message}};
-  for (auto key : {"timing", "speedup", "speedup_interval", "roofline", "busbw_gbps"}) res[key] = nullptr;
+// A failure of the candidate rank's channel or of the group, in `phase`.
+void fail(Record& res, Verdict v, int rank, const std::string& phase, const std::string& reason,
+          const std::string& message) {
+  res.set_verdict(v, message);
+  Failure f;
+  f.verdict = v;
+  f.phase = phase;
+  f.rank = rank;
+  f.reason = reason;
+  f.detail = message;
+  res.failure = f;
 }
 
 // A group that did not finish: timeout, or a rank that died. Returns false when it did.
-bool judge_outcome(json& res, const launch::GroupReport& rep) {
+bool judge_outcome(Record& res, const launch::GroupReport& rep) {
   if (rep.outcome == launch::Outcome::Timeout) {
-    set_verdict(res, Verdict::timeout, rep.summary);
+    res.set_verdict(Verdict::timeout, rep.summary);
     return true;
   }
   if (rep.outcome != launch::Outcome::Crash) return false;
   for (auto& rk : rep.ranks) {
     rank::ErrorKind kind = rank::error_kind_from_name(rk.error_kind);
     if (kind == rank::ErrorKind::abi) {
-      set_verdict(res, Verdict::compile_error, rk.error_message);
+      res.set_verdict(Verdict::compile_error, rk.error_message);
       return true;
     }
     if (kind == rank::ErrorKind::sandbox || rk.signal == SIGSYS) {
@@ -49,12 +68,11 @@ bool judge_outcome(json& res, const launch::GroupReport& rep) {
                                                     : rk.name +
                                                           " was killed by SIGSYS: the candidate made a system call "
                                                           "pkb's sandbox denies and would not let pkb report it";
-      set_verdict(res, Verdict::integrity_violation, what);
-      res["failure"] = {{"rank", rk.rank}, {"phase", rk.phase}, {"reason", "sandbox"}, {"detail", what}};
+      fail(res, Verdict::integrity_violation, rk.rank, rk.phase, "sandbox", what);
       return true;
     }
   }
-  set_verdict(res, Verdict::crash, rep.summary);
+  res.set_verdict(Verdict::crash, rep.summary);
   return true;
 }
 
@@ -86,18 +104,18 @@ std::string channel_error(const launch::RankReport& rk) {
 }
 
 // Each round's two medians, [reference, candidate] (us): where the rounds' ratios come from.
-json round_medians(const std::vector<interleave::Round>& rounds) {
-  json a = json::array();
+std::vector<std::array<double, 2>> round_medians(const std::vector<interleave::Round>& rounds) {
+  std::vector<std::array<double, 2>> a;
   for (auto& r : rounds) a.push_back({stats_of(r.reference_us).median, stats_of(r.candidate_us).median});
   return a;
 }
 
-void judge_escape(json& res, const std::vector<CandidateReport>& cands, const Rules& rules, json& flags) {
+void judge_escape(Record& res, const std::vector<CandidateReport>& cands, const Rules& rules) {
   for (size_t r = 0; r < cands.size(); ++r) {
     if (!cands[r].escape) continue;
     const EscapeCheck& x = *cands[r].escape;
     double h = stats_of(x.host_us).median, e = stats_of(x.event_us).median, base = stats_of(x.baseline_host_us).median;
-    res["escape_check"] = {{"calls", x.calls}, {"host_us", h}, {"event_us", e}, {"baseline_us", base}, {"capture", x.capture}};
+    res.escape_check = EscapeSummary{x.calls, h, e, base, x.capture};
     std::string how;
     if (x.capture == "unjoined")
       how = "pkb_run forks work off ctx->stream and never joins it back (a captured call leaves an unjoined fork)";
@@ -108,7 +126,7 @@ void judge_escape(json& res, const std::vector<CandidateReport>& cands, const Ru
     violation(res, static_cast<int>(r), "timing_escape",
               "work escapes the timed stream on rank " + std::to_string(r) + ": " + how +
                   "; run everything on ctx->stream, or join every stream you fork back to it before returning");
-    flags.push_back("timing_escape");
+    res.flags.push_back("timing_escape");
     return;
   }
 }
@@ -159,17 +177,15 @@ std::string phase_order_error(const std::vector<launch::RankReport::Step>& histo
   return "";
 }
 
-void judge(json& res, const launch::GroupReport& rep, const Context& c, const Rules& rules) {
-  json flags = json::array();
-  if (rep.leftovers_ended > 0) flags.push_back("left_processes");
-  res["flags"] = flags;
+void judge(Record& res, const launch::GroupReport& rep, const Context& c, const Rules& rules) {
+  res.flags.clear();
+  if (rep.leftovers_ended > 0) res.flags.push_back("left_processes");
   const int w = c.world;
   // A candidate rank that spoke out of turn: whatever else happened, that is the verdict.
   for (int r = 0; r < w && static_cast<int>(rep.ranks.size()) == 2 * w; ++r) {
     std::string e = channel_error(rep.ranks[w + r]);
     if (e.empty()) continue;
-    set_verdict(res, Verdict::integrity_violation, e);
-    res["failure"] = {{"rank", r}, {"phase", rep.ranks[w + r].phase}, {"reason", "channel"}, {"detail", e}};
+    fail(res, Verdict::integrity_violation, r, rep.ranks[w + r].phase, "channel", e);
     return;
   }
   if (judge_outcome(res, rep)) return;
@@ -183,23 +199,22 @@ void judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
       else cands.push_back(candidate_report_from_json(j));
     } catch (const std::exception& e) {
       if (p < w) throw std::runtime_error(rep.ranks[p].name + " sent a malformed report: " + e.what());
-      std::string m = rep.ranks[p].name + "'s report is not pkb's (" + e.what() +
-                      "): something other than pkb wrote to the rank's channel";
-      set_verdict(res, Verdict::integrity_violation, m);
-      res["failure"] = {{"rank", p - w}, {"phase", "finish"}, {"reason", "channel"}, {"detail", m}};
+      fail(res, Verdict::integrity_violation, p - w, "finish", "channel",
+           rep.ranks[p].name + "'s report is not pkb's (" + e.what() +
+               "): something other than pkb wrote to the rank's channel");
       return;
     }
   }
-  res["phases_ms"] = {{"judge", judges[0].phase_ms}, {"candidate", cands[0].phase_ms}};
-  if (!cands[0].sandbox.is_null()) res["sandbox"] = cands[0].sandbox;
+  res.phases_ms = {{"judge", judges[0].phase_ms}, {"candidate", cands[0].phase_ms}};
+  if (!cands[0].sandbox.is_null()) res.sandbox = cands[0].sandbox;
   // Every judge agreed on the first failure (they all-gather it).
   if (judges[0].failure) {
     const Failure& f = *judges[0].failure;
     std::string where = "rank " + std::to_string(f.rank) +
                         (f.output.empty() ? "" : (f.reason == "input_mutated" ? ", input '" : ", output '") + f.output + "'") +
                         (f.phase == "trial" ? ", trial " + std::to_string(f.trial) : ", during timing");
-    set_verdict(res, f.verdict, where + ": " + f.detail);
-    res["failure"] = f.to_json();
+    res.set_verdict(f.verdict, where + ": " + f.detail);
+    res.failure = f;
     return;
   }
   // The candidate ranks were in as many trials as the judges ran.
@@ -208,30 +223,27 @@ void judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
     for (auto& st : rep.ranks[w + r].history)
       if (st.phase == launch::phase::kTrial) seen = std::max(seen, st.trial);
     if (seen + 1 != judges[0].trials_run) {
-      std::string m = rep.ranks[w + r].name + " announced " + std::to_string(seen + 1) + " trials where its judge ran " +
-                      std::to_string(judges[0].trials_run) + ": something other than pkb wrote to its channel";
-      set_verdict(res, Verdict::integrity_violation, m);
-      res["failure"] = {{"rank", r}, {"phase", "trial"}, {"reason", "channel"}, {"detail", m}};
+      fail(res, Verdict::integrity_violation, r, "trial", "channel",
+           rep.ranks[w + r].name + " announced " + std::to_string(seen + 1) + " trials where its judge ran " +
+               std::to_string(judges[0].trials_run) + ": something other than pkb wrote to its channel");
       return;
     }
   }
-  set_verdict(res, Verdict::correct, std::to_string(judges[0].trials_run) + " trials on " + std::to_string(w) + " ranks" +
-                                         (c.timing ? ", " + std::to_string(judges[0].timed_calls_checked) +
-                                                         " timed calls checked"
-                                                   : ""));
-  res["run"]["trials_run"] = judges[0].trials_run;
+  res.set_verdict(Verdict::correct, std::to_string(judges[0].trials_run) + " trials on " + std::to_string(w) + " ranks" +
+                                        (c.timing ? ", " + std::to_string(judges[0].timed_calls_checked) +
+                                                        " timed calls checked"
+                                                  : ""));
+  res.run.trials_run = judges[0].trials_run;
   // Outputs passed with elements outside atol/rtol that the spec's mismatch allows: said.
-  int tolerated = 0;
-  int64_t most = 0;
+  Tolerated tolerated;
   for (auto& j : judges) {
-    tolerated += j.tolerated_outputs;
-    most = std::max(most, j.tolerated_max);
+    tolerated.outputs += j.tolerated_outputs;
+    tolerated.max_elements = std::max(tolerated.max_elements, j.tolerated_max);
   }
-  if (tolerated > 0) {
-    res["mismatch_tolerated"] = {{"outputs", tolerated}, {"max_elements", most}};
-    res["message"] = res["message"].get<std::string>() + "; " + std::to_string(tolerated) +
-                     " outputs (over ranks and calls) had up to " + std::to_string(most) +
-                     " elements outside atol/rtol, within the spec's mismatch allowance";
+  if (tolerated.outputs > 0) {
+    res.mismatch_tolerated = tolerated;
+    res.message += "; " + std::to_string(tolerated.outputs) + " outputs (over ranks and calls) had up to " +
+                   std::to_string(tolerated.max_elements) + " elements outside atol/rtol, within the spec's mismatch allowance";
   }
   if (!c.timing) return;
   if (!judges[0].timing) throw std::runtime_error("the judges reported no timing of a timed evaluation");
@@ -245,83 +257,78 @@ void judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
     cand_calls.insert(cand_calls.end(), r.candidate_us.begin(), r.candidate_us.end());
   }
   const bool judge_clock = c.device == launch::Device::cuda;
-  if (judge_clock && !c.mps) flags.push_back("timing_unverified");  // the judge's spans hold the other context's slices
-  Stats rs = stats_of(ref_calls), cs = stats_of(cand_calls), bs = stats_of(t.baseline.us);
+  if (judge_clock && !c.mps) res.flags.push_back("timing_unverified");  // the judge's spans hold the other context's slices
+  TimingSummary ts;
+  ts.reference = stats_of(ref_calls);
+  ts.candidate = stats_of(cand_calls);
+  ts.baseline = stats_of(t.baseline.us);
+  ts.clock = judge_clock ? "judge" : "candidate_rank";
   interleave::Estimate e = interleave::estimate(t.rounds);
+  ts.rounds = RoundsSummary{e.rounds, t.plan.block, t.stop, t.seconds, c.interval_target, e, round_medians(t.rounds)};
+  const Stats &rs = ts.reference, &cs = ts.candidate;
   // The reference is credited at most a little over its baseline: timed beside the
   // candidate, in the candidate's process, it is within the candidate's reach.
-  interleave::Cap cap = interleave::cap(bs.median, rs.median, c.reference_drift);
-  res["timing"] = {{"reference", rs.to_json()},
-                   {"candidate", cs.to_json()},
-                   {"baseline", bs.to_json()},
-                   {"clock", judge_clock ? "judge" : "candidate_rank"},
-                   {"rounds", {{"count", e.rounds}, {"block", t.plan.block}, {"stop", t.stop}, {"seconds", t.seconds},
-                               {"target", c.interval_target}, {"estimate", e.to_json()},
-                               {"medians_us", round_medians(t.rounds)}}}};
+  interleave::Cap cap = interleave::cap(ts.baseline.median, rs.median, c.reference_drift);
   if (cap.applied()) {
-    flags.push_back("reference_slowed");
-    res["timing"]["reference_slowed"] =
+    res.flags.push_back("reference_slowed");
+    ts.reference_slowed =
         "the reference ran " + io::format("%.1f", 100 * cap.slower) + "% slower beside the candidate (median " +
-        fmt_us(rs.median) + " us) than alone before the candidate was loaded (" + fmt_us(bs.median) +
+        fmt_us(rs.median) + " us) than alone before the candidate was loaded (" + fmt_us(ts.baseline.median) +
         " us); credited at most " + io::format("%.0f", 100 * c.reference_drift) + "% over its baseline, the speedup is " +
         io::format("%.3f", cap.factor) + " of the rounds'";
   }
-  if (e.rounds >= 2 && e.half_width > rules.max_interval) flags.push_back("noisy_timing");
-  if (!cands[0].copy_us.empty()) res["timing"]["copy_median_us"] = stats_of(cands[0].copy_us).median;
+  if (e.rounds >= 2 && e.half_width > rules.max_interval) res.flags.push_back("noisy_timing");
+  if (!cands[0].copy_us.empty()) ts.copy_median_us = stats_of(cands[0].copy_us).median;
   if (judge_clock && judges[0].gate) {
     std::vector<std::vector<double>> self;
     for (auto& x : cands) self.push_back(x.timing ? x.timing->us : std::vector<double>{});
-    res["timing"]["candidate_self"] = stats_of(slowest_per_call(self)).to_json();
-    res["timing"]["gate_overhead"] = to_json(*judges[0].gate);
-    if (judges[0].gate->noisy()) flags.push_back("noisy_gate");
+    ts.candidate_self = stats_of(slowest_per_call(self));
+    ts.gate_overhead = *judges[0].gate;
+    if (judges[0].gate->noisy()) res.flags.push_back("noisy_gate");
   }
-  res["run"]["counts"] = {{"candidate", {{"warmup", t.candidate_warmup}, {"iters", cs.samples},
-                                         {"captured", judges[0].captured_calls}}},
-                          {"reference", {{"warmup", t.reference_warmup}, {"iters", rs.samples},
-                                         {"baseline", bs.samples}, {"baseline_warmup", t.baseline.warmup}}}};
-  res["speedup"] = e.speedup * cap.factor;
-  res["speedup_interval"] = {{"lo", e.lo * cap.factor}, {"hi", e.hi * cap.factor}, {"level", 0.95}, {"method", "rounds"}};
+  res.run.counts = CallCounts{t.candidate_warmup, cs.samples,  judges[0].captured_calls, t.reference_warmup,
+                              rs.samples,         ts.baseline.samples, t.baseline.warmup};
+  res.timing = ts;
+  res.speedup = e.speedup * cap.factor;
+  res.speedup_interval = Interval{e.lo * cap.factor, e.hi * cap.factor, 0.95, "rounds"};
   const spec::ProblemSpec& s = *c.spec;
   if (!s.roofline.bus_factor.empty())
-    res["busbw_gbps"] = {{"reference", busbw_gbps(s, c.size, c.world, c.dtype, rs.median)},
-                         {"candidate", busbw_gbps(s, c.size, c.world, c.dtype, cs.median)}};
+    res.busbw_gbps = BusBandwidth{busbw_gbps(s, c.size, c.world, c.dtype, rs.median),
+                                  busbw_gbps(s, c.size, c.world, c.dtype, cs.median)};
   for (auto& j : judges)
     if (j.clocks && j.clocks->throttled) {
-      flags.push_back("throttled");
+      res.flags.push_back("throttled");
       break;
     }
-  if (c.ranks_per_gpu > 1) flags.push_back("shared_gpu");
-  if (judges[0].clocks)
-    res["clocks"] = {{"sm_mhz_before", judges[0].clocks->sm_mhz_before}, {"sm_mhz_after", judges[0].clocks->sm_mhz_after},
-                     {"max_sm_mhz", judges[0].clocks->max_sm_mhz}, {"throttled", judges[0].clocks->throttled}};
+  if (c.ranks_per_gpu > 1) res.flags.push_back("shared_gpu");
+  if (judges[0].clocks) res.clocks = *judges[0].clocks;
 
   if (c.hardware) {
     Bound b = roofline_bound(s, c.size, c.world, c.dtype, *c.hardware);
     if (b.us > 0) {
-      res["roofline"] = {{"bound_us", b.us}, {"fraction", b.us / cs.median}, {"limiter", b.limiter},
-                         {"nvlink_us", b.nvlink_us}, {"hbm_us", b.hbm_us}, {"flops_us", b.flops_us}};
+      res.roofline = Roofline{b.us, b.us / cs.median, b.limiter, b.nvlink_us, b.hbm_us, b.flops_us};
       // Below the speed of light is a cheat or a wrong formula, never a result. Ranks that
       // share a GPU are no measurement of either.
       if (cs.median < rules.roofline_floor * b.us && c.ranks_per_gpu == 1) {
-        flags.push_back("faster_than_roofline");
-        json timing = res["timing"];  // the judge's clock, not forged: kept for whoever looks into it
+        res.flags.push_back("faster_than_roofline");
+        const json timing = res.to_json()["timing"];  // the judge's clock, not forged: kept for whoever looks into it
         violation(res, 0, "faster_than_roofline",
                   "the candidate's median " + fmt_us(cs.median) + " us is under " + fmt_us(100 * rules.roofline_floor) +
                       "% of the roofline bound " + fmt_us(b.us) + " us (" + b.limiter + ", hardware profile " +
                       c.hardware->name + "): faster than the hardware allows, so work was skipped or done "
                       "elsewhere (or the problem's roofline formula is wrong, a bug to report)");
-        res["failure"]["timing"] = timing;
+        res.failure->mismatch = {{"timing", timing}};
       }
     }
   }
   // The candidate rank's own reading against its judge's clock: far below it, the times
   // were rewritten in the candidate's process (the judge's are the ones used either way).
-  if (res["verdict"] == "correct" && judge_clock && c.mps) {
-    for (int r = 0; r < w && res["verdict"] == "correct"; ++r) {
+  if (res.correct() && judge_clock && c.mps) {
+    for (int r = 0; r < w && res.correct(); ++r) {
       if (!cands[r].timing || static_cast<size_t>(r) >= judges.size() || !judges[r].candidate) continue;
       double own = stats_of(cands[r].timing->us).median, judged = stats_of(judges[r].candidate->us).median;
       if (own < rules.self_report_fraction * judged && judged - own > rules.self_report_min_us) {
-        flags.push_back("timing_unverified");
+        res.flags.push_back("timing_unverified");
         violation(res, r, "timing_report",
                   "rank " + std::to_string(r) + "'s own events say its calls took a median " + fmt_us(own) +
                       " us, but its judge's clock saw " + fmt_us(judged) +
@@ -329,25 +336,7 @@ void judge(json& res, const launch::GroupReport& rep, const Context& c, const Ru
       }
     }
   }
-  if (res["verdict"] == "correct") judge_escape(res, cands, rules, flags);
-  res["flags"] = flags;
-}
-
-bool timing_in_doubt(const json& flags) {
-  for (auto& f : flags)
-    if (f == "throttled" || f == "shared_gpu" || f == "left_processes" || f == "faster_than_roofline" ||
-        f == "timing_escape" || f == "timing_unverified" || f == "noisy_timing" || f == "noisy_gate" ||
-        // older records' (before the timed rounds): a reference timing in doubt, hosts apart
-        f == "noisy_reference" || f == "host_mismatch" || f == "profiled")
-      return true;
-  return false;
-}
-
-bool timing_counts(const json& r) {
-  if (r.value("verdict", "") != "correct" || !r.value("speedup", json()).is_number()) return false;
-  const json& run = r.value("run", json::object());
-  if (run.value("device", "") != "cuda" || run.value("ranks_per_gpu", 1) != 1) return false;
-  return !timing_in_doubt(r.value("flags", json::array()));
+  if (res.correct()) judge_escape(res, cands, rules);
 }
 
 }  // namespace pkb::eval

@@ -7,8 +7,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "eval/record.hpp"
 #include "eval/reports.hpp"
 #include "eval/stats.hpp"
 #include "launch/group.hpp"
@@ -69,20 +68,13 @@ struct Context {
   double interval_target = 0.03, reference_drift = 0.05;
 };
 
-// Fills res's verdict, message, failure, timing, speedup, busbw_gbps, roofline, flags,
-// escape_check, run's counts, phases_ms and clocks from `rep`: the group of pkb eval, W
-// judge ranks then W candidate ranks (judge r beside candidate rank r).
-void judge(nlohmann::json& res, const launch::GroupReport& rep, const Context& c, const Rules& rules = {});
+// Fills the record's verdict, message, failure, timing, speedup, busbw_gbps, roofline,
+// flags, escape_check, run's counts and trials_run, phases_ms, sandbox and clocks from `rep`:
+// the group of pkb eval, W judge ranks then W candidate ranks (judge r beside candidate r).
+void judge(Record& res, const launch::GroupReport& rep, const Context& c, const Rules& rules = {});
 
 // What a candidate rank's phase events say about its channel: "" when they follow pkb's
 // order, else what broke it (only something other than pkb could have written them).
 std::string phase_order_error(const std::vector<launch::RankReport::Step>& history);
-
-// Whether a result's flags put its timing in doubt (throttled clocks, ranks sharing a GPU,
-// processes left behind, a violation of the timing rules).
-bool timing_in_doubt(const nlohmann::json& flags);
-// Whether a result's timing says anything about speed: correct, on the CUDA device with a
-// GPU per rank, and not in doubt.
-bool timing_counts(const nlohmann::json& result);
 
 }  // namespace pkb::eval

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "eval/verdict.hpp"
+#include "eval/record.hpp"
 
 namespace pkb::report {
 
@@ -33,11 +33,6 @@ std::optional<double> number_at(const json& j, std::initializer_list<const char*
   return at && at->is_number() ? std::optional<double>(at->get<double>()) : std::nullopt;
 }
 
-std::optional<int> int_at(const json& j, std::initializer_list<const char*> path) {
-  auto v = number_at(j, path);
-  return v ? std::optional<int>(static_cast<int>(*v)) : std::nullopt;
-}
-
 std::string string_at(const json& j, std::initializer_list<const char*> path, const std::string& fallback = "") {
   const json* at = at_path(j, path);
   return at && at->is_string() ? at->get<std::string>() : fallback;
@@ -52,36 +47,23 @@ std::string run_of_path(const std::string& path) {
   return parent.empty() ? "(unnamed)" : parent;
 }
 
-// A quartile of one side's timed calls; older results carry only the median and the IQR.
-std::optional<double> quartile(const json& j, const char* side, bool upper) {
-  if (auto q = number_at(j, {"timing", side, upper ? "p75_us" : "p25_us"})) return q;
-  auto median = number_at(j, {"timing", side, "median_us"});
-  auto iqr = number_at(j, {"timing", side, "iqr_us"});
-  if (!median || !iqr) return std::nullopt;
-  return *median + (upper ? 0.5 : -0.5) * *iqr;
-}
-
 // Why a correct evaluation's timing says nothing about speed, "" when it does.
-std::string timing_note(const json& j) {
-  if (!j.value("speedup", json()).is_number()) return "untimed";
-  const json& run = j.value("run", json::object());
-  if (run.value("device", "") != "cuda") return "CPU device";
-  const json& flags = j.value("flags", json::array());
-  auto has = [&](const char* f) { return std::find(flags.begin(), flags.end(), f) != flags.end(); };
-  if (run.value("ranks_per_gpu", 1) != 1 || has("shared_gpu")) return "shared GPU";
-  if (has("throttled")) return "throttled clocks";
-  if (has("left_processes")) return "processes left behind";
-  if (has("noisy_timing") || has("noisy_gate") || has("noisy_reference")) return "noisy timing";
-  if (has("host_mismatch")) return "hosts apart";  // an older record's: the two processes' host speeds
-  if (eval::timing_in_doubt(flags)) return "timing violation";
+std::string timing_note(const eval::Record& r) {
+  if (!r.speedup) return "untimed";
+  if (r.run.device != "cuda") return "CPU device";
+  if (r.run.ranks_per_gpu != 1 || r.has_flag("shared_gpu")) return "shared GPU";
+  if (r.has_flag("throttled")) return "throttled clocks";
+  if (r.has_flag("left_processes")) return "processes left behind";
+  if (r.has_flag("noisy_timing") || r.has_flag("noisy_gate") || r.has_flag("noisy_reference")) return "noisy timing";
+  if (r.has_flag("host_mismatch")) return "hosts apart";  // an older record's: the two processes' host speeds
+  if (eval::timing_in_doubt(r.flags)) return "timing violation";
   return "";
 }
 
 // Where the candidate is, absolutely: as recorded (pkb eval writes candidate.abs_path),
 // else its path if that is absolute or found from here or from the results file's folder.
-std::string locate(const json& j, const std::string& path, const fs::path& results_dir) {
-  std::string recorded = string_at(j, {"candidate", "abs_path"});
-  if (!recorded.empty()) return recorded;
+std::string locate(const eval::Record& r, const std::string& path, const fs::path& results_dir) {
+  if (!r.candidate.abs_path.empty()) return r.candidate.abs_path;
   if (path.empty()) return "";
   fs::path p(path);
   std::error_code ec;
@@ -99,8 +81,8 @@ std::string relative_to(const std::string& abs, const fs::path& dir) {
 
 // A version as people write it: NCCL's code 22809 is "2.28.9", CUDA's 13000 is "13.0";
 // strings stay as they are; 0 or nothing is "".
-std::string version_at(const json& j, const char* key, bool nccl) {
-  const json* v = at_path(j, {"versions", key});
+std::string version_at(const eval::Record& r, const char* key, bool nccl) {
+  const json* v = at_path(r.versions, {key});
   if (!v) return "";
   if (v->is_string()) return v->get<std::string>();
   if (!v->is_number_integer() || v->get<long long>() <= 0) return "";
@@ -114,8 +96,8 @@ std::string version_at(const json& j, const char* key, bool nccl) {
 // The throughput of a correct, timed evaluation: bus bandwidth for collectives (recorded by
 // pkb eval), TFLOP/s of one rank for problems whose spec counts flops. A collective: its
 // spec has a bus_factor, or its result a bus bandwidth, or it is in the coll category.
-void add_throughput(Evaluation& e, const json& j, const SpecLookup& specs) {
-  e.busbw_gbps = number_at(j, {"busbw_gbps", "candidate"});
+void add_throughput(Evaluation& e, const eval::Record& r, const SpecLookup& specs) {
+  if (r.busbw_gbps) e.busbw_gbps = r.busbw_gbps->candidate_gbps;
   const spec::ProblemSpec* s = specs ? specs(e.problem) : nullptr;
   e.collective = e.busbw_gbps.has_value() || e.category == "coll" || (s && !s->roofline.bus_factor.empty());
   if (e.collective || !s || s->roofline.flops.empty() || !e.candidate_us || *e.candidate_us <= 0 || !e.world) return;
@@ -126,64 +108,67 @@ void add_throughput(Evaluation& e, const json& j, const SpecLookup& specs) {
   }
 }
 
-Evaluation evaluation_of(const json& j, const std::string& file, const SpecLookup& specs) {
+Evaluation evaluation_of(const eval::Record& r, const std::string& file, const SpecLookup& specs) {
   Evaluation e;
   fs::path dir = fs::path(file).parent_path();
   e.file = file;
-  e.problem = j["problem"];
-  e.verdict = j["verdict"];
-  e.message = string_at(j, {"message"});
-  e.category = string_at(j, {"category"});
-  e.problem_id = j.value("problem_id", json()).is_number_integer() ? j["problem_id"].get<int>() : 0;
-  e.world = int_at(j, {"run", "world"}).value_or(0);
-  e.size = string_at(j, {"run", "size"}, "default");
-  e.device = string_at(j, {"run", "device"}, "?");
-  e.gpu = string_at(j, {"run", "gpu"});
-  e.dtype = string_at(j, {"run", "dtype"});
-  e.seed = string_at(j, {"run", "seed"});
-  e.hardware_profile = string_at(j, {"run", "hardware_profile"});
-  e.ranks_per_gpu = int_at(j, {"run", "ranks_per_gpu"}).value_or(1);
-  e.trials = int_at(j, {"run", "trials"});
-  e.warmup = int_at(j, {"run", "warmup"});
-  e.iters = int_at(j, {"run", "iters"});
-  e.trials_run = int_at(j, {"run", "trials_run"});
-  e.warmup_used = int_at(j, {"run", "counts", "candidate", "warmup"});
-  e.iters_used = int_at(j, {"run", "counts", "candidate", "iters"});
-  e.pkb_version = string_at(j, {"versions", "pkb"});
-  e.commit = string_at(j, {"versions", "commit"});
-  e.torch = string_at(j, {"versions", "torch"});
-  e.nccl = version_at(j, "nccl", true);
-  e.cuda_runtime = version_at(j, "cuda_runtime", false);
-  e.cuda_driver = version_at(j, "cuda_driver", false);
-  e.time = string_at(j, {"time"});
-  e.path = string_at(j, {"candidate", "path"});
-  e.sha256 = string_at(j, {"candidate", "sha256"});
-  e.backend = string_at(j, {"candidate", "backend"});
-  e.abs_path = locate(j, e.path, dir);
-  e.shown_path = e.abs_path.empty() ? e.path : relative_to(e.abs_path, dir.empty() ? fs::path(".") : dir);
-  e.run = string_at(j, {"sweep", "run"}, run_of_path(e.path));
-  e.sample = int_at(j, {"sweep", "sample"}).value_or(0);
-  e.key = string_at(j, {"sweep", "task"});
-  e.turn = int_at(j, {"agent", "turn"}).value_or(0);
-  e.parallel = std::max(1, int_at(j, {"sweep", "parallel"}).value_or(1));
-  e.speedup = number_at(j, {"speedup"});
-  e.timing_in_doubt = eval::timing_in_doubt(j.value("flags", json::array()));
-  e.timing_counts = eval::timing_counts(j);
-  if (e.correct()) e.timing_note = timing_note(j);
-  e.roofline_fraction = number_at(j, {"roofline", "fraction"});
-  e.candidate_us = number_at(j, {"timing", "candidate", "median_us"});
-  e.reference_us = number_at(j, {"timing", "reference", "median_us"});
-  auto ref_lo = quartile(j, "reference", false), ref_hi = quartile(j, "reference", true);
-  auto cand_lo = quartile(j, "candidate", false), cand_hi = quartile(j, "candidate", true);
-  if (e.speedup && ref_lo && cand_hi && *cand_hi > 0) e.speedup_low = *ref_lo / *cand_hi;
-  if (e.speedup && ref_hi && cand_lo && *cand_lo > 0) e.speedup_high = *ref_hi / *cand_lo;
-  auto lo = number_at(j, {"speedup_interval", "lo"}), hi = number_at(j, {"speedup_interval", "hi"});
-  if (e.speedup && lo && hi && *lo <= *hi) {
-    e.interval_low = lo;
-    e.interval_high = hi;
-    e.interval_level = number_at(j, {"speedup_interval", "level"});
+  e.problem = r.problem;
+  e.verdict = r.verdict ? eval::verdict_name(*r.verdict) : "";
+  e.message = r.message;
+  e.category = r.category;
+  e.problem_id = r.problem_id;
+  e.world = r.run.world;
+  e.size = r.run.size;
+  e.device = r.run.device.empty() ? "?" : r.run.device;
+  e.gpu = r.run.gpu;
+  e.dtype = r.run.dtype;
+  e.seed = r.run.seed;
+  e.hardware_profile = r.run.hardware_profile;
+  e.ranks_per_gpu = r.run.ranks_per_gpu;
+  e.trials = r.run.trials;
+  e.warmup = r.run.warmup;
+  e.iters = r.run.iters;
+  e.trials_run = r.run.trials_run;
+  if (r.run.counts) {
+    e.warmup_used = r.run.counts->candidate_warmup;
+    e.iters_used = r.run.counts->candidate_iters;
   }
-  add_throughput(e, j, specs);
+  e.pkb_version = string_at(r.versions, {"pkb"});
+  e.commit = string_at(r.versions, {"commit"});
+  e.torch = string_at(r.versions, {"torch"});
+  e.nccl = version_at(r, "nccl", true);
+  e.cuda_runtime = version_at(r, "cuda_runtime", false);
+  e.cuda_driver = version_at(r, "cuda_driver", false);
+  e.time = r.time;
+  e.path = r.candidate.path;
+  e.sha256 = r.candidate.sha256;
+  e.backend = r.candidate.backend;
+  e.abs_path = locate(r, e.path, dir);
+  e.shown_path = e.abs_path.empty() ? e.path : relative_to(e.abs_path, dir.empty() ? fs::path(".") : dir);
+  e.run = r.sweep && !r.sweep->run.empty() ? r.sweep->run : run_of_path(e.path);
+  e.sample = r.sweep ? r.sweep->sample : 0;
+  e.key = r.sweep ? r.sweep->task : "";
+  e.turn = r.agent ? r.agent->turn : 0;
+  e.parallel = std::max(1, r.sweep ? r.sweep->parallel.value_or(1) : 1);
+  e.speedup = r.speedup;
+  e.timing_in_doubt = eval::timing_in_doubt(r.flags);
+  e.timing_counts = eval::timing_counts(r);
+  if (e.correct()) e.timing_note = timing_note(r);
+  if (r.roofline) e.roofline_fraction = r.roofline->fraction;
+  if (r.timing) {
+    const eval::Stats &c = r.timing->candidate, &ref = r.timing->reference;
+    e.candidate_us = c.median;
+    e.reference_us = ref.median;
+    // The speedup if both sides sat at opposite quartiles of their timed calls.
+    if (e.speedup && r.timing->quartiles && c.p75 > 0) e.speedup_low = ref.p25 / c.p75;
+    if (e.speedup && r.timing->quartiles && c.p25 > 0) e.speedup_high = ref.p75 / c.p25;
+  }
+  if (e.speedup && r.speedup_interval && r.speedup_interval->lo <= r.speedup_interval->hi) {
+    e.interval_low = r.speedup_interval->lo;
+    e.interval_high = r.speedup_interval->hi;
+    e.interval_level = r.speedup_interval->level;
+  }
+  add_throughput(e, r, specs);
   return e;
 }
 
@@ -222,9 +207,14 @@ void read_manifests(Results& r) {
   }
 }
 
-bool is_result(const json& j) {
-  return j.is_object() && j.value("schema", "") == "pkb.eval/1" && j.value("problem", json()).is_string() &&
-         j.value("verdict", json()).is_string();
+// The record `j` holds, if it is one this version can read (a later schema's verdict is not).
+std::optional<eval::Record> record_of(const json& j) {
+  if (!eval::Record::is_record(j)) return std::nullopt;
+  try {
+    return eval::Record::from_json(j);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
 // Why a file that holds no result was left out, in a few words.
@@ -262,8 +252,8 @@ Results load_results(const std::vector<std::string>& paths, const SpecLookup& sp
     }
   }
   std::map<std::string, size_t> by_task;  // sweep task -> index in evaluations
-  auto add = [&](const json& j, const std::string& file) {
-    Evaluation e = evaluation_of(j, file, specs);
+  auto add = [&](const eval::Record& rec, const std::string& file) {
+    Evaluation e = evaluation_of(rec, file, specs);
     if (!e.key.empty()) {
       // The same evaluation twice (a sweep re-run on a copy of its file): keep the later.
       auto [it, fresh] = by_task.emplace(e.key, r.evaluations.size());
@@ -282,9 +272,9 @@ Results load_results(const std::vector<std::string>& paths, const SpecLookup& sp
     const std::string text = buf.str();
     // pkb eval --json writes one object over many lines: a file that parses whole is that.
     json whole = json::parse(text, nullptr, false);
-    if (is_result(whole)) {
+    if (auto rec = record_of(whole)) {
       r.files.push_back(file);
-      add(whole, file);
+      add(*rec, file);
       continue;
     }
     size_t results = 0, lines = 0, json_lines = 0, bad = 0;
@@ -294,12 +284,13 @@ Results load_results(const std::vector<std::string>& paths, const SpecLookup& sp
       ++lines;
       json j = json::parse(line, nullptr, false);
       json_lines += !j.is_discarded();
-      if (!is_result(j)) {
+      auto rec = record_of(j);
+      if (!rec) {
         ++bad;
         continue;
       }
       ++results;
-      add(j, file);
+      add(*rec, file);
     }
     if (results == 0) {
       r.skipped_files.push_back({file, why_no_result(lines, json_lines, whole)});

@@ -44,7 +44,7 @@ struct Evaluation {
   // rank (the spec's roofline flops over the candidate's median), where the spec has flops.
   bool collective = false;
   std::optional<double> busbw_gbps, tflops;
-  bool timing_in_doubt = false;  // flags that put the timing in doubt (eval/verdict.hpp)
+  bool timing_in_doubt = false;  // flags that put the timing in doubt (eval/record.hpp)
   // Whether the timing says anything about speed (eval::timing_counts: correct, the CUDA
   // device with a GPU per rank, nothing in doubt). Only such timings are fast, best or
   // averaged.

@@ -145,31 +145,42 @@ struct ProblemRun {
   std::string dtype;
   eval::Context ctx;
   eval::MemoryPlan plan;
-  json record;
+  eval::Record record;
 };
 
 // The evaluation's record before anything ran: the problem, the run as placed, versions.
-json new_eval_record(const EvalRequest& q, const spec::ProblemSpec& s, const launch::Placement& p,
-                     const spec::HardwareProfile* hw, const std::string& dtype, bool mps, uint64_t seed) {
+eval::Record new_eval_record(const EvalRequest& q, const spec::ProblemSpec& s, const launch::Placement& p,
+                             const spec::HardwareProfile* hw, const std::string& dtype, bool mps, uint64_t seed) {
   const rank::EvalSettings& job = q.settings;
-  eval::RecordHead head;
-  head.problem = s.slug;
-  head.problem_id = s.id;
-  head.category = s.category;
-  head.run = {{"world", p.world}, {"device", launch::name(p.device)}, {"gpu", p.gpu_name}, {"gpus", p.gpus},
-              {"ranks_per_gpu", p.ranks_per_gpu}, {"comm", launch::name(p.comm)}, {"hardware_profile", hw ? hw->name : ""},
-              {"size", job.size}, {"dtype", dtype}, {"seed", std::to_string(seed)}, {"trials", job.trials},
-              {"warmup", job.warmup}, {"iters", job.iters}, {"cache", job.cache}, {"sandbox", q.ranks.sandbox},
-              {"mps", mps}, {"cpus", p.cpus.to_json()},
-              {"budgets_s", {{"warmup", job.warmup_budget_s}, {"timing", job.timing_budget_s},
-                             {"trials", job.trials_budget_s}}},
-              {"settings", rank::to_json(job)}};
-  json res = eval::new_record(head);
-  res["time"] = utc_now();
-  res["versions"] = {{"pkb", PKB_VERSION}, {"commit", PKB_COMMIT}, {"torch", PKB_TORCH_VERSION},
-                     {"cuda_runtime", p.probe.value("runtime_version", 0)},
-                     {"cuda_driver", p.probe.value("driver_version", 0)}, {"nccl", p.probe.value("nccl_version", 0)}};
-  return res;
+  eval::Record r;
+  r.problem = s.slug;
+  r.problem_id = s.id;
+  r.category = s.category;
+  r.time = utc_now();
+  eval::RunInfo& run = r.run;
+  run.world = p.world;
+  run.device = launch::name(p.device);
+  run.gpu = p.gpu_name;
+  run.gpus = p.gpus;
+  run.ranks_per_gpu = p.ranks_per_gpu;
+  run.comm = launch::name(p.comm);
+  run.hardware_profile = hw ? hw->name : "";
+  run.size = job.size;
+  run.dtype = dtype;
+  run.seed = std::to_string(seed);
+  run.trials = job.trials;
+  run.warmup = job.warmup;
+  run.iters = job.iters;
+  run.cache = job.cache;
+  run.sandbox = q.ranks.sandbox;
+  run.mps = mps;
+  run.cpus = p.cpus.to_json();
+  run.budgets_s = {{"warmup", job.warmup_budget_s}, {"timing", job.timing_budget_s}, {"trials", job.trials_budget_s}};
+  run.settings = rank::to_json(job);
+  r.versions = {{"pkb", PKB_VERSION}, {"commit", PKB_COMMIT}, {"torch", PKB_TORCH_VERSION},
+                {"cuda_runtime", p.probe.value("runtime_version", 0)},
+                {"cuda_driver", p.probe.value("driver_version", 0)}, {"nccl", p.probe.value("nccl_version", 0)}};
+  return r;
 }
 
 // Trials that will take minutes on this device, said before they start: the spec's roofline
@@ -324,7 +335,7 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
     e.captures = r.plan.captures;
     e.candidate_heap_bytes = r.plan.candidate_heap;
     job.eval_problems.push_back(e);
-    r.record["run"]["memory_plan"] = {{"per_device_bytes", r.plan.per_gpu}, {"device_bytes", r.plan.memory},
+    r.record.run.memory_plan = {{"per_device_bytes", r.plan.per_gpu}, {"device_bytes", r.plan.memory},
                                       {"candidate_rank_bytes", r.plan.candidate_rank},
                                       {"judge_rank_bytes", r.plan.judge_rank}, {"reference_peak", r.plan.reference_source}};
   }
@@ -334,16 +345,14 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
   auto t0 = Clock::now();
   build::Result b = build_candidate(q, problems, p);
   for (auto& r : runs) {
-    r.record["candidate"] = {{"path", q.solution},
-                             {"abs_path", reference ? q.solution : fs::absolute(q.solution).lexically_normal().string()},
-                             {"sha256", b.source_sha256},
-                             {"backend", reference ? "reference" : build::name(b.backend)}};
-    r.record["versions"]["compiler"] = b.compiler;
-    r.record["build_s"] = b.seconds;
+    r.record.candidate = {q.solution, reference ? q.solution : fs::absolute(q.solution).lexically_normal().string(),
+                          b.source_sha256, reference ? "reference" : build::name(b.backend)};
+    r.record.versions["compiler"] = b.compiler;
+    r.record.build_s = b.seconds;
   }
   auto finished = [&](int code) {
     for (auto& r : runs) {
-      r.record["wall_s"] = seconds_since(t0);
+      r.record.wall_s = seconds_since(t0);
       out.records.push_back(r.record);
     }
     out.exit_code = code;
@@ -351,9 +360,13 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
   };
   if (!b.ok) {
     for (auto& r : runs) {
-      r.record["verdict"] = "compile_error";
-      r.record["message"] = b.error;
-      r.record["failure"] = {{"reason", "compile"}, {"detail", b.log}};
+      r.record.set_verdict(eval::Verdict::compile_error, b.error);
+      eval::Failure f;
+      f.verdict = eval::Verdict::compile_error;
+      f.phase = "build";
+      f.reason = "compile";
+      f.detail = b.log;
+      r.record.failure = f;
     }
     out.details = b.log;  // the compiler's output
     return finished(eval::kCompileError);
@@ -400,10 +413,10 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
     }
     launch::GroupReport mine = several ? launch::for_problem(rep, r.spec->slug, results) : rep;
     eval::judge(r.record, mine, r.ctx);
-    r.record["costs_s"] = costs(mine, p.world, std::chrono::duration<double>(t_launch - q.started).count() - b.seconds,
+    r.record.costs_s = costs(mine, p.world, std::chrono::duration<double>(t_launch - q.started).count() - b.seconds,
                                 b.seconds, job.timing);
-    r.record["run"]["leftovers_ended"] = rep.leftovers_ended;
-    int code = eval::verdict_exit_code(r.record["verdict"].get<std::string>());
+    r.record.run.leftovers_ended = rep.leftovers_ended;
+    int code = r.record.verdict ? eval::verdict_exit_code(*r.record.verdict) : eval::kInternal;
     if (first_bad == eval::kOk) first_bad = code;
   }
   return finished(first_bad);

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "build/builder.hpp"
+#include "eval/record.hpp"
 #include "launch/placement.hpp"
 #include "rank/job.hpp"
 #include "run/ranks.hpp"
@@ -41,7 +42,7 @@ struct EvalRequest {
 };
 
 struct EvalRun {
-  std::vector<nlohmann::json> records;  // one pkb.eval/1 record per problem evaluated, in order
+  std::vector<eval::Record> records;     // one pkb.eval/1 record per problem evaluated, in order
   int exit_code = 0;                    // the first problem's that is not correct; 0 when all are
   std::string plan;                     // dry_plan: the memory plans, nothing started
   // For stderr: a group that failed, every rank's phase and fate and its last lines; a

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "eval/record.hpp"
+
 namespace pkb::sweep {
 
 class ResultsFile {
@@ -22,6 +24,7 @@ class ResultsFile {
   bool has(const std::string& task_key) const { return done_.count(task_key) > 0; }
 
   // Appends one line (one write, then fdatasync). Throws std::runtime_error on I/O errors.
+  void append(const eval::Record& line) { append(line.to_json()); }
   void append(const nlohmann::json& line);
 
   size_t lines() const { return lines_; }

@@ -106,7 +106,7 @@ class Builder {
 // An evaluation that ended: its line, or why there is none (pkb eval refused its command line).
 struct Ended {
   size_t id = 0;
-  json line;
+  eval::Record line;
   std::exception_ptr error;
 };
 
@@ -192,37 +192,45 @@ std::vector<std::string> eval_argv(const Task& t, const RunnerOptions& o, const 
   return c.argv();
 }
 
-eval::RecordHead record_head(const Task& t, const Settings& s) {
+eval::Record record_head(const Task& t, const Settings& s) {
   const Candidate& c = t.candidate;
-  eval::RecordHead h;
-  h.problem = c.problem;
-  h.problem_id = c.problem_id;
-  h.category = c.category;
-  h.candidate_path = c.path;
-  h.candidate_abs_path = fs::absolute(c.path).lexically_normal().string();  // pkb eval runs here too
-  h.candidate_sha256 = c.sha256;
-  h.backend = c.backend;
-  h.run = {{"world", t.world},
-           {"device", c.device},
-           {"size", s.eval.size},
-           {"seed", t.seed ? json(std::to_string(*t.seed)) : json()},
-           {"trials", s.eval.trials},
-           {"warmup", s.eval.warmup},
-           {"iters", s.eval.iters},
-           {"settings", rank::to_json(s.eval)}};
-  if (!s.eval.dtype.empty()) h.run["dtype"] = s.eval.dtype;
-  return h;
+  eval::Record r;
+  r.problem = c.problem;
+  r.problem_id = c.problem_id;
+  r.category = c.category;
+  r.candidate = {c.path, fs::absolute(c.path).lexically_normal().string(), c.sha256, c.backend};  // pkb eval runs here too
+  r.run.world = t.world;
+  r.run.device = c.device;
+  r.run.size = s.eval.size;
+  r.run.dtype = s.eval.dtype;
+  if (t.seed) r.run.seed = std::to_string(*t.seed);
+  r.run.trials = s.eval.trials;
+  r.run.warmup = s.eval.warmup;
+  r.run.iters = s.eval.iters;
+  r.run.settings = rank::to_json(s.eval);
+  return r;
 }
 
-json record_for(const Task& t, const Settings& s, const launch::ProcessResult& child, const std::string& json_text,
-                double wall_s, double deadline_s) {
-  json line = json::parse(json_text, nullptr, false);
-  if (!line.is_object() || !line.value("verdict", json()).is_string()) {
+eval::Record record_for(const Task& t, const Settings& s, const launch::ProcessResult& child,
+                        const std::string& json_text, double wall_s, double deadline_s) {
+  std::optional<eval::Record> line;
+  std::string unreadable;
+  json j = json::parse(json_text, nullptr, false);
+  if (eval::Record::is_record(j)) {
+    try {
+      line = eval::Record::from_json(j);
+    } catch (const std::exception& e) {
+      unreadable = e.what();
+    }
+  }
+  if (!line) {
     if (!child.timed_out && child.signal == 0 && child.exit_code == eval::kUsage)
       throw EvalRejected("pkb eval refused " + t.candidate.path + ": " + last_line(child.err));
     eval::Verdict verdict = eval::Verdict::crash;
     std::ostringstream why;
-    if (child.timed_out) {
+    if (!unreadable.empty()) {
+      why << "pkb eval wrote a result pkb cannot read (" << unreadable << ")";
+    } else if (child.timed_out) {
       verdict = eval::Verdict::timeout;
       why << "pkb eval overran the sweep's deadline of " << deadline_s << " s and was killed";
     } else if (child.signal) {
@@ -238,8 +246,8 @@ json record_for(const Task& t, const Settings& s, const launch::ProcessResult& c
     if (!said.empty()) why << ": " << said;
     line = eval::unmeasured_record(record_head(t, s), verdict, why.str(), "no_result", wall_s);
   }
-  line["sweep"] = {{"run", t.candidate.run}, {"sample", t.candidate.sample}, {"task", t.key}};
-  return line;
+  line->sweep = eval::SweepTag{t.candidate.run, t.key, t.candidate.sample, std::nullopt, std::nullopt};
+  return *line;
 }
 
 namespace {
@@ -279,13 +287,13 @@ size_t run_reference_batches(std::vector<const Task*>& todo, ResultsFile& out, c
       std::istringstream lines(whole.is_object() ? whole.dump() : text);
       for (std::string l; std::getline(lines, l);) {
         json j = json::parse(l, nullptr, false);
-        if (j.is_object() && j.value("problem", json()).is_string()) line_of[j["problem"].get<std::string>()] = l;
+        if (eval::Record::is_record(j)) line_of[j["problem"].get<std::string>()] = l;
       }
       fs::remove(json_out);
     }
     for (const Task* t : batch) {
-      json line = record_for(*t, o.settings, child, line_of[t->candidate.problem], wall / batch.size(), o.deadline_s);
-      line["sweep"]["batch"] = batch.size();  // evaluated in turn with these others on one start of the ranks
+      eval::Record line = record_for(*t, o.settings, child, line_of[t->candidate.problem], wall / batch.size(), o.deadline_s);
+      line.sweep->batch = static_cast<int>(batch.size());  // evaluated in turn with these others on one start of the ranks
       out.append(line);
       ++ran;
       if (cb.on_result) cb.on_result(*t, line);
@@ -376,7 +384,7 @@ size_t run_sweep(const std::vector<Task>& tasks, ResultsFile& out, const RunnerO
         if (!rejected) rejected = e.error;
         continue;
       }
-      if (o.parallel > 1) e.line["sweep"]["parallel"] = o.parallel;  // its timing shared the node
+      if (o.parallel > 1) e.line.sweep->parallel = o.parallel;  // its timing shared the node
       out.append(e.line);
       ++ran;
       if (cb.on_result) {

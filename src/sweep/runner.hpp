@@ -9,8 +9,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "eval/eval_command.hpp"
 #include "eval/record.hpp"
 #include "launch/subprocess.hpp"
 #include "sweep/candidates.hpp"
@@ -36,7 +35,7 @@ struct RunnerOptions {
 struct Callbacks {  // called one at a time, from any thread
   std::function<void(const Candidate&, bool compiled)> on_built;
   std::function<void(const Task&)> on_start;
-  std::function<void(const Task&, const nlohmann::json& line)> on_result;
+  std::function<void(const Task&, const eval::Record& line)> on_result;
 };
 
 // pkb eval refused the command line (exit 2): every evaluation would, so the sweep stops.
@@ -55,13 +54,13 @@ std::vector<std::string> eval_argv(const Task& t, const RunnerOptions& o, const 
 // a CPU list ("" where a slot's share would be empty).
 std::string cpu_share(const std::vector<int>& allowed, const std::vector<int>& on, size_t gpus);
 
-// What the task's record says before pkb eval ran (eval::RecordHead).
-eval::RecordHead record_head(const Task& t, const Settings& s);
+// What the task's record says before pkb eval ran.
+eval::Record record_head(const Task& t, const Settings& s);
 
-// The line to record for a finished child: its pkb.eval/1 JSON, or, when it wrote none, the
-// verdict its exit code or death implies (flagged "no_result"); plus the sweep's fields.
-// Throws EvalRejected on a usage error.
-nlohmann::json record_for(const Task& t, const Settings& s, const launch::ProcessResult& child,
+// The line to record for a finished child: its pkb.eval/1 record, or, when it wrote none
+// (or one that cannot be read), the verdict its exit code or death implies (flagged
+// "no_result"); plus the sweep's fields. Throws EvalRejected on a usage error.
+eval::Record record_for(const Task& t, const Settings& s, const launch::ProcessResult& child,
                           const std::string& json_text, double wall_s, double deadline_s);
 
 // Evaluates `tasks` (in order, or packed: RunnerOptions::parallel), skipping those `out`

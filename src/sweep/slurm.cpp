@@ -112,12 +112,13 @@ SlurmEvalResult eval_on_slurm(const SlurmEval& e) {
   }
   std::ifstream in(result);
   nlohmann::json res = nlohmann::json::parse(in, nullptr, false);
-  if (res.is_discarded() || !res.value("verdict", nlohmann::json()).is_string()) {
-    out.error = result + " is not a pkb.eval/1 result";
+  try {
+    out.record = eval::Record::from_json(res);
+  } catch (const std::exception& x) {
+    out.error = result + " is not a pkb.eval/1 result (" + x.what() + ")";
     return out;
   }
-  res["slurm"] = {{"job", sub.id}, {"folder", e.dir}};
-  out.record = res;
+  out.record->slurm = eval::SlurmTag{sub.id, e.dir};
   return out;
 }
 

@@ -5,12 +5,12 @@
 // eval` on a GPU node, writing its result into a shared folder for the submitting side.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <functional>
-
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "eval/record.hpp"
 
 namespace pkb::sweep {
 
@@ -57,7 +57,7 @@ struct SlurmEval {
   std::function<void(const std::string& script)> on_submit;
 };
 struct SlurmEvalResult {
-  nlohmann::json record;  // the node's pkb.eval/1 record (with "slurm": job and folder), or null
+  std::optional<eval::Record> record;  // the node's pkb.eval/1 record (with `slurm`: job and folder), or none
   std::string error;      // why there is none: sbatch's words or the job's end, and the log's last lines
 };
 // Throws std::runtime_error naming the fix where the script cannot be written or sbatch

@@ -18,6 +18,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A record as pkb eval writes it, from the fields a test names.
+pkb::eval::Record record(json j) {
+  j["schema"] = "pkb.eval/1";
+  if (!j.contains("problem")) j["problem"] = "coll_allreduce";
+  return pkb::eval::Record::from_json(j);
+}
+
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 const std::vector<std::string> kTags = {"cpp", "c++"};
@@ -83,8 +90,8 @@ TEST(AgentFeedback, AWrongResultNamesRankOutputTrialAndFirstBadIndexButNotTheSee
               {"detail", "seed 12345678901234 leaked"}}}};
   Scrubber scrub;
   scrub.add("12345678901234", "<seed>");
-  pkb::gen::Context v = result_values(r, "", scrub);
-  EXPECT_EQ(verdict_template(r), "wrong");
+  pkb::gen::Context v = result_values(record(r), "", scrub);
+  EXPECT_EQ(verdict_template(record(r)), "wrong");
   EXPECT_EQ(v["message"], "rank 1, output 'y', trial 3: 5 of 16 elements differ; first at [0, 2]: got 4, want 6")
       << "the template ends the sentence";
   EXPECT_EQ(v["details"],
@@ -97,7 +104,7 @@ TEST(AgentFeedback, AWrongResultNamesRankOutputTrialAndFirstBadIndexButNotTheSee
   json mutated = {{"verdict", "integrity_violation"},
                   {"message", "m"},
                   {"failure", {{"rank", 0}, {"output", "x"}, {"phase", "timing"}, {"reason", "input_mutated"}}}};
-  EXPECT_EQ(failure_details(mutated["failure"]), "- rank: 0\n- input: x\n- phase: timing\n- reason: input_mutated\n");
+  EXPECT_EQ(failure_details(*record(mutated).failure), "- rank: 0\n- input: x\n- phase: timing\n- reason: input_mutated\n");
 }
 
 TEST(AgentFeedback, ACompileErrorQuotesTheCompilerWithoutPkbsPaths) {
@@ -107,8 +114,8 @@ TEST(AgentFeedback, ACompileErrorQuotesTheCompilerWithoutPkbsPaths) {
   Scrubber scrub;
   scrub.add("/tmp/x/turn_1/", "");
   scrub.add("/tmp/x", "<pkb>");  // shorter: applied after the longer one
-  pkb::gen::Context v = result_values(r, "", scrub);
-  EXPECT_EQ(verdict_template(r), "compile_error");
+  pkb::gen::Context v = result_values(record(r), "", scrub);
+  EXPECT_EQ(verdict_template(record(r)), "compile_error");
   EXPECT_TRUE(has(v["compiler_errors"], "\ncandidate.cpp:45:5: error:")) << v["compiler_errors"];
   EXPECT_FALSE(has(v["compiler_errors"], "/tmp/x")) << v["compiler_errors"];
   EXPECT_TRUE(v["details"].empty());
@@ -118,13 +125,12 @@ TEST(AgentFeedback, CrashesAndTimeoutsQuoteWhatTheRanksPrinted) {
   std::string err = "pkb: crash: rank 1 was killed by signal 11\nrank 1 crashed\n  rank 0: stopped by pkb, last phase trial 0\n"
                     "  rank 1: signal 11 (Segmentation fault), last phase trial 0\n    | about to store\n";
   json r = {{"verdict", "crash"}, {"message", "rank 1 was killed by signal 11 (Segmentation fault) in trial 0"}};
-  pkb::gen::Context v = result_values(r, err, Scrubber());
+  pkb::gen::Context v = result_values(record(r), err, Scrubber());
   EXPECT_EQ(v["rank_output"],
             "```\n  rank 0: stopped by pkb, last phase trial 0\n  rank 1: signal 11 (Segmentation fault), last phase "
             "trial 0\n    | about to store\n```");
   EXPECT_EQ(rank_output("nothing from ranks\n"), "");
-  json odd = {{"verdict", "exploded"}};
-  EXPECT_EQ(verdict_template(odd), "crash") << "a verdict of a later schema is reported as a failure";
+  EXPECT_EQ(verdict_template(pkb::eval::Record{}), "crash") << "a record without a verdict is reported as a failure";
 }
 
 TEST(AgentFeedback, ACorrectResultGivesTimeSpeedupBandwidthAndRoofline) {
@@ -136,17 +142,17 @@ TEST(AgentFeedback, ACorrectResultGivesTimeSpeedupBandwidthAndRoofline) {
             {"busbw_gbps", {{"candidate", 300.0}, {"reference", 187.5}}},
             {"roofline", {{"fraction", 0.42}, {"bound_us", 21.0}, {"limiter", "nvlink"}}},
             {"flags", json::array()}};
-  EXPECT_EQ(timing_text(r),
+  EXPECT_EQ(timing_text(record(r)),
             "- median time per call (100 timed calls, slowest rank): yours 50.0 us, the reference's 80.0 us\n"
             "- speedup: 1.60x\n"
             "- bus bandwidth: yours 300.0 GB/s, the reference's 187.5 GB/s\n"
             "- roofline: 42% of the h100_8 bound (21.0 us, limited by nvlink)\n");
   r["flags"] = {"shared_gpu"};
-  EXPECT_TRUE(has(timing_text(r), "- flags: shared_gpu\n- note: the flags put this timing in doubt"));
+  EXPECT_TRUE(has(timing_text(record(r)), "- flags: shared_gpu\n- note: the flags put this timing in doubt"));
   r["run"]["device"] = "cpu";
-  EXPECT_TRUE(has(timing_text(r), "pkb's CPU device"));
+  EXPECT_TRUE(has(timing_text(record(r)), "pkb's CPU device"));
   r["timing"] = nullptr;
-  EXPECT_EQ(timing_text(r), "Timing was off for this run.");
+  EXPECT_EQ(timing_text(record(r)), "Timing was off for this run.");
 }
 
 TEST(AgentFeedback, AScrubberReplacesLongestFirst) {

@@ -201,11 +201,21 @@ Task sample_task() {
 TEST(RecordFor, TheChildsJsonGetsTheSweepFields) {
   pkb::launch::ProcessResult child;
   child.exit_code = 1;
-  json line = record_for(sample_task(), Settings{}, child, R"({"schema":"pkb.eval/1","verdict":"wrong","speedup":null})",
-                         2.0, 60);
+  json line = record_for(sample_task(), Settings{}, child,
+                         R"({"schema":"pkb.eval/1","problem":"coll_allreduce","verdict":"wrong","speedup":null,"x":1})",
+                         2.0, 60)
+                  .to_json();
   EXPECT_EQ(line["verdict"], "wrong");
   EXPECT_EQ(line["sweep"], (json{{"run", "m"}, {"sample", 3}, {"task", "key"}}));
-  EXPECT_FALSE(line.contains("flags"));
+  EXPECT_EQ(line["flags"], json::array());
+  EXPECT_EQ(line["x"], 1) << "a key pkb does not know is kept as it was";
+  // A record of a later schema's verdict is one pkb cannot read: reported as a crash.
+  line = record_for(sample_task(), Settings{}, child, R"({"schema":"pkb.eval/1","problem":"p","verdict":"exploded"})",
+                    2.0, 60)
+             .to_json();
+  EXPECT_EQ(line["verdict"], "crash");
+  EXPECT_NE(line["message"].get<std::string>().find("pkb eval wrote a result pkb cannot read"), std::string::npos)
+      << line["message"];
 }
 
 TEST(RecordFor, AChildThatLeftNoJsonStillGetsALine) {
@@ -213,7 +223,7 @@ TEST(RecordFor, AChildThatLeftNoJsonStillGetsALine) {
   s.eval.trials = 2;
   pkb::launch::ProcessResult killed;
   killed.signal = SIGKILL;
-  json line = record_for(sample_task(), s, killed, "", 5.0, 60);
+  json line = record_for(sample_task(), s, killed, "", 5.0, 60).to_json();
   EXPECT_EQ(line["schema"], "pkb.eval/1");
   EXPECT_EQ(line["verdict"], "crash");
   EXPECT_EQ(line["message"], "pkb eval was killed by signal 9 (Killed)");
@@ -225,21 +235,21 @@ TEST(RecordFor, AChildThatLeftNoJsonStillGetsALine) {
   pkb::launch::ProcessResult overran;
   overran.timed_out = true;
   overran.signal = SIGKILL;
-  line = record_for(sample_task(), s, overran, "", 60.0, 60);
+  line = record_for(sample_task(), s, overran, "", 60.0, 60).to_json();
   EXPECT_EQ(line["verdict"], "timeout");
   EXPECT_EQ(line["message"], "pkb eval overran the sweep's deadline of 60 s and was killed");
 
   pkb::launch::ProcessResult internal;
   internal.exit_code = 7;
   internal.err = "rank 0 says hello\npkb: internal error: cannot write the result\n";
-  line = record_for(sample_task(), s, internal, "{\"truncated", 1.0, 60);
+  line = record_for(sample_task(), s, internal, "{\"truncated", 1.0, 60).to_json();
   EXPECT_EQ(line["verdict"], "crash");
   EXPECT_EQ(line["message"],
             "pkb eval failed (exit code 7) without writing its result: pkb: internal error: cannot write the result");
 
   pkb::launch::ProcessResult timeout;
   timeout.exit_code = 5;
-  EXPECT_EQ(record_for(sample_task(), s, timeout, "", 1.0, 60)["verdict"], "timeout");
+  EXPECT_EQ(record_for(sample_task(), s, timeout, "", 1.0, 60).verdict, pkb::eval::Verdict::timeout);
 
   pkb::launch::ProcessResult usage;
   usage.exit_code = 2;

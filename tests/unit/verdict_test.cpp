@@ -85,6 +85,7 @@ launch::GroupReport finished(const Ranks& r) {
   return rep;
 }
 
+// The judged record as pkb eval writes it (its JSON).
 struct Judged {
   json res;
 };
@@ -92,11 +93,14 @@ struct Judged {
 Judged judge(const launch::GroupReport& rep, eval::Context c) {
   static spec::ProblemSpec s = allreduce();
   c.spec = &s;
-  Judged j;
-  j.res = {{"run", json::object()}, {"flags", json::array()}};
-  eval::judge(j.res, rep, c);
-  return j;
+  eval::Record rec;
+  rec.problem = s.slug;
+  eval::judge(rec, rep, c);
+  return {rec.to_json()};
 }
+
+// Whether a record, read back from its JSON, counts as a speed result.
+bool counts(const json& j) { return eval::timing_counts(eval::Record::from_json(j)); }
 
 eval::Context cuda(int world, const spec::HardwareProfile* hw = nullptr) {
   eval::Context c;
@@ -182,8 +186,8 @@ TEST(Verdict, SpeedupFromTheRounds) {
   EXPECT_EQ(j.res["timing"]["rounds"]["stop"], "interval");
   EXPECT_EQ(j.res["timing"]["clock"], "judge");
   EXPECT_FALSE(j.res["flags"].dump().find("reference_slowed") != std::string::npos);
-  EXPECT_TRUE(eval::timing_counts(json{{"verdict", "correct"}, {"speedup", 2.0},
-                                       {"run", {{"device", "cuda"}, {"ranks_per_gpu", 1}}}, {"flags", json::array()}}));
+  EXPECT_TRUE(counts(json{{"schema", "pkb.eval/1"}, {"problem", "p"}, {"verdict", "correct"}, {"speedup", 2.0},
+                          {"run", {{"device", "cuda"}, {"ranks_per_gpu", 1}}}, {"flags", json::array()}}));
   // Every call the same: the interval is the point.
   Judged same = judge(finished(timed(100, 300)), cuda(2));
   EXPECT_DOUBLE_EQ(same.res["speedup"].get<double>(), 3.0);
@@ -208,7 +212,7 @@ TEST(Verdict, AReferenceSlowedBesideTheCandidateIsCreditedAtMostItsBaseline) {
   EXPECT_NE(j.res["timing"]["reference_slowed"].get<std::string>().find("100.0% slower"), std::string::npos)
       << j.res["timing"]["reference_slowed"];
   j.res["run"] = {{"device", "cuda"}, {"ranks_per_gpu", 1}};
-  EXPECT_TRUE(eval::timing_counts(j.res));  // the speedup is the capped one: it still counts
+  EXPECT_TRUE(counts(j.res));  // the speedup is the capped one: it still counts
   // Within the drift: the rounds' speedup as it is.
   for (auto& x : r.judges) x.timing->baseline.us = std::vector<double>(10, 290);
   Judged within = judge(finished(r), c);
@@ -235,7 +239,7 @@ TEST(Verdict, FasterThanTheRooflineIsAViolationNotASpeedup) {
   Judged s = judge(finished(timed(1, 100)), shared);
   EXPECT_EQ(s.res["verdict"], "correct");
   EXPECT_NE(s.res["flags"].dump().find("shared_gpu"), std::string::npos);
-  EXPECT_FALSE(eval::timing_counts(s.res));
+  EXPECT_FALSE(counts(s.res));
 }
 
 TEST(Verdict, WorkEscapingTheTimedStream) {
@@ -260,7 +264,7 @@ TEST(Verdict, FlagsThatPutTimingsInDoubt) {
   EXPECT_EQ(j.res["verdict"], "correct");
   for (auto f : {"throttled", "left_processes"}) EXPECT_NE(j.res["flags"].dump().find(f), std::string::npos) << f;
   j.res["run"] = {{"device", "cuda"}, {"ranks_per_gpu", 1}};
-  EXPECT_FALSE(eval::timing_counts(j.res));
+  EXPECT_FALSE(counts(j.res));
 }
 
 TEST(Verdict, ToleratedMismatchesAreSaid) {
@@ -370,7 +374,7 @@ TEST(Verdict, AWideIntervalIsFlaggedNoisy) {
   EXPECT_NE(j.res["flags"].dump().find("noisy_timing"), std::string::npos);
   EXPECT_EQ(j.res["timing"]["rounds"]["stop"], "budget");
   j.res["run"] = {{"device", "cuda"}, {"ranks_per_gpu", 1}};
-  EXPECT_FALSE(eval::timing_counts(j.res));
+  EXPECT_FALSE(counts(j.res));
 }
 
 TEST(Verdict, ANoisyGateCalibrationIsFlagged) {
@@ -384,7 +388,7 @@ TEST(Verdict, ANoisyGateCalibrationIsFlagged) {
   EXPECT_EQ(n.res["verdict"], "correct");
   EXPECT_NE(n.res["flags"].dump().find("noisy_gate"), std::string::npos);
   n.res["run"] = {{"device", "cuda"}, {"ranks_per_gpu", 1}};
-  EXPECT_FALSE(eval::timing_counts(n.res));
+  EXPECT_FALSE(counts(n.res));
 }
 
 // How long a reference's call typically takes, for the warning before a long run: the
