@@ -26,6 +26,20 @@ bool clocks_up(const device::Clocks& c) {
   return c.sm_mhz >= kFraction * c.max_sm_mhz || (c.throttle_reasons & kPowerCap);
 }
 
+// Whether every rank stops warming up here: where one is out of its budget, or all have
+// made their calls (and, on CUDA, their clocks are up). The calls are collective, so a rank
+// that stopped on its own clock would leave the others in the next call's communication for
+// good (seen on two busy cores: one rank a call short of the other, both waiting).
+bool all_stop(const rank::Rank& r, bool over_budget, bool done) {
+  if (r.world <= 1) return over_budget || done;
+  bool any_over = false, all_done = true;
+  for (auto& x : r.client.all_gather(r.rank, r.world, std::string{over_budget ? 'o' : '-', done ? 'd' : '-'})) {
+    any_over = any_over || x.at(0) == 'o';
+    all_done = all_done && x.at(1) == 'd';
+  }
+  return any_over || all_done;
+}
+
 }  // namespace
 
 Warmup warm_up(const rank::Rank& r, const std::function<bool()>& call, int most, double budget_s) {
@@ -45,8 +59,9 @@ Warmup warm_up(const rank::Rank& r, const std::function<bool()>& call, int most,
     // doubling counts (1, 2, 4, ...), so a fast call is not held up by waiting.
     if ((w.calls & (w.calls - 1)) == 0 || w.calls >= most) {
       device::synchronize(r.device);
-      if (seconds_since(t0) > budget_s) break;
-      if (w.calls >= most && (!cuda || clocks_up(device::read_clocks(r.device)))) break;
+      bool over = seconds_since(t0) > budget_s;
+      bool done = w.calls >= most && (!cuda || clocks_up(device::read_clocks(r.device)));
+      if (all_stop(r, over, done)) break;
     }
   }
   device::synchronize(r.device);

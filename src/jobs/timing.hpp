@@ -28,8 +28,9 @@ struct Warmup {
 
 // Calls `call` up to `most` times (job.warmup by default), stopping once `budget_s`
 // (job.warmup_budget_s) is spent (one call at least) and, on CUDA, going on past `most`
-// within the budget until the SM clock is up; then waits for the device. `call` returns
-// false to stop (a failure).
+// within the budget until the SM clock is up; then waits for the device. Every rank of the
+// client's namespace makes the same number of calls (they stop together, where one is out
+// of budget). `call` returns false to stop (a failure).
 Warmup warm_up(const rank::Rank& r, const std::function<bool()>& call, int most = -1, double budget_s = -1);
 
 // The timed calls every rank of the client's namespace makes: as many of `iters`
