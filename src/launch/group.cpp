@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -13,6 +14,7 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,12 +91,33 @@ class Hub {
   }
 
  private:
-  // A folder for the ranks' HOME and TMPDIR, gone with the group.
+  // A folder for the ranks' HOME and TMPDIR, gone with the group. Named after this process,
+  // so that the folders of a pkb killed outright (SIGKILL: nothing of it ran to remove them)
+  // go when the next group starts.
   void make_scratch() {
     if (!o_.scratch) return;
-    std::string tmpl = (std::filesystem::temp_directory_path() / "pkb-scratch-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw_errno("cannot make a scratch folder under " + std::filesystem::temp_directory_path().string());
+    const std::filesystem::path tmp = std::filesystem::temp_directory_path();
+    remove_stale_scratch(tmp);
+    std::string tmpl = (tmp / ("pkb-scratch-" + std::to_string(getpid()) + "-XXXXXX")).string();
+    if (!mkdtemp(tmpl.data())) throw_errno("cannot make a scratch folder under " + tmp.string());
     scratch_ = tmpl;
+  }
+
+  // Scratch folders of this user whose pkb no longer runs.
+  static void remove_stale_scratch(const std::filesystem::path& tmp) {
+    std::error_code ec;
+    for (auto& e : std::filesystem::directory_iterator(tmp, ec)) {
+      std::string name = e.path().filename().string();
+      const std::string prefix = "pkb-scratch-";
+      if (name.rfind(prefix, 0) != 0) continue;
+      size_t dash = name.find('-', prefix.size());
+      if (dash == std::string::npos) continue;  // an older pkb's name: no process to ask
+      pid_t pid = static_cast<pid_t>(std::strtol(name.substr(prefix.size(), dash - prefix.size()).c_str(), nullptr, 10));
+      struct stat st {};
+      if (pid <= 0 || lstat(e.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) continue;
+      if (kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to ask)
+      std::filesystem::remove_all(e.path(), ec);
+    }
   }
 
   void remove_scratch() {

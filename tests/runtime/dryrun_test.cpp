@@ -7,6 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "launch/subprocess.hpp"
 #include "support.hpp"
 
@@ -81,6 +84,28 @@ TEST(DryrunIds, AcceptsOriginalIdAndStem) {
 
 // The saved outputs above are hundreds of MB a test: the test process's scratch goes when it
 // ends (a suite that kept it once filled /tmp with 60 GB), and stays where a test failed.
+// A pkb killed outright (SIGKILL) leaves its ranks' scratch folder: the next group pkb
+// starts removes it, and only it (the folders of a pkb still running stay).
+TEST(Scratch, AKilledPkbsFolderGoesWithTheNextGroup) {
+  pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  ASSERT_GT(gone, 0);
+  waitpid(gone, nullptr, 0);
+  auto tmp = std::filesystem::temp_directory_path();
+  auto stale = tmp / ("pkb-scratch-" + std::to_string(gone) + "-killed");
+  auto live = tmp / ("pkb-scratch-" + std::to_string(getpid()) + "-running");
+  for (auto& d : {stale, live}) {
+    std::filesystem::create_directories(d / "home");
+    std::ofstream(d / "home" / "left.txt") << "x";
+  }
+  PkbRun r = run_pkb({"dryrun", "-p", "coll_allreduce", "--device", "cpu", "-w", "1"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(stale)) << stale;
+  EXPECT_TRUE(std::filesystem::exists(live / "home" / "left.txt")) << live;
+  std::filesystem::remove_all(stale);
+  std::filesystem::remove_all(live);
+}
+
 TEST(Scratch, GoesWithTheTestProcessThatPassed) {
   if (std::getenv("PKB_SCRATCH_CHILD")) {
     std::string dir = temp_dir("kept-until-exit");
