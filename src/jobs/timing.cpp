@@ -54,7 +54,11 @@ Warmup warm_up(const rank::Rank& r, const std::function<bool()>& call, int most,
   // 500 calls of 10 us are 5 ms, far less than an idle GPU takes to reach its clock.
   for (;;) {
     ++w.calls;
-    if (!call()) break;
+    if (!call()) {
+      // The others stop at their next check, where this is the answer they get.
+      all_stop(r, true, true);
+      break;
+    }
     // The clock only means something once the device has done the work: check it at
     // doubling counts (1, 2, 4, ...), so a fast call is not held up by waiting.
     if ((w.calls & (w.calls - 1)) == 0 || w.calls >= most) {
