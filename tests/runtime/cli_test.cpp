@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -293,6 +295,16 @@ TEST(Cli, DoctorReportsTheSandboxLayers) {
   EXPECT_TRUE(contains(r.out, "\n  CPU device (.cpp)                      yes, ")) << r.out;
   PkbRun j = run_pkb({"doctor", "--json"});
   ASSERT_EQ(j.code, 0) << j.err;
+  // The CPU's cores and whether it has bf16 instructions, as /proc/cpuinfo says.
+  const nlohmann::json cpu = nlohmann::json::parse(j.out)["cpu"];
+  EXPECT_EQ(cpu["cores"].get<unsigned>(), std::thread::hardware_concurrency());
+  std::ifstream info("/proc/cpuinfo");
+  std::string text((std::istreambuf_iterator<char>(info)), std::istreambuf_iterator<char>());
+  bool bf16 = contains(text, " avx512_bf16") || contains(text, " amx_bf16") || contains(text, " bf16");
+  EXPECT_EQ(cpu["bf16"], bf16) << cpu;
+  EXPECT_TRUE(contains(r.out, "CPU: " + std::to_string(std::thread::hardware_concurrency()) +
+                                  " cores, bf16 instructions: " + (bf16 ? "yes\n" : "no (")))
+      << r.out;
   std::string nvcc = nlohmann::json::parse(j.out)["candidates"]["cuda"]["nvcc"];
   if (nvcc.empty())
     EXPECT_TRUE(contains(r.out, "no: pkb was built without the CUDA toolkit")) << r.out;
