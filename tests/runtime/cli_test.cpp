@@ -204,18 +204,6 @@ TEST(Cli, EvalSettingsFromFlagsBackToTheSameFlags) {
   EXPECT_EQ(rec["run"]["dtype"], "fp32");
 }
 
-// A Python candidate's traceback names the user's file, not its copy in the build cache.
-TEST(Cli, PythonTracebackNamesTheUsersFile) {
-  std::string cand = std::string(PKB_SOURCE_DIR) + "/tests/candidates/py/exception.py";
-  std::string dir = temp_dir("py-traceback-file");
-  PkbRun r = run_pkb({"eval", "-p", "coll_allreduce", "-s", cand, "--device", "cpu", "-w", "2", "-n", "2", "--json",
-                      dir + "/r.json"});
-  if (contains(r.out, "built without embedded Python")) GTEST_SKIP() << "pkb was built without embedded Python";
-  std::string m = nlohmann::json::parse(std::ifstream(dir + "/r.json"))["message"];
-  EXPECT_TRUE(contains(m, "File \"" + cand + "\", line 8, in pkb_run")) << m;
-  EXPECT_TRUE(contains(m, "raise ValueError(\"the candidate gave up on purpose\")")) << "the line itself: " << m;
-  EXPECT_FALSE(contains(m, "/build/")) << m;
-}
 
 TEST(Cli, ListAndShow) {
   PkbRun r = run_pkb({"list", "--category", "coll"});
