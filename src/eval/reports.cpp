@@ -68,6 +68,15 @@ json Failure::to_json() const {
   return j;
 }
 
+Failure Failure::of(Verdict v, std::string phase, std::string reason, std::string detail) {
+  Failure f;
+  f.verdict = v;
+  f.phase = std::move(phase);
+  f.reason = std::move(reason);
+  f.detail = std::move(detail);
+  return f;
+}
+
 Failure Failure::from_json(const json& j) {
   Failure f;
   f.verdict = verdict_from_name(j.at("verdict"));

@@ -38,6 +38,8 @@ struct Failure {
   // first_bad_index... for values (compare.hpp), the timing for faster_than_roofline; or null.
   nlohmann::json mismatch;
 
+  // The fields every failure has; the callers add rank, trial, output and mismatch.
+  static Failure of(Verdict v, std::string phase, std::string reason, std::string detail);
   nlohmann::json to_json() const;
   static Failure from_json(const nlohmann::json& j);
 };

@@ -20,16 +20,17 @@ namespace {
 
 std::string fmt_us(double us) { return io::format("%.1f", us); }
 
+// A failure of the candidate rank's channel or of the group, in `phase`.
+void fail(Record& res, Verdict v, int rank, const std::string& phase, const std::string& reason,
+          const std::string& message) {
+  res.set_verdict(v, message);
+  res.failure = Failure::of(v, phase, reason, message);
+  res.failure->rank = rank;
+}
+
 // A violation found after the calls were timed: no timing is reported.
 void violation(Record& res, int rank, const std::string& reason, const std::string& message) {
-  res.set_verdict(Verdict::integrity_violation, message);
-  Failure f;
-  f.verdict = Verdict::integrity_violation;
-  f.phase = "timing";
-  f.rank = rank;
-  f.reason = reason;
-  f.detail = message;
-  res.failure = f;
+  fail(res, Verdict::integrity_violation, rank, "timing", reason, message);
   res.timing.reset();
   res.speedup.reset();
   res.speedup_interval.reset();
@@ -37,18 +38,6 @@ void violation(Record& res, int rank, const std::string& reason, const std::stri
   res.busbw_gbps.reset();
 }
 
-// A failure of the candidate rank's channel or of the group, in `phase`.
-void fail(Record& res, Verdict v, int rank, const std::string& phase, const std::string& reason,
-          const std::string& message) {
-  res.set_verdict(v, message);
-  Failure f;
-  f.verdict = v;
-  f.phase = phase;
-  f.rank = rank;
-  f.reason = reason;
-  f.detail = message;
-  res.failure = f;
-}
 
 // A group that did not finish: timeout, or a rank that died. Returns false when it did.
 bool judge_outcome(Record& res, const launch::GroupReport& rep) {

@@ -269,13 +269,9 @@ class CandidateProblem {
   }
 
   Failure failure(Verdict v, const std::string& ph, int64_t trial, const std::string& reason, const std::string& detail) {
-    Failure f;
-    f.verdict = v;
-    f.phase = ph;
+    Failure f = Failure::of(v, ph, reason, detail);
     f.trial = trial;
     f.rank = r_.rank;
-    f.reason = reason;
-    f.detail = detail;
     return f;
   }
 

@@ -62,13 +62,9 @@ constexpr double kLateWorkWaitMs = 3000;
 
 Failure make_failure(Verdict v, const std::string& ph, int64_t trial, const std::string& output,
                      const std::string& reason, const std::string& detail) {
-  Failure f;
-  f.verdict = v;
-  f.phase = ph;
+  Failure f = Failure::of(v, ph, reason, detail);
   f.trial = trial;
   f.output = output;
-  f.reason = reason;
-  f.detail = detail;
   return f;
 }
 

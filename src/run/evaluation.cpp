@@ -361,12 +361,7 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
   if (!b.ok) {
     for (auto& r : runs) {
       r.record.set_verdict(eval::Verdict::compile_error, b.error);
-      eval::Failure f;
-      f.verdict = eval::Verdict::compile_error;
-      f.phase = "build";
-      f.reason = "compile";
-      f.detail = b.log;
-      r.record.failure = f;
+      r.record.failure = eval::Failure::of(eval::Verdict::compile_error, "build", "compile", b.log);
     }
     out.details = b.log;  // the compiler's output
     return finished(eval::kCompileError);
