@@ -59,11 +59,15 @@ def real(t):
     return t.to(f64)
 
 
-def tolerance(o, spec):
-    dt = o.get("dtype", "dt")
-    if dt == "dt":
-        dt = spec.get("dtype", "bf16")
-    atol, rtol = DEFAULT_TOL.get(dt, (0.0, 0.0))
+DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32", torch.float64: "fp64",
+               torch.float8_e4m3fn: "fp8_e4m3", torch.float8_e5m2: "fp8_e5m2", torch.complex64: "complex64",
+               torch.complex128: "complex128"}
+
+
+def tolerance(o, y):
+    """An output's tolerance, as pkb's comparison takes it: the spec's atol/rtol, else the
+    defaults of the reference's element type `y.dtype` (which `--dtype` may have changed)."""
+    atol, rtol = DEFAULT_TOL.get(DTYPE_NAMES.get(y.dtype, ""), (0.0, 0.0))
     return o.get("atol", atol), o.get("rtol", rtol)
 
 
@@ -123,7 +127,7 @@ def check(problem, d, w, nocomm=None, verbose=False):
     for r in range(w):
         for i, o in enumerate(outs):
             y, e = got[r][i], exact[r][i]
-            atol, rtol = tolerance(o, spec)
+            atol, rtol = tolerance(o, y)
             if tuple(y.shape) != tuple(e.shape):
                 errors.append(f"rank {r} {o['name']}: shape {tuple(y.shape)}, expected {tuple(e.shape)}")
                 continue
@@ -141,7 +145,7 @@ def check(problem, d, w, nocomm=None, verbose=False):
                 errors.append(f"rank {r} {o['name']}: reference off the exact answer by {ratio:.3f} of the tolerance")
 
     def rejected(answers):
-        return any(fails(answers[r][i], got[r][i], *tolerance(o, spec), o.get("mismatch", 0.0))
+        return any(fails(answers[r][i], got[r][i], *tolerance(o, got[r][i]), o.get("mismatch", 0.0))
                    for r in range(w) for i, o in enumerate(outs))
 
     if w > 1:

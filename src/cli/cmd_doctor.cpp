@@ -10,6 +10,7 @@
 #include "build/builder.hpp"
 #include "cli/commands.hpp"
 #include "eval/verdict.hpp"
+#include "launch/cpus.hpp"
 #include "launch/subprocess.hpp"
 #include "rank/sandbox.hpp"
 #include "spec/hardware.hpp"
@@ -33,21 +34,6 @@ std::string version_of(const std::vector<std::string>& argv, const std::string& 
   for (std::string line; std::getline(lines, line);)
     if (line.find(word) != std::string::npos) return line;
   return "";
-}
-
-// Whether this CPU has bf16 instructions (x86's avx512_bf16 or amx_bf16, Arm's bf16), from
-// /proc/cpuinfo; null where it does not say. Without them ATen's bf16 work runs far slower than
-// float32 (265-300x on an AVX2-only EPYC: bench/results/cpu_same_code.md).
-nlohmann::json cpu_has_bf16() {
-  std::ifstream info("/proc/cpuinfo");
-  for (std::string line; std::getline(info, line);) {
-    if (line.rfind("flags", 0) != 0 && line.rfind("Features", 0) != 0) continue;
-    std::stringstream words(line.substr(line.find(':') + 1));
-    for (std::string w; words >> w;)
-      if (w == "avx512_bf16" || w == "amx_bf16" || w == "bf16") return true;
-    return false;
-  }
-  return nullptr;
 }
 
 // Which kinds of candidate this build can run, and with what: {kind: {"runs": bool, "how": text}}.
@@ -115,7 +101,8 @@ void add_doctor_commands(CLI::App& app, Globals& g, Action& run) {
                             : spec::pick_profile(profiles, devs_seen[0].value("name", ""), static_cast<int>(devs_seen.size()));
       probe["hardware_profile"] = hw ? hw->name : "";
       probe["candidates"] = candidate_kinds(g, !devs_seen.empty());
-      probe["cpu"] = {{"cores", std::thread::hardware_concurrency()}, {"bf16", cpu_has_bf16()}};
+      std::optional<bool> bf16 = launch::cpu_has_bf16();
+      probe["cpu"] = {{"cores", std::thread::hardware_concurrency()}, {"bf16", bf16 ? nlohmann::json(*bf16) : nlohmann::json()}};
       if (as_json) {
         printf("%s\n", probe.dump(2).c_str());
         return int(eval::kOk);
@@ -148,10 +135,9 @@ void add_doctor_commands(CLI::App& app, Globals& g, Action& run) {
       }
       printf("hardware profile: %s\n", hw ? (hw->name + " (" + hw->description + ")").c_str()
                                          : "none matches (add one to hardware/profiles.toml)");
-      const nlohmann::json& bf16 = probe["cpu"]["bf16"];
       printf("CPU: %u cores, bf16 instructions: %s\n", probe["cpu"]["cores"].get<unsigned>(),
-             bf16.is_null() ? "unknown"
-             : bf16.get<bool>()
+             !bf16 ? "unknown"
+             : *bf16
                  ? "yes"
                  : "no (the CPU device's bf16 work runs far slower than float32 here; --dtype float32 for quick runs)");
       std::string mps = probe["mps_control"];

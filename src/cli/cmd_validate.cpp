@@ -79,6 +79,7 @@ void add_validate_commands(CLI::App& app, Globals& g, Action& run) {
   cmd->add_option("problems", problems, "problems (slug, id or stem), category keys (coll, tp, ...) or 'all'")->required();
   cmd->add_option("-n,--trials", job.trials, "trials per problem")->check(CLI::Range(1, 1000));
   cmd->add_option("--size", job.size, kSizeHelp);
+  cmd->add_option("--dtype", job.dtype, "element type for the problems' 'dt' tensors")->transform(dtype_spellings());
   cmd->add_option("--seed", seed, "replay a seed");
   cmd->add_option("--save-outputs", save,
                   "write the reference's rank_<r>.pt and rank_<r>_inputs.pt of trial 0 here (several problems: in <slug>/)");

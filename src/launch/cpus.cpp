@@ -6,6 +6,7 @@
 #include <cctype>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 
 namespace pkb::launch {
@@ -119,6 +120,18 @@ bool pin_thread(int cpu) {
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
   return sched_setaffinity(0, sizeof set, &set) == 0;
+}
+
+std::optional<bool> cpu_has_bf16() {
+  std::ifstream info("/proc/cpuinfo");
+  for (std::string line; std::getline(info, line);) {
+    if (line.rfind("flags", 0) != 0 && line.rfind("Features", 0) != 0) continue;
+    std::stringstream words(line.substr(line.find(':') + 1));
+    for (std::string w; words >> w;)
+      if (w == "avx512_bf16" || w == "amx_bf16" || w == "bf16") return true;
+    return false;
+  }
+  return std::nullopt;
 }
 
 }  // namespace pkb::launch

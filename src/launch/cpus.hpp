@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,5 +46,10 @@ std::vector<int> cpus_near_pci(const std::string& pci_bus_id);
 // Pins the calling thread (only it; threads it starts later inherit the CPU) to `cpu`; -1
 // does nothing. Returns false where the system refused.
 bool pin_thread(int cpu);
+
+// Whether this CPU has bf16 instructions (x86's avx512_bf16 or amx_bf16, Arm's bf16), from
+// /proc/cpuinfo; nullopt where it does not say. Without them ATen's bf16 work runs far slower
+// than float32 (265-300x on an AVX2-only EPYC: bench/results/cpu_same_code.md).
+std::optional<bool> cpu_has_bf16();
 
 }  // namespace pkb::launch

@@ -38,6 +38,7 @@ PkbRun eval_reference(const std::vector<std::string>& problems, int world, const
   args.insert(args.end(), problems.begin(), problems.end());
   args.insert(args.end(), {"-s", "@reference", "--device", "cpu", "-w", std::to_string(world), "--json", out});
   if (!size.empty()) args.insert(args.end(), {"--size", size});
+  for (auto& f : problem_dtype_flags()) args.push_back(f);
   args.insert(args.end(), extra.begin(), extra.end());
   return run_pkb(args, 1500);
 }

@@ -49,6 +49,7 @@ TEST_P(ReferenceCopiesDryrun, OnlyTheListedReferencesCopyAnOutput) {
                                    out, "-p"};
   args.insert(args.end(), g.problems.begin(), g.problems.end());
   if (!g.size.empty()) args.insert(args.end(), {"--size", g.size});
+  for (auto& f : problem_dtype_flags()) args.push_back(f);
   PkbRun r = run_pkb(args, 1500);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   std::ifstream f(out);

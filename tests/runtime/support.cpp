@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "launch/cpus.hpp"
 #include "launch/subprocess.hpp"
 #include "spec/spec.hpp"
 
@@ -187,6 +188,18 @@ const std::map<std::string, std::string> kCpuSizes = {
 
 }  // namespace
 
+std::vector<std::string> problem_dtype_flags() {
+  static const bool native = [] {
+    bool yes = pkb::launch::cpu_has_bf16().value_or(true);
+    if (!yes)
+      std::fprintf(stderr, "pkb tests: this CPU has no bf16 instructions, so the problem tests run at --dtype fp32 "
+                           "(their bf16 results are checked where the CPU has them and on GPUs)\n");
+    return yes;
+  }();
+  if (native) return {};
+  return {"--dtype", "fp32"};
+}
+
 std::vector<CaseGroup> every_problem() {
   std::map<std::pair<int, std::string>, CaseGroup> by;
   std::vector<std::string> files;
@@ -225,6 +238,7 @@ void expect_references_recomputed(const CaseGroup& g) {
   std::vector<std::string> args = {g.world > 1 ? "validate" : "dryrun", "--trials", "2", "--seed", "7340" + w,
                                    "--save-outputs", dir, "--device", "cpu", "-w", w};
   if (!g.size.empty()) args.insert(args.end(), {"--size", g.size});
+  for (auto& f : problem_dtype_flags()) args.push_back(f);
   if (g.world == 1) args.push_back("-p");
   args.insert(args.end(), g.problems.begin(), g.problems.end());
   PkbRun r = run_pkb(args);
@@ -247,6 +261,7 @@ void expect_cpu_candidate_correct(const std::string& problem, int world, const s
                                    "--device", "cpu", "-w", std::to_string(world), "--trials", "3", "--warmup", "2",
                                    "--iters", "3"};
   if (!size.empty()) args.insert(args.end(), {"--size", size});
+  for (auto& f : problem_dtype_flags()) args.push_back(f);
   PkbRun r = run_pkb(args);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "verdict: correct")) << r.out << r.err;

@@ -63,6 +63,13 @@ struct CaseGroup {
 std::vector<CaseGroup> group_cases(const std::vector<Case>& cases);
 void PrintTo(const CaseGroup& g, std::ostream* os);
 
+// The element-type flags of the problem tests: none (each spec's own, bf16 mostly) where
+// this CPU has bf16 instructions, `--dtype fp32` where it has none, as on AVX2-only hosts:
+// there ATen emulates bf16 265-300x slower than float32 and a problem's test outlasts any
+// time limit (bench/results/cpu_same_code.md). The first call says which on stderr. The
+// references' bf16 results are checked where the CPU has it and on every GPU run.
+std::vector<std::string> problem_dtype_flags();
+
 // Every benchmark problem (problems/*.toml) at W = 1 where it runs and at the smallest
 // W >= 2 it takes, grouped by W and size. Sizes are the defaults but for the problems whose
 // default trials take seconds each on two cores, which run smaller (kCpuSizes in
