@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "build/built_with.hpp"
 #include "build/sha256.hpp"
 #include "io/files.hpp"
 #include "launch/subprocess.hpp"
@@ -88,17 +89,14 @@ if "pkb_run" not in bound:
 Toolchain Toolchain::from_build(const std::string& root) {
   Toolchain t;
   t.root = root;
-#ifdef PKB_NVCC
-  t.nvcc = PKB_NVCC;
-  t.cuda_lib_dir = PKB_CUDA_LIB_DIR;
-  t.nccl_include = PKB_NCCL_INCLUDE;
-  t.nccl_library = PKB_NCCL_LIBRARY;
-#endif
-  t.torch_root = PKB_TORCH_ROOT;
-  t.rpath = PKB_RUNTIME_RPATH;
-#ifdef PKB_PYTHON_EXE
-  t.python = PKB_PYTHON_EXE;
-#endif
+  const BuiltWith& b = kBuiltWith;
+  t.nvcc = b.nvcc;
+  t.cuda_lib_dir = b.cuda_lib_dir;
+  t.nccl_include = b.nccl_include;
+  t.nccl_library = b.nccl_library;
+  t.torch_root = b.torch_root;
+  t.rpath = b.rpath;
+  t.python = b.python;
   return t;
 }
 

@@ -8,16 +8,13 @@
 #include <thread>
 
 #include "build/builder.hpp"
+#include "build/built_with.hpp"
 #include "cli/commands.hpp"
 #include "eval/verdict.hpp"
 #include "launch/cpus.hpp"
 #include "launch/subprocess.hpp"
 #include "rank/sandbox.hpp"
 #include "spec/hardware.hpp"
-
-#ifndef PKB_TORCH_VERSION
-#define PKB_TORCH_VERSION "unknown"
-#endif
 
 namespace pkb::cli {
 
@@ -90,7 +87,7 @@ void add_doctor_commands(CLI::App& app, Globals& g, Action& run) {
       rank::SandboxStatus sandbox = rank::sandbox_support();
       probe["sandbox"] = sandbox.to_json();
       probe["pkb_version"] = PKB_VERSION;
-      probe["torch_version"] = PKB_TORCH_VERSION;
+      probe["torch_version"] = build::kBuiltWith.torch_version;
       probe["mps_control"] = launch::which("nvidia-cuda-mps-control");
       probe["root"] = g.root;
       // The profile eval measures rooflines against and prompts quote (--hardware overrides).
@@ -107,7 +104,7 @@ void add_doctor_commands(CLI::App& app, Globals& g, Action& run) {
         printf("%s\n", probe.dump(2).c_str());
         return int(eval::kOk);
       }
-      printf("pkb %s, libtorch %s\n", PKB_VERSION, PKB_TORCH_VERSION);
+      printf("pkb %s, libtorch %s\n", PKB_VERSION, build::kBuiltWith.torch_version);
       if (!probe.value("cuda_built", false)) printf("CUDA device: not built in (CPU device only)\n");
       if (probe.contains("driver_version"))
         printf("CUDA driver %s, runtime %s, NCCL %d.%d.%d\n",

@@ -11,6 +11,7 @@
 #include <optional>
 #include <sstream>
 
+#include "build/built_with.hpp"
 #include "build/builder.hpp"
 #include "build/sha256.hpp"
 #include "eval/memory_plan.hpp"
@@ -177,7 +178,7 @@ eval::Record new_eval_record(const EvalRequest& q, const spec::ProblemSpec& s, c
   run.cpus = p.cpus.to_json();
   run.budgets_s = {{"warmup", job.warmup_budget_s}, {"timing", job.timing_budget_s}, {"trials", job.trials_budget_s}};
   run.settings = rank::to_json(job);
-  r.versions = {{"pkb", PKB_VERSION}, {"commit", PKB_COMMIT}, {"torch", PKB_TORCH_VERSION},
+  r.versions = {{"pkb", PKB_VERSION}, {"commit", PKB_COMMIT}, {"torch", build::kBuiltWith.torch_version},
                 {"cuda_runtime", p.probe.value("runtime_version", 0)},
                 {"cuda_driver", p.probe.value("driver_version", 0)}, {"nccl", p.probe.value("nccl_version", 0)}};
   return r;

@@ -293,6 +293,10 @@ TEST(Cli, DoctorReportsTheSandboxLayers) {
   EXPECT_TRUE(contains(r.out, "CPU: " + std::to_string(std::thread::hardware_concurrency()) +
                                   " cores, bf16 instructions: " + (bf16 ? "yes\n" : "no (")))
       << r.out;
+  // The libtorch found when pkb was configured (build/built_with.hpp), which records carry too.
+  std::string torch = nlohmann::json::parse(j.out)["torch_version"];
+  EXPECT_EQ(torch.rfind("2.11.", 0), 0u) << torch;
+  EXPECT_TRUE(contains(r.out, "libtorch " + torch + "\n")) << r.out;
   std::string nvcc = nlohmann::json::parse(j.out)["candidates"]["cuda"]["nvcc"];
   if (nvcc.empty())
     EXPECT_TRUE(contains(r.out, "no: pkb was built without the CUDA toolkit")) << r.out;

@@ -59,6 +59,7 @@ TEST_P(CpuCandidate, IsCorrectOverItsTrialsAndTimed) {
   EXPECT_EQ(j["verdict"], "correct");
   EXPECT_EQ(j["run"]["trials"], trials);
   EXPECT_EQ(j["run"]["world"], 4);
+  EXPECT_EQ(j["versions"]["torch"].get<std::string>().rfind("2.11.", 0), 0u) << j["versions"];
   EXPECT_GE(j["timing"]["candidate"]["samples"], 20);  // --iters, in whole rounds
   EXPECT_GT(j["timing"]["reference"]["median_us"].get<double>(), 0);
   EXPECT_GT(j["speedup"].get<double>(), 0);
@@ -321,6 +322,25 @@ TEST(Validate, EveryCollectiveRejectsZerosPassthroughAndNoCommunication) {
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "8 problems, 0 broken")) << r.out;
   EXPECT_FALSE(contains(r.out, "ACCEPTED")) << r.out;
+}
+
+// --dtype as dryrun takes it: the problem's 'dt' tensors, inputs and outputs, in that type
+// (the problem tests use it where the CPU has no bf16 instructions).
+TEST(Validate, TakesTheElementTypeAsDryrunDoes) {
+  std::string dir = temp_dir("validate-dtype");
+  PkbRun r = run_pkb({"validate", "tp_gemm_allgather", "--device", "cpu", "-w", "2", "--trials", "1", "--dtype", "fp32",
+                      "--save-outputs", dir});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "1 problem, 0 broken")) << r.out;
+  auto types = pkb::launch::run_process(
+      {PKB_PYTHON, "-c",
+       "import sys, torch; d = sys.argv[1]; x = torch.load(d + '/rank_0_inputs.pt'); y = torch.load(d + '/rank_0.pt');"
+       "ys = list(y.values()) if isinstance(y, dict) else [y];"
+       "print(sorted({str(t.dtype) for t in list(x.values()) + ys}))",
+       dir},
+      120);
+  EXPECT_EQ(types.exit_code, 0) << types.err;
+  EXPECT_EQ(types.out, "['torch.float32']\n") << types.out;
 }
 
 // The CUDA examples compile wherever nvcc is, GPU or not: a change to include/pkb that
