@@ -42,12 +42,14 @@ mapfile -t missing < <(missing_of "${need[@]}")
 pip_pid=""
 if ((want_venv)); then
   # The venv needs python3-venv first (seconds); the wheel (some 3 GB with its CUDA libraries)
-  # then downloads alongside the rest of apt. No pip cache: it would sit on disk twice.
+  # then downloads alongside the rest of apt. No pip cache: it would sit on disk twice. No
+  # byte-compiling of its thousands of modules (a quarter of pip's CPU time): Python compiles
+  # the few it imports when it first does.
   mapfile -t venv_missing < <(missing_of python3-venv)
   ((${#venv_missing[@]})) && apt_install python3-venv
   echo "pkb: installing torch 2.11.0 (libtorch) into .venv"
   python3 -m venv .venv
-  .venv/bin/pip install -q --disable-pip-version-check --no-cache-dir torch==2.11.0 numpy &
+  .venv/bin/pip install -q --disable-pip-version-check --no-cache-dir --no-compile torch==2.11.0 numpy &
   pip_pid=$!
 fi
 mapfile -t missing < <(missing_of "${need[@]}")
