@@ -5,9 +5,6 @@
 # while apt installs (both wait on the network, not on each other).
 #   PKB_PYTHON=/path/to/python3   use this interpreter's torch instead of .venv
 #   PKB_DEPS_EXTRA="pkg ..."      more Debian packages (the tests add some)
-#   --build-ahead                 while the wheel installs, compile what needs no libtorch
-#                                 (scripts/build.sh --host-only): the download and half of
-#                                 the build overlap
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -56,10 +53,6 @@ mapfile -t missing < <(missing_of "${need[@]}")
 if ((${#missing[@]})); then
   echo "pkb: installing Debian packages: ${missing[*]}"
   apt_install "${missing[@]}"
-fi
-if [ -n "$pip_pid" ] && [ "${1:-}" = --build-ahead ]; then
-  # A failure here is the full build's to report, after the wheel is in.
-  scripts/build.sh --host-only || echo "pkb: building ahead failed; the full build starts over"
 fi
 if [ -n "$pip_pid" ]; then
   wait "$pip_pid" || { echo "pkb: pip could not install torch 2.11.0 into .venv (see above); remove .venv and run again" >&2; exit 1; }

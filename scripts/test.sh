@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # The report test renders HTML in headless Chromium; the Slurm test runs a one-node cluster.
 export PKB_DEPS_EXTRA="${PKB_DEPS_EXTRA:-} chromium slurmctld slurmd slurm-client munge"
-scripts/install-deps.sh --build-ahead
+scripts/install-deps.sh
 scripts/build.sh -DPKB_BUILD_TESTS=ON
 cd build
 ctest --output-on-failure -j "$(nproc)" --timeout 900
