@@ -60,12 +60,15 @@ def pkb_run(ctx, inputs, outputs):
     g = g.div_(ctx.world).to(shard.dtype).float()  # the mean gradient, as dt
     ctx.barrier()  # nobody reads my gradient buffer any more
 
-    # 4. AdamW on the shard in fp32, each result rounded once into pkb's buffers.
+    # 4. AdamW on the shard in fp32, each result rounded once into pkb's buffers. The fp32
+    # working copies are copies whatever dt is: where dt is fp32 already, .float() would
+    # return the read-only input itself, and the in-place steps would change it.
     lr, beta1, beta2, eps, wd = a["lr"], a["beta1"], a["beta2"], a["eps"], a["weight_decay"]
     step = int(inputs.step)
-    p32 = shard.float().mul_(1 - lr * wd)
-    m = inputs.exp_avg_shard.float().mul_(beta1).add_(g, alpha=1 - beta1)
-    v = inputs.exp_avg_sq_shard.float().mul_(beta2).addcmul_(g, g, value=1 - beta2)
+    fp32 = lambda t: t.to(torch.float32, copy=True)
+    p32 = fp32(shard).mul_(1 - lr * wd)
+    m = fp32(inputs.exp_avg_shard).mul_(beta1).add_(g, alpha=1 - beta1)
+    v = fp32(inputs.exp_avg_sq_shard).mul_(beta2).addcmul_(g, g, value=1 - beta2)
     bc1, bc2 = 1 - beta1 ** step, 1 - beta2 ** step
     denom = (v.sqrt() / math.sqrt(bc2)).add_(eps)
     p32.addcdiv_(m, denom, value=-lr / bc1)

@@ -51,8 +51,9 @@ class CpuCandidate : public ::testing::TestWithParam<std::string> {};
 TEST_P(CpuCandidate, IsCorrectOverItsTrialsAndTimed) {
   std::string problem = GetParam(), out = temp_dir("eval-" + problem) + "/r.json";
   const int trials = problem == "coll_allreduce" ? 100 : 20;
-  PkbRun r = eval(problem, kSrc + "/solutions_cpu/" + problem + ".cpp", out,
-                  trials == 100 ? std::vector<std::string>{} : std::vector<std::string>{"--trials", "20"});
+  std::vector<std::string> extra = problem_dtype_flags();
+  if (trials != 100) extra.insert(extra.end(), {"--trials", "20"});
+  PkbRun r = eval(problem, kSrc + "/solutions_cpu/" + problem + ".cpp", out, extra);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   json j = read_json(out);
   EXPECT_EQ(j["schema"], "pkb.eval/1");
@@ -78,7 +79,8 @@ class PyCpuCandidate : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PyCpuCandidate, IsCorrectAndTimed) {
   std::string problem = GetParam(), out = temp_dir("eval-py-" + problem) + "/r.json";
-  std::vector<std::string> extra = {"--trials", "10"};
+  std::vector<std::string> extra = problem_dtype_flags();
+  extra.insert(extra.end(), {"--trials", "10"});
   // The Kalman filter's default 8 blocks hold 64 MiB of fp64 covariances a rank, which
   // every call fills, checks and compares (about a second a call on two cores): 2 blocks
   // of the default 1024 here (the default size is what `pkb eval` runs).
