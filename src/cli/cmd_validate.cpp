@@ -87,6 +87,7 @@ void add_validate_commands(CLI::App& app, Globals& g, Action& run) {
   cmd->callback([&] {
     run = [&] {
       std::vector<const spec::ProblemSpec*> todo = select_problems(g, problems);
+      check_dtype(job.dtype);
       if (!save.empty()) job.save_dir = std::filesystem::absolute(save).string();
       job.save_by_problem = todo.size() > 1;
       // A category or 'all' among the keys: what --world-size does not fit is left out.

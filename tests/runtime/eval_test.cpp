@@ -345,6 +345,15 @@ TEST(Validate, TakesTheElementTypeAsDryrunDoes) {
   EXPECT_EQ(types.out, "['torch.float32']\n") << types.out;
 }
 
+// An unknown element type is refused before any rank starts, in one line naming the types.
+TEST(Validate, RefusesAnUnknownElementType) {
+  PkbRun r = run_pkb({"validate", "coll_allreduce", "--device", "cpu", "--dtype", "fp33"});
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "unknown --dtype 'fp33'; use one of bf16")) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(contains(r.out, "ERROR")) << r.out;
+}
+
 // The CUDA examples compile wherever nvcc is, GPU or not: a change to include/pkb that
 // breaks one shows here, not first on a lent GPU.
 TEST(Build, EveryCudaExampleCompiles) {
