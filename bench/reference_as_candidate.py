@@ -6,15 +6,16 @@
 RESULTS: pkb eval's or pkb sweep's records of @reference, at W=1 and (optionally) W=2 with
 both ranks sharing the GPU, in one file (scripts/gpu-check.sh reference_sweep writes both
 into one). One row per problem: the W=1 verdict, both sides' medians in the timed rounds,
-the reference's baseline (alone, before the candidate was loaded), the speedup with its 95%
+the reference's baseline (alone, before the candidate was loaded), the machine's drift (the
+judges' own reference, rounds over baseline), the speedup with its 95%
 interval, whether it lies within [0.95, 1.05], how the rounds ended, pkb's flags, the W=2
 verdict; with --against, the speedup of the same problem in an earlier sweep and whether
 the two differ by less than 5%.
 
 The same code on both sides must come out at 1.0x: both are timed in the candidate rank, by
 the judge's clock through the same gate, in alternating rounds (docs/results.md). A timing
-"does not count" where pkb eval's flags put it in doubt (noisy_timing, noisy_gate,
-throttled, ...): the last line counts those, each with its flags.
+"does not count" where pkb eval's flags put it in doubt (noisy_timing, throttled, ...;
+noisy_gate in older records): the last line counts those, each with its flags.
 """
 import argparse
 import json
@@ -43,7 +44,8 @@ def main():
     by_world = records(a.results)
     w1, w2 = by_world.get(1, {}), by_world.get(2, {})
     before = records(a.against).get(1, {}) if a.against else {}
-    head = ["problem", "W=1", "ref us", "cand us", "baseline us", "speedup [95%]", "in [0.95, 1.05]", "rounds", "flags"]
+    head = ["problem", "W=1", "ref us", "cand us", "baseline us", "machine", "speedup [95%]", "in [0.95, 1.05]", "rounds",
+            "flags"]
     if a.against:
         head += ["earlier", "apart < 5%"]
     head.append("W=2 shared")
@@ -61,6 +63,9 @@ def main():
             ref = (t.get("reference") or {}).get("median_us")
             cand = (t.get("candidate") or {}).get("median_us")
             base = (t.get("baseline") or {}).get("median_us")
+            m = t.get("machine") or {}
+            mb, mr = (m.get("baseline") or {}).get("median_us"), (m.get("rounds") or {}).get("median_us")
+            machine = f"{mr / mb:.3f}" if mb and mr else ""  # the judges' own reference, rounds over baseline
             sp, ci, rd = d.get("speedup"), d.get("speedup_interval") or {}, t.get("rounds") or {}
             flags = d.get("flags") or []
             row.append(d["verdict"])
@@ -70,11 +75,11 @@ def main():
                 inside += ok
                 if DOUBT & set(flags):
                     doubts.append(f"{slug} ({', '.join(sorted(DOUBT & set(flags)))})")
-                row += [f"{ref:.1f}", f"{cand:.1f}", f"{base:.1f}" if base else "",
+                row += [f"{ref:.1f}", f"{cand:.1f}", f"{base:.1f}" if base else "", machine,
                         f"{sp:.3f} [{ci.get('lo', 0):.3f}, {ci.get('hi', 0):.3f}]", "yes" if ok else "**no**",
                         f"{rd.get('count', '')} x {rd.get('block', '')}, {rd.get('stop', '')}"]
             else:
-                row += [""] * 6
+                row += [""] * 7
             row.append(", ".join(flags))
             if a.against:
                 e = before.get(slug, {}).get("speedup")

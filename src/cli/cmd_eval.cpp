@@ -125,6 +125,11 @@ void print_table(const eval::Record& r) {
            c.candidate_warmup, c.candidate_iters, c.captured, c.baseline, c.reference_warmup, c.reference_iters,
            rounds.count, rounds.block, rounds.stop.empty() ? "?" : rounds.stop.c_str());
   }
+  if (t.machine)
+    printf("machine: the reference in the judges' own processes took %s us beside the baseline, %s us beside the "
+           "rounds (the reference's bound credits %.3fx of it)\n",
+           fmt_us(t.machine->baseline.median).c_str(), fmt_us(t.machine->rounds.median).c_str(),
+           t.machine->credited);
   // Where both sides' timed threads ran (launch/cpus.hpp), where it can matter.
   const json& cpus = r.run.cpus;
   if (cpus.is_object() && r.run.device == "cuda") {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "eval/stats.hpp"
 
@@ -42,39 +43,88 @@ Side side_of(const Plan& p, int call) {
 
 bool ends_round(const Plan& p, int call) { return (call + 1) % (2 * p.block) == 0; }
 
-double t95(int df) {
-  static const double table[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-                                 2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-                                 2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
-  if (df < 1) return std::numeric_limits<double>::infinity();
-  if (df <= 30) return table[df - 1];
-  return 1.960 + 2.4 / df;  // within 0.002 of the quantile beyond 30
-}
-
 nlohmann::json Estimate::to_json() const {
   return {{"speedup", speedup}, {"lo", lo}, {"hi", hi}, {"rounds", rounds},
           {"half_width", std::isfinite(half_width) ? nlohmann::json(half_width) : nlohmann::json()}};
 }
 
-Estimate estimate(const std::vector<Round>& rounds) {
+namespace {
+
+// The largest k with P(T < k) <= 2.5% for Wilcoxon's signed-rank statistic T of n values
+// (0: none): the interval is then the k-th Walsh average from either end.
+int signed_rank_k(int n) {
+  static std::map<int, int> known;  // the judges ask at every round's end
+  if (auto it = known.find(n); it != known.end()) return it->second;
+  const double m = n * (n + 1) / 2.0;
+  if (n > 200) {  // normal, with the continuity correction
+    double sd = std::sqrt(n * (n + 1) * (2.0 * n + 1) / 24);
+    return known[n] = std::max(0, static_cast<int>(std::floor(m / 2 - 1.959964 * sd + 0.5)));
+  }
+  // The exact distribution of T: each rank r in or out with probability 1/2.
+  std::vector<double> p(static_cast<size_t>(m) + 1, 0.0);
+  p[0] = 1;
+  for (int r = 1; r <= n; ++r)
+    for (int t = static_cast<int>(m); t >= 0; --t) p[t] = (p[t] + (t >= r ? p[t - r] : 0.0)) / 2;
+  int k = 0;
+  double below = 0;  // P(T < k)
+  while (k <= m && below + p[k] <= 0.025) below += p[k++];
+  return known[n] = k;
+}
+
+std::vector<double> log_ratios(const std::vector<Round>& rounds, double shift_us) {
+  auto at = [&](const std::vector<double>& us) {
+    std::vector<double> v;
+    for (double x : us) v.push_back(std::max(x + shift_us, 1e-3));
+    return stats_of(v).median;
+  };
   std::vector<double> logs;
   for (auto& r : rounds) {
-    double ref = stats_of(r.reference_us).median, cand = stats_of(r.candidate_us).median;
+    if (r.reference_us.empty() || r.candidate_us.empty()) continue;
+    double ref = at(r.reference_us), cand = at(r.candidate_us);
     if (ref > 0 && cand > 0) logs.push_back(std::log(ref / cand));
   }
+  return logs;
+}
+
+}  // namespace
+
+Location hodges_lehmann(const std::vector<double>& x) {
+  Location l;
+  const size_t n = x.size();
+  if (n == 0) return l;
+  std::vector<double> walsh;
+  walsh.reserve(n * (n + 1) / 2);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = i; j < n; ++j) walsh.push_back((x[i] + x[j]) / 2);
+  std::sort(walsh.begin(), walsh.end());
+  const size_t m = walsh.size();
+  l.estimate = m % 2 ? walsh[m / 2] : (walsh[m / 2 - 1] + walsh[m / 2]) / 2;
+  l.lo = l.hi = l.estimate;
+  int k = signed_rank_k(static_cast<int>(n));
+  if (k < 1) return l;
+  l.lo = walsh[k - 1];
+  l.hi = walsh[m - k];
+  l.ok = true;
+  return l;
+}
+
+Estimate estimate(const std::vector<Round>& rounds, double gate_us) {
   Estimate e;
+  std::vector<double> logs = log_ratios(rounds, 0);
   e.rounds = static_cast<int>(logs.size());
   if (logs.empty()) return e;
-  double m = 0;
-  for (double x : logs) m += x;
-  m /= logs.size();
-  e.speedup = e.lo = e.hi = std::exp(m);
-  if (logs.size() < 2) return e;
-  double ss = 0;
-  for (double x : logs) ss += (x - m) * (x - m);
-  double h = t95(e.rounds - 1) * std::sqrt(ss / (logs.size() - 1)) / std::sqrt(double(logs.size()));
-  e.lo = std::exp(m - h);
-  e.hi = std::exp(m + h);
+  Location l = hodges_lehmann(logs);
+  e.speedup = std::exp(l.estimate);
+  e.lo = std::exp(l.lo);
+  e.hi = std::exp(l.hi);
+  if (!l.ok) return e;
+  // What the gate's uncertainty could move: the same rounds with every call longer, shorter.
+  if (gate_us > 0)
+    for (double d : {gate_us, -gate_us}) {
+      Location g = hodges_lehmann(log_ratios(rounds, d));
+      e.lo = std::min(e.lo, std::exp(g.lo));
+      e.hi = std::max(e.hi, std::exp(g.hi));
+    }
   e.half_width = (e.hi - e.lo) / 2 / e.speedup;
   return e;
 }
@@ -82,17 +132,19 @@ Estimate estimate(const std::vector<Round>& rounds) {
 Stop decide(const Plan& p, const Settings& s, const std::vector<Round>& rounds, double elapsed_s) {
   int done = static_cast<int>(rounds.size());
   if (done < p.min_rounds || done % 2) return Stop::go_on;
-  if (estimate(rounds).half_width <= s.target) return Stop::interval;
+  if (estimate(rounds, s.gate_us).half_width <= s.target) return Stop::interval;
   if (done >= p.max_rounds) return Stop::rounds;
   if (elapsed_s >= s.budget_s) return Stop::budget;
   return Stop::go_on;
 }
 
-Cap cap(double baseline_median_us, double beside_median_us, double drift) {
+Cap cap(const Paces& p, double drift, double machine) {
   Cap c;
-  if (baseline_median_us <= 0 || beside_median_us <= 0) return c;
-  c.slower = beside_median_us / baseline_median_us - 1;
-  c.factor = std::min(1.0, baseline_median_us * (1 + drift) / beside_median_us);
+  if (p.baseline <= 0 || p.beside <= 0) return c;
+  c.slower = p.beside / p.baseline - 1;
+  // The machine's slow-down credited: never a speed-up (that holds the old bound), at most 1 + machine.
+  if (p.judge_baseline > 0 && p.judge_beside > 0) c.machine = std::clamp(p.judge_beside / p.judge_baseline, 1.0, 1 + machine);
+  c.factor = std::min(1.0, p.baseline * c.machine * (1 + drift) / p.beside);
   return c;
 }
 

@@ -5,8 +5,11 @@
 // (C R, R C, C R, R C, ...: a drift of the machine falls on both sides alike) until the
 // speedup's 95% interval is within +-target of its value or the budget is spent. A process's
 // host speed, the machine's drift and pkb's own path are then the same for both sides; what
-// is left between them is their code. Torch-free: the judges and the verdict share it, and
-// it is unit-tested on made-up times.
+// is left between them is their code. Beside the baseline and at every round's end the
+// judge times the reference in its own process too, which no candidate code ever enters:
+// how much the machine itself drifted, which the bound on the reference beside the
+// candidate allows for (cap). Torch-free: the judges and the verdict share it, and it is
+// unit-tested on made-up times.
 #pragma once
 
 #include <limits>
@@ -15,19 +18,22 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rank/settings.hpp"
+
 namespace pkb::eval::interleave {
 
 enum class Side { reference, candidate };
 const char* side_name(Side s);
 
-// What the job asks for (rank::Job's timing fields; their defaults are stated there).
+// What the job asks for (rank::EvalSettings, where the defaults are).
 struct Settings {
-  int block = 10;          // timed calls of one side in a row
-  int calls = 100;         // timed calls a side, where the budget holds them
-  int min_calls = 10;      // timed calls a side, whatever the budget
-  int max_calls = 300;     // timed calls a side at most, while the interval is wider than `target`
-  double target = 0.03;    // the interval's half-width the rounds go on for, relative to the speedup
-  double budget_s = 20;    // the two sides' timed calls together, beyond which no round starts
+  int block = rank::EvalSettings{}.block;          // timed calls of one side in a row
+  int calls = rank::EvalSettings{}.iters;          // timed calls a side, where the budget holds them
+  int min_calls = rank::EvalSettings{}.min_iters;  // timed calls a side, whatever the budget
+  int max_calls = rank::EvalSettings{}.max_iters;  // a side at most, while the interval is wider than `target`
+  double target = rank::EvalSettings{}.interval_target;  // the interval's half-width aimed at, over the speedup
+  double budget_s = 2 * rank::EvalSettings{}.timing_budget_s;  // both sides' timed calls; then no round starts
+  double gate_us = 0;      // how uncertain the gate's cost taken off every call is (its IQR)
 };
 
 // The rounds of one evaluation, agreed by every judge from the two sides' paces (seconds a
@@ -47,20 +53,34 @@ Side side_of(const Plan& plan, int call);
 // Whether `call` is the last of its round (the judges decide whether to go on there).
 bool ends_round(const Plan& plan, int call);
 
-// One round: each side's calls (the slowest rank's time per call, us).
+// One round: each side's calls (the slowest rank's time per call, us), and the reference's
+// calls in the judges' own processes at the round's end (the machine's pace, for the cap).
 struct Round {
-  std::vector<double> reference_us, candidate_us;
+  std::vector<double> reference_us, candidate_us, judge_us;
 };
 
-// The speedup over rounds: the geometric mean of the rounds' ratios (median reference call
-// over median candidate call of the round) and its 95% t-interval over the rounds.
+// The speedup over rounds: the Hodges-Lehmann estimate of the rounds' log ratios (median
+// reference call over median candidate call of the round; the median of their pairwise
+// means), and its 95% interval from Wilcoxon's signed-rank test. Robust where the host
+// throws a round off (a burst of slow calls in one block); about as tight as a t-interval
+// where it does not. `gate_us` widens the interval by the gate's uncertainty: the estimate
+// again with every call `gate_us` longer and shorter (it moves a speedup away from 1 only).
 struct Estimate {
   double speedup = 0, lo = 0, hi = 0;
   int rounds = 0;
   double half_width = std::numeric_limits<double>::infinity();  // (hi - lo) / 2 over the speedup
   nlohmann::json to_json() const;
 };
-Estimate estimate(const std::vector<Round>& rounds);
+Estimate estimate(const std::vector<Round>& rounds, double gate_us = 0);
+
+// The Hodges-Lehmann location of `x` and its 95% signed-rank interval [lo, hi] (exact up
+// to 200 values, the normal approximation beyond; lo = hi = the estimate under 6 values,
+// where no interval at 95% exists, with `ok` false).
+struct Location {
+  double estimate = 0, lo = 0, hi = 0;
+  bool ok = false;
+};
+Location hodges_lehmann(const std::vector<double>& x);
 
 // Why the rounds ended: `interval` (the target met), `rounds` (max_rounds run), `budget`
 // (the time ran out); `go_on` while none holds, and after an odd number of rounds. The
@@ -69,18 +89,25 @@ enum class Stop { go_on, interval, rounds, budget };
 const char* stop_name(Stop s);
 Stop decide(const Plan& plan, const Settings& s, const std::vector<Round>& rounds, double elapsed_s);
 
-// Student's t quantile for a two-sided 95% interval with `df` degrees of freedom.
-double t95(int df);
-
 // A candidate that slows the reference down inside its own process would gain by it: the
 // reference's calls beside the candidate are credited at most `1 + drift` times its calls
-// before the candidate was loaded (its baseline). Returns the factor the speedup keeps
-// (1 where the reference ran no slower than that), and says how much slower it ran.
+// before the candidate was loaded (its baseline), times how much slower the machine itself
+// ran meanwhile (the reference in the judges' processes, timed beside the baseline and at
+// the rounds' ends), that last at most `1 + machine`: a machine that slows by seconds is no
+// candidate's doing, and a candidate whose own process slows every other one on the GPU
+// gains no more than `machine`. Medians of calls, us; a judges' median of 0: not measured
+// (the bound of the baseline alone). Returns the factor the speedup keeps (1 where the
+// reference ran no slower than that), and says how much slower it ran.
+struct Paces {
+  double baseline = 0, beside = 0;              // the reference in the candidate rank
+  double judge_baseline = 0, judge_beside = 0;  // the reference in the judges' own processes
+};
 struct Cap {
   double factor = 1;   // the speedup and its interval are multiplied by this (<= 1)
-  double slower = 0;   // the reference's median beside the candidate over its baseline's, less 1
+  double slower = 0;   // the reference beside the candidate over its baseline, less 1
+  double machine = 1;  // how much slower the machine ran (the judges' reference), as credited
   bool applied() const { return factor < 1; }
 };
-Cap cap(double baseline_median_us, double beside_median_us, double drift);
+Cap cap(const Paces& p, double drift, double machine);
 
 }  // namespace pkb::eval::interleave

@@ -123,6 +123,13 @@ MemoryPlan plan_memory(const MemoryRequest& r) {
   p.judge_rank = total(p.judge);
   p.per_gpu = per_gpu();
   p.fits = p.per_gpu <= usable;
+  // The judges time the reference in their own processes at the rounds' ends too (the
+  // machine's drift, eval/interleave.hpp) where both working memories fit at once.
+  p.judge_paces = r.timing && p.per_gpu + static_cast<uint64_t>(r.ranks_per_gpu) * ref_work <= usable;
+  if (r.timing && p.fits && !p.judge_paces)
+    p.notes.push_back("the judges do not time the reference beside the rounds (its working memory twice does not fit): "
+                      "the reference beside the candidate is held to its baseline alone, with no allowance for the "
+                      "machine's drift");
   if (!p.fits) {
     std::ostringstream os;
     os << r.spec->slug << " at --size " << r.size << " on " << r.world << " rank" << (r.world > 1 ? "s" : "")

@@ -45,6 +45,7 @@ struct MemoryPlan {
   uint64_t per_gpu = 0;       // the most in use on one GPU at any time
   uint64_t memory = 0;        // what the GPU has
   int captures = 0;           // timed calls whose outputs are captured
+  bool judge_paces = false;   // the judges time the reference in the rounds too (fits twice)
   uint64_t candidate_heap = 0;  // the candidate's own heap, as pkb will make it
   std::string reference_source;  // given, declared or estimated
   bool fits = true;

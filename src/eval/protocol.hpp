@@ -46,7 +46,7 @@ inline constexpr char kReady[] = "ready", kInputs[] = "inputs", kRan[] = "ran", 
                       kTimed[] = "timed";
 
 // The empty calls on which a judge measures what the gate costs (CUDA).
-inline constexpr int kCalibrationCalls = 40;
+inline constexpr int kCalibrationCalls = 200;
 
 // A message's store key: "pair/<rank>/<seq>" under its sender's namespace.
 std::string message_key(int rank, int seq);

@@ -195,7 +195,7 @@ RoundsSummary rounds_from_json(const json& j) {
 
 const std::initializer_list<const char*> kTimingKeys = {
     "reference", "candidate",      "baseline",       "clock",        "rounds",
-    "reference_slowed", "copy_median_us", "candidate_self", "gate_overhead"};
+    "reference_slowed", "copy_median_us", "candidate_self", "gate_overhead", "machine"};
 
 json timing_json(const TimingSummary& t) {
   json j = {{"reference", t.reference.to_json()},
@@ -207,6 +207,9 @@ json timing_json(const TimingSummary& t) {
   put(j, "copy_median_us", t.copy_median_us);
   if (t.candidate_self) j["candidate_self"] = t.candidate_self->to_json();
   if (t.gate_overhead) j["gate_overhead"] = eval::to_json(*t.gate_overhead);
+  if (t.machine)
+    j["machine"] = {{"baseline", t.machine->baseline.to_json()}, {"rounds", t.machine->rounds.to_json()},
+                    {"credited", t.machine->credited}};
   return with_rest(t.rest, j);
 }
 TimingSummary timing_summary_from_json(const json& j) {
@@ -223,6 +226,10 @@ TimingSummary timing_summary_from_json(const json& j) {
   if (g.is_object())
     t.gate_overhead = GateOverhead{g.value("median_us", 0.0), g.value("iqr_us", 0.0), g.value("calls", 0),
                                    g.value("taken_us", 0.0)};
+  const json m = field(j, "machine");
+  if (m.is_object())
+    t.machine = MachinePace{stats_at(m, "baseline").value_or(Stats{}), stats_at(m, "rounds").value_or(Stats{}),
+                            m.value("credited", 1.0)};
   t.rest = rest_of(j, kTimingKeys);
   return t;
 }

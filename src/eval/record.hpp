@@ -70,6 +70,13 @@ struct RoundsSummary {
   std::vector<std::array<double, 2>> medians_us;  // each round's [reference, candidate]
 };
 
+// The reference timed in the judges' own processes, beside the baseline and at the rounds'
+// ends: how much the machine itself slowed, and what the bound on the reference credited.
+struct MachinePace {
+  Stats baseline, rounds;
+  double credited = 1;
+};
+
 // `timing`: both sides' calls in the rounds and the reference's baseline.
 struct TimingSummary {
   Stats reference, candidate, baseline;
@@ -77,6 +84,7 @@ struct TimingSummary {
   std::string clock;  // judge (CUDA) or candidate_rank (the CPU device)
   std::optional<RoundsSummary> rounds;  // none in records from before the rounds
   std::string reference_slowed;         // why the speedup was capped; "" when it was not
+  std::optional<MachinePace> machine;   // none where the judges did not time it (memory, older records)
   std::optional<double> copy_median_us;
   std::optional<Stats> candidate_self;  // the candidate rank's own events (CUDA)
   std::optional<GateOverhead> gate_overhead;

@@ -99,12 +99,15 @@ json to_json(const Clocks& c) {
           {"throttle_reasons", c.throttle_reasons}, {"throttled", c.throttled}};
 }
 
-static json to_json(const interleave::Round& r) { return {{"reference_us", r.reference_us}, {"candidate_us", r.candidate_us}}; }
+static json to_json(const interleave::Round& r) {
+  return {{"reference_us", r.reference_us}, {"candidate_us", r.candidate_us}, {"judge_us", r.judge_us}};
+}
 
 json to_json(const Timing& t) {
   json rounds = json::array();
   for (auto& r : t.rounds) rounds.push_back(to_json(r));
   return {{"baseline", to_json(t.baseline)},
+          {"judge_baseline_us", t.judge_baseline_us},
           {"rounds", rounds},
           {"plan", {{"block", t.plan.block}, {"min_rounds", t.plan.min_rounds}, {"max_rounds", t.plan.max_rounds}}},
           {"stop", t.stop},
@@ -115,8 +118,10 @@ json to_json(const Timing& t) {
 Timing timing_from_json(const json& j) {
   Timing t;
   t.baseline = call_times_from_json(j.at("baseline"));
+  t.judge_baseline_us = j.at("judge_baseline_us").get<std::vector<double>>();
   for (auto& r : j.at("rounds"))
-    t.rounds.push_back({r.at("reference_us").get<std::vector<double>>(), r.at("candidate_us").get<std::vector<double>>()});
+    t.rounds.push_back({r.at("reference_us").get<std::vector<double>>(), r.at("candidate_us").get<std::vector<double>>(),
+                        r.at("judge_us").get<std::vector<double>>()});
   const json& p = j.at("plan");
   t.plan = {p.at("block"), p.at("min_rounds"), p.at("max_rounds")};
   t.stop = j.at("stop");

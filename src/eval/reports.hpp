@@ -65,9 +65,8 @@ struct GateOverhead {
   double median_us = 0, iqr_us = 0;
   int calls = 0;
   double taken_us = 0;  // the lower quartile
-
-  // Spread enough that what is taken off is in doubt (the flag `noisy_gate`).
-  bool noisy() const { return spread_beyond(iqr_us, median_us, 0.1, 1.0); }
+  // Its IQR is how uncertain what is taken off is: the speedup's interval holds the rounds'
+  // estimate with every call that much longer and shorter (interleave::estimate).
 };
 
 // The timing of one evaluation, as every judge agreed it (jobs/eval_judge.cpp): the
@@ -75,6 +74,7 @@ struct GateOverhead {
 // rounds of both sides, each call at the slowest rank (eval/interleave.hpp).
 struct Timing {
   CallTimes baseline;                    // the reference alone, before the candidate existed
+  std::vector<double> judge_baseline_us;  // the reference in the judges' processes, beside the baseline
   std::vector<interleave::Round> rounds;  // reference and candidate, beside each other
   interleave::Plan plan;
   std::string stop;                      // interleave::stop_name: why the rounds ended

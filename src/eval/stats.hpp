@@ -22,13 +22,6 @@ struct Stats {
 
 Stats stats_of(std::vector<double> us);
 
-// Whether calls spread too much to be a baseline: an IQR over `rel` of their median and over
-// `floor_us` (below it, the spread is the timer's and the launches' own). The reference's
-// stability check and the gate's calibration both judge by it.
-inline bool spread_beyond(double iqr_us, double median_us, double rel, double floor_us) {
-  return iqr_us > std::max(rel * median_us, floor_us);
-}
-
 // A collective ends when its slowest rank ends: per call, the largest time over ranks.
 std::vector<double> slowest_per_call(const std::vector<std::vector<double>>& per_rank);
 

@@ -252,19 +252,33 @@ void judge(Record& res, const launch::GroupReport& rep, const Context& c, const 
   ts.candidate = stats_of(cand_calls);
   ts.baseline = stats_of(t.baseline.us);
   ts.clock = judge_clock ? "judge" : "candidate_rank";
-  interleave::Estimate e = interleave::estimate(t.rounds);
+  const double gate_us = judge_clock && judges[0].gate ? judges[0].gate->iqr_us : 0.0;
+  interleave::Estimate e = interleave::estimate(t.rounds, gate_us);
   ts.rounds = RoundsSummary{e.rounds, t.plan.block, t.stop, t.seconds, c.interval_target, e, round_medians(t.rounds)};
   const Stats &rs = ts.reference, &cs = ts.candidate;
-  // The reference is credited at most a little over its baseline: timed beside the
+  // The reference is credited at most a little over its baseline, and the machine's own
+  // drift (the judges' reference, in processes no candidate code enters): timed beside the
   // candidate, in the candidate's process, it is within the candidate's reach.
-  interleave::Cap cap = interleave::cap(ts.baseline.median, rs.median, c.reference_drift);
+  std::vector<double> paces;
+  for (auto& r : t.rounds) paces.insert(paces.end(), r.judge_us.begin(), r.judge_us.end());
+  if (!paces.empty() && !t.judge_baseline_us.empty())
+    ts.machine = MachinePace{stats_of(t.judge_baseline_us), stats_of(paces), 1.0};
+  interleave::Paces p{ts.baseline.median, rs.median, ts.machine ? ts.machine->baseline.median : 0.0,
+                      ts.machine ? ts.machine->rounds.median : 0.0};
+  interleave::Cap cap = interleave::cap(p, c.reference_drift, c.machine_drift);
+  if (ts.machine) ts.machine->credited = cap.machine;
   if (cap.applied()) {
     res.flags.push_back("reference_slowed");
+    std::string machine =
+        ts.machine ? ", times the machine's own slow-down " + io::format("%.3f", cap.machine) + " (the judges' reference: " +
+                         fmt_us(ts.machine->rounds.median) + " us against " + fmt_us(ts.machine->baseline.median) +
+                         " us, credited up to " + io::format("%.0f", 100 * c.machine_drift) + "% slower)"
+                   : "";
     ts.reference_slowed =
         "the reference ran " + io::format("%.1f", 100 * cap.slower) + "% slower beside the candidate (median " +
         fmt_us(rs.median) + " us) than alone before the candidate was loaded (" + fmt_us(ts.baseline.median) +
-        " us); credited at most " + io::format("%.0f", 100 * c.reference_drift) + "% over its baseline, the speedup is " +
-        io::format("%.3f", cap.factor) + " of the rounds'";
+        " us); credited at most " + io::format("%.0f", 100 * c.reference_drift) + "% over its baseline" + machine +
+        ", the speedup is " + io::format("%.3f", cap.factor) + " of the rounds'";
   }
   if (e.rounds >= 2 && e.half_width > rules.max_interval) res.flags.push_back("noisy_timing");
   if (!cands[0].copy_us.empty()) ts.copy_median_us = stats_of(cands[0].copy_us).median;
@@ -273,7 +287,6 @@ void judge(Record& res, const launch::GroupReport& rep, const Context& c, const 
     for (auto& x : cands) self.push_back(x.timing ? x.timing->us : std::vector<double>{});
     ts.candidate_self = stats_of(slowest_per_call(self));
     ts.gate_overhead = *judges[0].gate;
-    if (judges[0].gate->noisy()) res.flags.push_back("noisy_gate");
   }
   res.run.counts = CallCounts{t.candidate_warmup, cs.samples,  judges[0].captured_calls, t.reference_warmup,
                               rs.samples,         ts.baseline.samples, t.baseline.warmup};

@@ -12,6 +12,7 @@
 #include "eval/stats.hpp"
 #include "launch/group.hpp"
 #include "launch/kinds.hpp"
+#include "rank/settings.hpp"
 #include "spec/hardware.hpp"
 #include "spec/spec.hpp"
 
@@ -63,9 +64,11 @@ struct Context {
   // judge's clock sees the calls alone; without it their spans hold the other context's
   // time slices and the timing does not count (timing_unverified).
   bool mps = true;
-  // The job's timing rules (rank::Job): the interval the rounds aim at, and how much slower
-  // than its baseline the reference is credited beside the candidate.
-  double interval_target = 0.03, reference_drift = 0.05;
+  // The job's timing rules (rank::EvalSettings, where their defaults are): the interval the
+  // rounds aim at, and how much slower than its baseline the reference is credited beside
+  // the candidate (interleave::cap).
+  double interval_target = rank::EvalSettings{}.interval_target, reference_drift = rank::EvalSettings{}.reference_drift,
+         machine_drift = rank::EvalSettings{}.machine_drift;
 };
 
 // Fills the record's verdict, message, failure, timing, speedup, busbw_gbps, roofline,

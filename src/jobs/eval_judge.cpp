@@ -111,8 +111,9 @@ class JudgeProblem {
     Decision d = trials();
     report_.phase_ms["trials"] = ms_since(t0);
     if (!d.failure && job_.timing) {
-      // The reference's memory back: the candidate rank times its own in the rounds
-      // (eval/memory_plan.hpp counts the two once).
+      // The reference's memory back: the candidate rank times its own in the rounds (where
+      // eval/memory_plan.hpp holds the two at once, this judge's own calls at the rounds'
+      // ends take it again).
       device::release_cached_memory(r_.device);
       t0 = Clock::now();
       d = timing();
@@ -382,12 +383,35 @@ class JudgeProblem {
       }
       r_.client.phase(ph, i);  // the progress line counts the calls
       Inputs pristine = fill(base + i, i % 2);
+      last_fill_ = pristine;
       if (n.side == eval::interleave::Side::candidate) last_inputs_ = std::move(pristine);
       uint32_t seq = next_seq();
       gate_->timed(seq, timer, i, job_.cache == "cold", *r_.heap, harness_->out, n.capture);
       pending = n.capture;
       pair_.send(proto::kFilled, {{"call", i}, {"seq", seq}, {"side", eval::interleave::side_name(n.side)}});
     }
+  }
+
+  // The reference in this judge's own process, `n` calls on the last timed call's inputs,
+  // timed as the gate times the candidate rank's (the L2 evicted, the judges aligned, events
+  // on this stream; the host clock on the CPU device). No candidate code ever runs in this
+  // process: the machine's pace, which the bound on the reference beside the candidate allows
+  // for (eval/interleave.hpp). The candidate rank waits for its next call meanwhile. Only
+  // where the memory plan holds the reference's working memory twice (plan_.judge_paces).
+  std::vector<double> judge_reference(int n) {
+    r_.client.phase(phase::kReferenceTiming);
+    auto timer = device::make_timer(r_.device, stream_, n);
+    for (int i = 0; i < n; ++i) {
+      Inputs in = last_fill_.clone();
+      Outputs out = ref::make_outputs(pc_.ctx);
+      if (job_.cache == "cold") device::flush_l2(r_.device, stream_);
+      device::heap_barrier(*r_.heap, timing::pkb_channel(*r_.heap), stream_);
+      timer->start(i);
+      pc_.reference->run(pc_.ctx, in, out);
+      timer->stop(i);
+      device::synchronize(r_.device);
+    }
+    return timer->elapsed_us();
   }
 
   // Call i's time: this judge's clock less what the gate costs an empty call (CUDA), or the
@@ -424,7 +448,16 @@ class JudgeProblem {
       if (n < 1 || n > std::max(job_.baseline_iters, 1))
         throw proto::ProtocolError("asked for " + std::to_string(n) + " calls of the reference");
       auto timer = device::make_timer(r_.device, stream_, n);
-      timed = serve(phase::kReferenceTiming, timing::kBaselineKey, n, *timer, [&](int, const json&) { return Next{}; });
+      // The judges' own reference beside it, a block after every `blk` calls: the machine's pace then.
+      const int blk = std::clamp(n / 5, 1, std::max(job_.block, 1));
+      std::vector<double> paces;
+      timed = serve(phase::kReferenceTiming, timing::kBaselineKey, n, *timer, [&](int i, const json&) {
+        if (plan_.judge_paces && i > 0 && (i % blk == 0 || i == n)) {
+          std::vector<double> b = judge_reference(blk);
+          paces.insert(paces.end(), b.begin(), b.end());
+        }
+        return Next{};
+      });
       if (timed.value("calls", -1) != n && reported_failure(timed) == std::nullopt)
         throw proto::ProtocolError(std::to_string(timed.value("calls", -1)) + " of " + std::to_string(n) + " calls");
       if (timed.value("us", json()).is_array()) reported = timed["us"].get<std::vector<double>>();
@@ -432,6 +465,7 @@ class JudgeProblem {
       std::vector<double> judged = timer->elapsed_us(), mine;
       for (int i = 0; i < n; ++i) mine.push_back(call_us(judged, reported, i));
       baseline_ = eval::CallTimes{slowest(mine), warm};
+      judge_baseline_ = slowest(paces);
     } catch (const std::exception& e) {
       fail = protocol_failure("baseline", -1, e.what());
     }
@@ -455,6 +489,7 @@ class JudgeProblem {
     std::vector<int> captured;
     eval::Timing t;
     t.baseline = baseline_;
+    t.judge_baseline_us = judge_baseline_;
     try {
       json pace = pair_.receive(proto::kTiming);
       t.candidate_warmup = pace.at("warmup").at("candidate");
@@ -528,6 +563,7 @@ class JudgeProblem {
     s.max_calls = r_.device.is_cuda() ? job_.max_iters : job_.iters;
     s.target = job_.interval_target;
     s.budget_s = 2 * job_.timing_budget_s;
+    s.gate_us = r_.device.is_cuda() && report_.gate ? report_.gate->iqr_us : 0.0;  // as the verdict widens it
     return s;
   }
 
@@ -537,6 +573,8 @@ class JudgeProblem {
     const int first = next - 2 * t.plan.block;
     std::vector<double> judged = r_.device.is_cuda() ? timer.elapsed_us() : std::vector<double>{}, mine;
     for (int i = first; i < next; ++i) mine.push_back(call_us(judged, reported, i));
+    std::vector<double> paces = plan_.judge_paces ? judge_reference(t.plan.block) : std::vector<double>{};
+    mine.insert(mine.end(), paces.begin(), paces.end());
     mine.push_back(std::chrono::duration<double>(elapsed).count());  // the rounds' time so far, this judge's
     std::vector<double> all = slowest(mine);
     t.seconds = all.back();  // every judge decides on the slowest judge's time too
@@ -545,6 +583,7 @@ class JudgeProblem {
     for (int i = first; i < next; ++i)
       (eval::interleave::side_of(t.plan, i) == eval::interleave::Side::reference ? round.reference_us : round.candidate_us)
           .push_back(all[i - first]);
+    round.judge_us.assign(all.begin() + (next - first), all.end());
     t.rounds.push_back(round);
   }
 
@@ -610,7 +649,9 @@ class JudgeProblem {
   std::unique_ptr<Harness> harness_;
   std::unique_ptr<Captures> trial_capture_, captures_;
   Inputs last_inputs_;         // the last candidate call's, as written
+  Inputs last_fill_;           // the last timed call's, either side's: the judge's own reference calls run on them
   eval::CallTimes baseline_;   // the reference alone, agreed by the judges
+  std::vector<double> judge_baseline_;  // the judges' own reference beside it, agreed
 };
 
 // A judge rank: the candidate rank's memory mapped once, then each problem judged in turn.

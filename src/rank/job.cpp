@@ -5,7 +5,7 @@
 
 namespace pkb::rank {
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Job::EvalProblem, captures, candidate_heap_bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Job::EvalProblem, captures, candidate_heap_bytes, judge_paces)
 
 namespace {
 

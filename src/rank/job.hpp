@@ -72,6 +72,7 @@ struct Job : EvalSettings {
   struct EvalProblem {
     int captures = 20;  // the candidate's timed calls whose outputs the judge captures (all that fit)
     size_t candidate_heap_bytes = 0;  // the candidate's own heap; 0: twice its inputs and outputs, >= 256 MiB
+    bool judge_paces = true;  // the judges time the reference in their own processes too (memory allowing)
   };
   std::vector<EvalProblem> eval_problems;
   const EvalProblem& eval_problem(size_t k) const { return eval_problems.at(k); }

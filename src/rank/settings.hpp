@@ -19,8 +19,8 @@ struct EvalSettings {
   double trials_budget_s = 60;
   int warmup = 500;
   double warmup_budget_s = 1;
-  int iters = 100, min_iters = 10, max_iters = 300, baseline_iters = 50, block = 10;
-  double timing_budget_s = 10, interval_target = 0.03, reference_drift = 0.05;
+  int iters = 100, min_iters = 10, max_iters = 1000, baseline_iters = 200, block = 10;
+  double timing_budget_s = 10, interval_target = 0.03, reference_drift = 0.10, machine_drift = 0.25;
   bool timing = true;
   std::string cache = "cold";
 };
@@ -78,10 +78,15 @@ void for_each_setting(S& s, F&& f) {
             "the speedup's 95% interval, +- this fraction of it, that the rounds go on for (within the budget)", 0, 1},
     s.interval_target);
   f(Setting{"--reference-drift", "", "reference_drift",
-            "how much slower than its baseline the reference is credited beside the candidate (a candidate that slows it "
-            "down gains no more)",
+            "how much slower than its baseline (times the machine's own drift) the reference is credited beside the "
+            "candidate (a candidate that slows it down gains no more)",
             0, 10},
     s.reference_drift);
+  f(Setting{"--machine-drift", "", "machine_drift",
+            "how much of the machine's own slow-down (the reference timed in the judges' processes, beside the baseline "
+            "and the rounds) the bound on the reference allows for",
+            0, 10},
+    s.machine_drift);
   f(Setting{"--no-timing", "", "timing", "check correctness only"}, s.timing);
   f(Setting{"--cache", "", "cache", "cold: evict the L2 before each timed call; warm: do not", 0, -1, {"cold", "warm"}},
     s.cache);

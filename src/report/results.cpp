@@ -54,6 +54,7 @@ std::string timing_note(const eval::Record& r) {
   if (r.run.ranks_per_gpu != 1 || r.has_flag("shared_gpu")) return "shared GPU";
   if (r.has_flag("throttled")) return "throttled clocks";
   if (r.has_flag("left_processes")) return "processes left behind";
+  // noisy_gate and noisy_reference: older records' (the gate's spread is in the interval now).
   if (r.has_flag("noisy_timing") || r.has_flag("noisy_gate") || r.has_flag("noisy_reference")) return "noisy timing";
   if (r.has_flag("host_mismatch")) return "hosts apart";  // an older record's: the two processes' host speeds
   if (eval::timing_in_doubt(r.flags)) return "timing violation";

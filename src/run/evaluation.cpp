@@ -314,6 +314,7 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
     r.ctx.mps = p.mps != nullptr;
     r.ctx.interval_target = job.interval_target;
     r.ctx.reference_drift = job.reference_drift;
+    r.ctx.machine_drift = job.machine_drift;
     r.plan = plan_memory(q, *s, p, r.dtype);
     r.record = new_eval_record(q, *s, p, hw, r.dtype, p.mps != nullptr, job.seed);
     if (!q.dry_plan) say_if_long(q, *s, p, hw, r.dtype, warn);
@@ -335,6 +336,7 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
     rank::Job::EvalProblem e;
     e.captures = r.plan.captures;
     e.candidate_heap_bytes = r.plan.candidate_heap;
+    e.judge_paces = r.plan.judge_paces;
     job.eval_problems.push_back(e);
     r.record.run.memory_plan = {{"per_device_bytes", r.plan.per_gpu}, {"device_bytes", r.plan.memory},
                                       {"candidate_rank_bytes", r.plan.candidate_rank},

@@ -56,6 +56,8 @@ TEST(MemoryPlan, PartsAddUp) {
   EXPECT_EQ(p.judge_rank, judge);
   // The reference's working memory is never held by both ranks at once: counted once.
   EXPECT_EQ(p.per_gpu, cand + judge - 2 * x);
+  // Room for it twice: the judges time the reference beside the rounds too.
+  EXPECT_TRUE(p.judge_paces);
   // Ranks sharing a GPU add up.
   eval::MemoryRequest shared = request(s, 80 * GiB);
   shared.ranks_per_gpu = 2;
@@ -110,6 +112,26 @@ TEST(MemoryPlan, ShrinksItsOwnBuffersThenRefuses) {
   // A heap the user asked for is never shrunk.
   r.candidate_heap = 3 * x;
   EXPECT_EQ(part(eval::plan_memory(r).candidate, "the candidate's own heap"), 3 * x);
+}
+
+// The judges' own reference calls at the rounds' ends hold its working memory beside the
+// candidate rank's: only where that fits too, else the plan says the bound is the baseline's.
+TEST(MemoryPlan, TheJudgesPaceTheMachineWhereTheWorkingMemoryFitsTwice) {
+  spec::ProblemSpec s = load("coll_allreduce");
+  eval::MemoryRequest r = request(s, 80 * GiB);
+  r.size = "M=16384,N=16384";  // 512 MiB a tensor: 1 GiB of working memory
+  eval::MemoryPlan roomy = eval::plan_memory(r);
+  EXPECT_TRUE(roomy.judge_paces);
+  EXPECT_TRUE(roomy.notes.empty());
+  r.memory = static_cast<uint64_t>((roomy.per_gpu + 512 * MiB) / 0.95);  // fits once, not twice
+  eval::MemoryPlan tight = eval::plan_memory(r);
+  EXPECT_TRUE(tight.fits) << tight.table();
+  EXPECT_EQ(tight.per_gpu, roomy.per_gpu);
+  EXPECT_FALSE(tight.judge_paces);
+  ASSERT_EQ(tight.notes.size(), 1u);
+  EXPECT_NE(tight.notes[0].find("held to its baseline alone"), std::string::npos) << tight.notes[0];
+  r.timing = false;
+  EXPECT_FALSE(eval::plan_memory(r).judge_paces);  // nothing timed, nothing paced
 }
 
 // Without timing one capture (the trials') is all a judge rank holds of them.
