@@ -122,8 +122,10 @@ class CandidateProblem {
       fail = call(reference, phase::kReferenceWarmup, timing::kWarmKey);
       return !fail;
     });
-    // A quarter of a side's budget: it sets only the bound on the reference beside the candidate.
-    int n = timing::agree_iters(r_, w.s_per_call, std::max(job_.baseline_iters, 1), job_.timing_budget_s / 4);
+    // A quarter of a side's budget: it sets only the bound on the reference beside the
+    // candidate. The CPU device's timings count for nothing: no more calls than --iters.
+    int most = r_.device.is_cuda() ? job_.baseline_iters : std::min(job_.baseline_iters, job_.iters);
+    int n = timing::agree_iters(r_, w.s_per_call, std::max(most, 1), job_.timing_budget_s / 4);
     pair_.send(proto::kTiming, {{"iters", n}, {"warmup", w.calls}});
     r_.client.phase(phase::kReferenceTiming);
     auto own = device::make_timer(r_.device, stream_, n);
