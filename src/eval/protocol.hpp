@@ -5,12 +5,14 @@
 // ranks' timing against when their messages arrived.
 //
 // The conversation of one pair:
-//   candidate: ready {heap_span}          judge maps the candidate rank's harness
+//   candidate: ready {heap_span, host_bytes, pid}   judge maps the candidate rank's harness
 //   calibration (CUDA), per empty call i of kCalibrationCalls:
 //                 candidate: fill {call: i}   judge: filled {call: i, seq}
 //   baseline (the reference alone, in the candidate rank, before the candidate is loaded):
 //                 judge: inputs {warm}    candidate: timing {iters, warmup}
 //                 per call i: candidate: fill {call: i, us}   judge: filled {call: i, seq}
+//                 (every few calls the judge times the reference itself first, the candidate
+//                 rank held stopped: the machine's pace)
 //                 candidate: timed {failure, calls, us}        judge: decision {failure}
 //   per trial t:  judge: inputs {trial, seq}   candidate: ran {trial, failure, sizes}
 //                 judge: decision {failure, stop}
@@ -18,6 +20,8 @@
 //                 judge: plan {calls}     (the most calls the rounds can make)
 //                 per call i: candidate: fill {call: i, us}
 //                             judge: filled {call: i, seq, side}, or at a round's end {call: i, stop}
+//                             (at each round's end the judge first times the reference itself,
+//                             the candidate rank held stopped)
 //                 candidate: timed {failure, sizes, calls, us}  judge: decision {failure}
 // `seq` numbers the call on the gate (jobs/gate.hpp); `side` says whose call it is (the
 // candidate's or the reference's); `us` is the previous call's time by the candidate rank's

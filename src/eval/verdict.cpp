@@ -260,9 +260,13 @@ void judge(Record& res, const launch::GroupReport& rep, const Context& c, const 
   // drift (the judges' reference, in processes no candidate code enters): timed beside the
   // candidate, in the candidate's process, it is within the candidate's reach.
   std::vector<double> paces;
-  for (auto& r : t.rounds) paces.insert(paces.end(), r.judge_us.begin(), r.judge_us.end());
-  if (!paces.empty() && !t.judge_baseline_us.empty())
-    ts.machine = MachinePace{stats_of(t.judge_baseline_us), stats_of(paces), 1.0};
+  for (auto& r : t.rounds)
+    for (double x : r.judge_us)
+      if (x > 0) paces.push_back(x);  // 0: not measured (the candidate rank could not be held still)
+  std::vector<double> before;
+  for (double x : t.judge_baseline_us)
+    if (x > 0) before.push_back(x);
+  if (!paces.empty() && !before.empty()) ts.machine = MachinePace{stats_of(before), stats_of(paces), 1.0};
   interleave::Paces p{ts.baseline.median, rs.median, ts.machine ? ts.machine->baseline.median : 0.0,
                       ts.machine ? ts.machine->rounds.median : 0.0};
   interleave::Cap cap = interleave::cap(p, c.reference_drift, c.machine_drift);

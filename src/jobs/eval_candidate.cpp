@@ -16,6 +16,7 @@
 // it could slow the reference down beside it: the judges credit the reference at most a
 // little over its baseline, timed before any candidate code existed here.
 #include <ATen/ATen.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -569,7 +570,10 @@ class CandidateRank {
     sh_.host = heap::export_host(r_.client, proto::kHostRegion + std::string("/") + std::to_string(r_.rank), host);
     sh_.gate = std::make_unique<CandidateGate>(r_.device, sh_.stream, sh_.base);
     sh_.gate->reset();
-    sh_.pair->send(proto::kReady, {{"heap_span", r_.heap->bytes() + r_.heap->pad_bytes()}, {"host_bytes", host}});
+    // Its pid, before any candidate code exists here: the judge holds this process still
+    // (launch/stopped.hpp) while it times the reference in its own.
+    sh_.pair->send(proto::kReady, {{"heap_span", r_.heap->bytes() + r_.heap->pad_bytes()}, {"host_bytes", host},
+                                   {"pid", static_cast<int64_t>(getpid())}});
   }
 
   // NCCL connects lazily and over new sockets, which the sandbox denies: a round of the

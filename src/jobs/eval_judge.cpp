@@ -38,6 +38,7 @@
 #include "jobs/jobs.hpp"
 #include "jobs/timing.hpp"
 #include "launch/phases.hpp"
+#include "launch/stopped.hpp"
 #include "ref/context.hpp"
 #include "tensor/init.hpp"
 #include "tensor/save.hpp"
@@ -83,6 +84,7 @@ struct Shared {
   std::unique_ptr<heap::Mapping> device, host;
   std::unique_ptr<JudgeGate> gate;
   uint32_t seq = 0;
+  pid_t candidate = 0;  // the candidate rank's process, as it said before loading a candidate
 };
 
 // One problem judged: its reference and answers, the candidate rank's set viewed through
@@ -396,10 +398,15 @@ class JudgeProblem {
   // timed as the gate times the candidate rank's (the L2 evicted, the judges aligned, events
   // on this stream; the host clock on the CPU device). No candidate code ever runs in this
   // process: the machine's pace, which the bound on the reference beside the candidate allows
-  // for (eval/interleave.hpp). The candidate rank waits for its next call meanwhile. Only
-  // where the memory plan holds the reference's working memory twice (plan_.judge_paces).
+  // for (eval/interleave.hpp). The candidate rank, waiting for its next call, is held
+  // stopped meanwhile: no thread of the candidate's runs on the host (a spinning one would
+  // slow this process too and buy itself the credit). Zeros (not measured) where it cannot
+  // be held. Only where the memory plan holds the reference's working memory twice
+  // (plan_.judge_paces).
   std::vector<double> judge_reference(int n) {
     r_.client.phase(phase::kReferenceTiming);
+    launch::Stopped held(sh_.candidate);
+    if (!held.ok()) return std::vector<double>(n, 0.0);
     auto timer = device::make_timer(r_.device, stream_, n);
     for (int i = 0; i < n; ++i) {
       Inputs in = last_fill_.clone();
@@ -682,6 +689,7 @@ class JudgeRank {
     r_.client.phase(phase::kAwaitCandidate);
     json ready = sh_.pair->receive(proto::kReady);
     size_t span = ready.at("heap_span").get<size_t>(), host = ready.at("host_bytes").get<size_t>();
+    sh_.candidate = static_cast<pid_t>(ready.value("pid", int64_t{0}));
     bool cuda = r_.device.is_cuda();
     std::string key = heap::heap_key(cuda, r_.rank);
     sh_.device = cuda ? heap::import_cuda(r_.client, proto::kCandidates, key, r_.device.index(), span)

@@ -46,15 +46,20 @@ json eval_one(const std::string& solution, const std::string& dir, std::vector<s
 }
 
 // The speedup a record reports is the rounds' own, unless the reference ran slower beside
-// the candidate than (1 + drift) times its baseline: then the rounds' times the cap, and
-// the flag says so.
-void expect_capped_where_slowed(const json& r, double drift = 0.05) {
+// the candidate than (1 + drift) times its baseline, times the machine's own slow-down as
+// credited (timing.machine): then the rounds' times the cap, and the flag says so.
+void expect_capped_where_slowed(const json& r, double drift = 0.10) {
   const json& t = r["timing"];
   double base = t["baseline"]["median_us"], beside = t["reference"]["median_us"];
   double rounds = t["rounds"]["estimate"]["speedup"], speedup = r["speedup"];
-  bool slowed = beside > base * (1 + drift);
+  ASSERT_TRUE(t["machine"].is_object()) << t.dump();
+  double machine = t["machine"]["credited"];
+  EXPECT_GE(machine, 1.0);
+  EXPECT_LE(machine, 1.25);
+  double bound = base * machine * (1 + drift);
+  bool slowed = beside > bound;
   EXPECT_EQ(contains(r["flags"].dump(), "reference_slowed"), slowed) << t.dump();
-  EXPECT_NEAR(speedup, slowed ? rounds * base * (1 + drift) / beside : rounds, 1e-9 * rounds) << t.dump();
+  EXPECT_NEAR(speedup, slowed ? rounds * bound / beside : rounds, 1e-9 * rounds) << t.dump();
 }
 
 }  // namespace
@@ -68,6 +73,10 @@ TEST(Isolation, ACandidateThatSlowsTheReferenceEarnsAtMostTheDrift) {
   json r = eval_one(kReferenceSaboteur, dir, {"--device", "cpu", "-w", "1", "-n", "3", "--warmup", "10", "--iters", "30"});
   ASSERT_EQ(r["verdict"], "correct") << r["message"];
   expect_capped_where_slowed(r);
+  // Its spinning threads would slow the judge's own reference too, and so buy the machine's
+  // credit; held stopped while the judge times it, they cannot (unheld: 1.54x, credited 1.25).
+  const json& m = r["timing"]["machine"];
+  EXPECT_LT(m["rounds"]["median_us"].get<double>(), 1.2 * m["baseline"]["median_us"].get<double>()) << m.dump();
 }
 
 // A candidate whose threads spin once its own calls are done slows what comes after it,

@@ -14,6 +14,7 @@
 #include "launch/phases.hpp"
 #include "launch/placement.hpp"
 #include "launch/spawn.hpp"
+#include "launch/stopped.hpp"
 #include "launch/store.hpp"
 #include "rank/job.hpp"
 
@@ -210,4 +211,33 @@ TEST(ProcessTable, ScansSurviveProcessesThatComeAndGo) {
   stop = true;
   churn.join();
   EXPECT_GT(scans, 10);
+}
+
+// A process held still: every thread stopped while the object lives (a spinning one too),
+// running again after; a process that is not there cannot be held.
+TEST(Stopped, HoldsAProcessStillAndLetsItGo) {
+  pid_t child = fork();
+  if (child == 0) {
+    std::thread spin([] {
+      for (volatile long i = 0;; ++i) {
+      }
+    });
+    for (volatile long i = 0;; ++i) {
+    }
+  }
+  ASSERT_GT(child, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  {
+    Stopped held(child);
+    EXPECT_TRUE(held.ok());
+    EXPECT_EQ(process_state(child), 'T');
+  }
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (process_state(child) == 'T' && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_NE(process_state(child), 'T');
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  EXPECT_FALSE(Stopped(child).ok());  // reaped: no such process
+  EXPECT_FALSE(Stopped(0).ok());
 }
