@@ -395,18 +395,25 @@ class JudgeProblem {
   }
 
   // The reference in this judge's own process, `n` calls on the last timed call's inputs,
-  // timed as the gate times the candidate rank's (the L2 evicted, the judges aligned, events
-  // on this stream; the host clock on the CPU device). No candidate code ever runs in this
-  // process: the machine's pace, which the bound on the reference beside the candidate allows
-  // for (eval/interleave.hpp). The candidate rank, waiting for its next call, is held
-  // stopped meanwhile: no thread of the candidate's runs on the host (a spinning one would
-  // slow this process too and buy itself the credit). Zeros (not measured) where it cannot
-  // be held. Only where the memory plan holds the reference's working memory twice
-  // (plan_.judge_paces).
+  // on its candidate rank's timing CPU, timed as the gate times that rank's calls (the L2
+  // evicted, the judges aligned, events on this stream; the host clock on the CPU device).
+  // No candidate code ever runs in this process: the machine's pace, which the bound on the
+  // reference beside the candidate allows for (eval/interleave.hpp). The candidate rank,
+  // waiting for its next call, is held stopped meanwhile: no thread of the candidate's runs
+  // on the host (a spinning one would slow this process too and buy itself the credit).
+  // Zeros (not measured) where it cannot be held. Only where the memory plan holds the
+  // reference's working memory twice (plan_.judge_paces).
   std::vector<double> judge_reference(int n) {
     r_.client.phase(phase::kReferenceTiming);
     launch::Stopped held(sh_.candidate);
     if (!held.ok()) return std::vector<double>(n, 0.0);
+    // On the CPU its timed calls run on (launch/cpus.hpp; free while it is held): a host
+    // disturbance that stays with that CPU slows these calls as it slows both sides'.
+    struct OnTimingCpu {
+      rank::Rank& r;
+      explicit OnTimingCpu(rank::Rank& rank) : r(rank) { r.to_timing_cpu(); }
+      ~OnTimingCpu() { r.to_partner_cpu(); }
+    } on_timing_cpu(r_);
     auto timer = device::make_timer(r_.device, stream_, n);
     for (int i = 0; i < n; ++i) {
       Inputs in = last_fill_.clone();
