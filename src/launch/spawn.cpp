@@ -18,6 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "launch/procfs.hpp"
+
 namespace pkb::launch {
 
 namespace {
@@ -50,19 +52,6 @@ void close_inherited(int keep) {
     if (fd != keep) close(fd);
 }
 
-// A /proc file's text, "" when its process is gone. (Reading the file of a process reaped
-// after the open fails with ESRCH, and libstdc++'s filebuf throws on a failed read.)
-std::string proc_file(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  std::string text;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return n < 0 ? "" : text;
-}
-
 }  // namespace
 
 unsigned long long user_processes() {
@@ -85,11 +74,8 @@ unsigned long long user_processes() {
 namespace {
 
 pid_t parent_of(pid_t pid) {
-  std::string stat = proc_file("/proc/" + std::to_string(pid) + "/stat");
-  size_t close = stat.rfind(')');
-  if (close == std::string::npos) return -1;
-  // ") S ppid ..."
-  return static_cast<pid_t>(std::atol(stat.c_str() + close + 4));
+  std::string fields = stat_fields("/proc/" + std::to_string(pid) + "/stat");  // "S ppid ..."
+  return fields.size() < 2 ? -1 : static_cast<pid_t>(std::atol(fields.c_str() + 2));
 }
 
 }  // namespace

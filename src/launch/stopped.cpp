@@ -4,20 +4,18 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <thread>
+
+#include "launch/procfs.hpp"
 
 namespace pkb::launch {
 
 namespace {
 
 char state_in(const std::string& stat_path) {
-  std::ifstream f(stat_path);
-  std::string line;
-  if (!std::getline(f, line)) return 0;
-  auto close = line.rfind(')');  // the name may hold spaces and parentheses
-  return close == std::string::npos || close + 2 >= line.size() ? 0 : line[close + 2];
+  std::string fields = stat_fields(stat_path);
+  return fields.empty() ? 0 : fields[0];
 }
 
 // Whether every thread of `pid` is stopped (a group stop reaches each thread in turn).
