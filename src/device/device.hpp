@@ -49,6 +49,11 @@ Joined capture_joined(at::Device d, void* stream, const std::function<void()>& c
 // Evicts the L2 cache (writes a buffer twice its size on `stream`); no-op on the CPU device.
 void flush_l2(at::Device d, void* stream);
 
+// A fixed piece of device-only work on `stream` (the L2 eviction's write of twice the L2,
+// then a chain of multiply-adds on every SM), for a judge to time: the host takes no part
+// in its time, so it moves only where other work shares the GPU. No-op on the CPU device.
+void probe(at::Device d, void* stream);
+
 // A barrier of every rank through the heap's signal pads on `channel`: a one-block kernel
 // on `stream` (CUDA heaps; returns once enqueued) or a spin on the host.
 void heap_barrier(const heap::Heap& h, int channel, void* stream = nullptr);

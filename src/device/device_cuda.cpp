@@ -24,6 +24,7 @@
 namespace pkb::device {
 
 cudaError_t launch_barrier(uint32_t* const* pads, int rank, int world, int channel, cudaStream_t stream);
+cudaError_t launch_probe(float* sink, int sms, cudaStream_t stream);
 
 namespace {
 
@@ -186,6 +187,18 @@ void flush_l2(at::Device d, void* stream) {
     check(cudaMalloc(&buf, bytes), "cudaMalloc");
   }
   check(cudaMemsetAsync(buf, 0x5a, bytes, static_cast<cudaStream_t>(stream)), "L2 flush");
+}
+
+void probe(at::Device d, void* stream) {
+  if (!d.is_cuda()) return;
+  static float* sink = nullptr;
+  static int sms = 0;
+  if (!sink) {
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d.index()), "SM count");
+    check(cudaMalloc(&sink, sizeof(float)), "cudaMalloc");
+  }
+  flush_l2(d, stream);
+  check(launch_probe(sink, sms, static_cast<cudaStream_t>(stream)), "probe launch");
 }
 
 namespace {

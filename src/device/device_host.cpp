@@ -27,6 +27,7 @@ void sync_stream(at::Device, void*) {}
 
 std::unique_ptr<CallTimer> make_timer(at::Device, void*, int n) { return std::make_unique<HostTimer>(n); }
 void flush_l2(at::Device, void*) {}
+void probe(at::Device, void*) {}
 Joined capture_joined(at::Device, void*, const std::function<void()>&) { return Joined::unknown; }
 Clocks read_clocks(at::Device) { return {}; }
 void write_flag(void*, uint32_t*, uint32_t) { throw std::logic_error("write_flag: no CUDA device in this pkb"); }

@@ -14,7 +14,19 @@ __global__ void signal_kernel(uint32_t* pad, int slot, bool put) {
   if (put) dev::put_signal(pad, slot);
   else dev::wait_signal(pad, slot);
 }
+// Every thread a chain of dependent multiply-adds: a fixed amount of work on every SM, whose
+// time only another process's kernels on the same SMs can stretch.
+__global__ void probe_kernel(float* sink, int steps) {
+  float x = threadIdx.x * 1e-3f, y = 1.0f + blockIdx.x * 1e-6f;
+  for (int i = 0; i < steps; ++i) x = fmaf(x, 0.999f, y);
+  if (x == 12345.0f) sink[0] = x;  // never true: keeps the chain
+}
 }  // namespace
+
+cudaError_t launch_probe(float* sink, int sms, cudaStream_t stream) {
+  probe_kernel<<<4 * sms, 256, 0, stream>>>(sink, 4096);
+  return cudaGetLastError();
+}
 
 cudaError_t launch_barrier(uint32_t* const* pads, int rank, int world, int channel, cudaStream_t stream) {
   int threads = world < 32 ? 32 : world;

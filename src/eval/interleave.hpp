@@ -55,8 +55,10 @@ bool ends_round(const Plan& plan, int call);
 
 // One round: each side's calls (the slowest rank's time per call, us), and the reference's
 // calls in the judges' own processes at the round's end (the machine's pace, for the cap).
+// `probe_us`: the judges' device probe then (device::probe), after the round's last block
+// (the reference's where the round is C R, the candidate's where it is R C).
 struct Round {
-  std::vector<double> reference_us, candidate_us, judge_us;
+  std::vector<double> reference_us, candidate_us, judge_us, probe_us;
 };
 
 // The speedup over rounds: the Hodges-Lehmann estimate of the rounds' log ratios (median
@@ -89,15 +91,32 @@ enum class Stop { go_on, interval, rounds, budget };
 const char* stop_name(Stop s);
 Stop decide(const Plan& plan, const Settings& s, const std::vector<Round>& rounds, double elapsed_s);
 
+// Whether the candidate was seen at work beside the reference's calls, from outside its
+// process: threads of its own on the CPU while the reference's blocks ran (more than
+// kThreadShare of their wall time), or the judges' device probe after the reference's
+// blocks slower than beside the baseline (more than kProbeSlower: the GPU shared with work
+// the candidate left running). Probe medians in us; 0: not measured.
+inline constexpr double kThreadShare = 0.02, kProbeSlower = 0.05;
+struct Beside {
+  double thread_share = 0;  // the candidate's threads' CPU time over the reference blocks' wall time
+  double probe_slower = 0;  // the probe after the reference's blocks over its baseline, less 1
+  bool threads = false, device = false;
+  bool any() const { return threads || device; }
+};
+Beside beside(double thread_share, double probe_baseline, double probe_after_reference);
+
 // A candidate that slows the reference down inside its own process would gain by it: the
 // reference's calls beside the candidate are credited at most `1 + drift` times its calls
 // before the candidate was loaded (its baseline), times how much slower the machine itself
 // ran meanwhile (the reference in the judges' processes, timed beside the baseline and at
-// the rounds' ends), that last at most `1 + machine`: a machine that slows by seconds is no
-// candidate's doing, and a candidate whose own process slows every other one on the GPU
-// gains no more than `machine`. Medians of calls, us; a judges' median of 0: not measured
-// (the bound of the baseline alone). Returns the factor the speedup keeps (1 where the
-// reference ran no slower than that), and says how much slower it ran.
+// the rounds' ends, on the candidate's timing CPU with the candidate held). That last is
+// credited whole where nothing of the candidate was seen beside the reference (`machine`
+// infinite): a host that slows by seconds is no candidate's doing. Where something was
+// (Beside), at most `1 + machine`: work the candidate leaves on the GPU also slows the
+// judges' reference, and gains it no more than `machine`. Medians of calls, us; a judges'
+// median of 0: not measured (the bound of the baseline alone). Returns the factor the
+// speedup keeps (1 where the reference ran no slower than that), and says how much slower
+// it ran.
 struct Paces {
   double baseline = 0, beside = 0;              // the reference in the candidate rank
   double judge_baseline = 0, judge_beside = 0;  // the reference in the judges' own processes

@@ -195,7 +195,7 @@ RoundsSummary rounds_from_json(const json& j) {
 
 const std::initializer_list<const char*> kTimingKeys = {
     "reference", "candidate",      "baseline",       "clock",        "rounds",
-    "reference_slowed", "copy_median_us", "candidate_self", "gate_overhead", "machine"};
+    "reference_slowed", "copy_median_us", "candidate_self", "gate_overhead", "machine", "host", "candidate_beside"};
 
 json timing_json(const TimingSummary& t) {
   json j = {{"reference", t.reference.to_json()},
@@ -207,9 +207,17 @@ json timing_json(const TimingSummary& t) {
   put(j, "copy_median_us", t.copy_median_us);
   if (t.candidate_self) j["candidate_self"] = t.candidate_self->to_json();
   if (t.gate_overhead) j["gate_overhead"] = eval::to_json(*t.gate_overhead);
-  if (t.machine)
+  if (t.machine) {
     j["machine"] = {{"baseline", t.machine->baseline.to_json()}, {"rounds", t.machine->rounds.to_json()},
                     {"credited", t.machine->credited}};
+    for (auto [key, probe] : {std::pair{"probe_baseline", &t.machine->probe_baseline},
+                              {"probe_after_reference", &t.machine->probe_after_reference},
+                              {"probe_after_candidate", &t.machine->probe_after_candidate}})
+      if (*probe) j["machine"][key] = (*probe)->to_json();
+  }
+  if (t.host_reference && t.host_candidate)
+    j["host"] = {{"reference", eval::to_json(*t.host_reference)}, {"candidate", eval::to_json(*t.host_candidate)}};
+  put(j, "candidate_beside", t.candidate_beside);
   return with_rest(t.rest, j);
 }
 TimingSummary timing_summary_from_json(const json& j) {
@@ -229,7 +237,14 @@ TimingSummary timing_summary_from_json(const json& j) {
   const json m = field(j, "machine");
   if (m.is_object())
     t.machine = MachinePace{stats_at(m, "baseline").value_or(Stats{}), stats_at(m, "rounds").value_or(Stats{}),
-                            m.value("credited", 1.0)};
+                            m.value("credited", 1.0), stats_at(m, "probe_baseline"),
+                            stats_at(m, "probe_after_reference"), stats_at(m, "probe_after_candidate")};
+  const json h = field(j, "host");
+  if (h.is_object() && h.contains("reference") && h.contains("candidate")) {
+    t.host_reference = host_share_from_json(h["reference"]);
+    t.host_candidate = host_share_from_json(h["candidate"]);
+  }
+  t.candidate_beside = text(j, "candidate_beside");
   t.rest = rest_of(j, kTimingKeys);
   return t;
 }

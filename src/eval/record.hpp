@@ -71,10 +71,12 @@ struct RoundsSummary {
 };
 
 // The reference timed in the judges' own processes, beside the baseline and at the rounds'
-// ends: how much the machine itself slowed, and what the bound on the reference credited.
+// ends: how much the machine itself slowed, and what the bound on the reference credited;
+// the judges' device probe then (after the reference's blocks and after the candidate's).
 struct MachinePace {
   Stats baseline, rounds;
   double credited = 1;
+  std::optional<Stats> probe_baseline, probe_after_reference, probe_after_candidate;
 };
 
 // `timing`: both sides' calls in the rounds and the reference's baseline.
@@ -85,6 +87,10 @@ struct TimingSummary {
   std::optional<RoundsSummary> rounds;  // none in records from before the rounds
   std::string reference_slowed;         // why the speedup was capped; "" when it was not
   std::optional<MachinePace> machine;   // none where the judges did not time it (memory, older records)
+  // The candidate rank's threads through each side's blocks (none on older records), and
+  // what of the candidate was seen beside the reference's calls ("" where nothing was).
+  std::optional<HostShare> host_reference, host_candidate;
+  std::string candidate_beside;
   std::optional<double> copy_median_us;
   std::optional<Stats> candidate_self;  // the candidate rank's own events (CUDA)
   std::optional<GateOverhead> gate_overhead;

@@ -100,7 +100,23 @@ json to_json(const Clocks& c) {
 }
 
 static json to_json(const interleave::Round& r) {
-  return {{"reference_us", r.reference_us}, {"candidate_us", r.candidate_us}, {"judge_us", r.judge_us}};
+  return {{"reference_us", r.reference_us}, {"candidate_us", r.candidate_us}, {"judge_us", r.judge_us},
+          {"probe_us", r.probe_us}};
+}
+
+json to_json(const HostShare& h) {
+  return {{"wall_ms", h.wall_ms},   {"main_run_ms", h.main_run_ms}, {"main_wait_ms", h.main_wait_ms},
+          {"pkb_run_ms", h.pkb_run_ms}, {"new_threads_run_ms", h.new_threads_run_ms}};
+}
+
+HostShare host_share_from_json(const json& j) {
+  HostShare h;
+  h.wall_ms = j.value("wall_ms", 0.0);
+  h.main_run_ms = j.value("main_run_ms", 0.0);
+  h.main_wait_ms = j.value("main_wait_ms", 0.0);
+  h.pkb_run_ms = j.value("pkb_run_ms", 0.0);
+  h.new_threads_run_ms = j.value("new_threads_run_ms", 0.0);
+  return h;
 }
 
 json to_json(const Timing& t) {
@@ -108,6 +124,8 @@ json to_json(const Timing& t) {
   for (auto& r : t.rounds) rounds.push_back(to_json(r));
   return {{"baseline", to_json(t.baseline)},
           {"judge_baseline_us", t.judge_baseline_us},
+          {"probe_baseline_us", t.probe_baseline_us},
+          {"host", {{"reference", to_json(t.host_reference)}, {"candidate", to_json(t.host_candidate)}}},
           {"rounds", rounds},
           {"plan", {{"block", t.plan.block}, {"min_rounds", t.plan.min_rounds}, {"max_rounds", t.plan.max_rounds}}},
           {"stop", t.stop},
@@ -121,7 +139,10 @@ Timing timing_from_json(const json& j) {
   t.judge_baseline_us = j.at("judge_baseline_us").get<std::vector<double>>();
   for (auto& r : j.at("rounds"))
     t.rounds.push_back({r.at("reference_us").get<std::vector<double>>(), r.at("candidate_us").get<std::vector<double>>(),
-                        r.at("judge_us").get<std::vector<double>>()});
+                        r.at("judge_us").get<std::vector<double>>(), r.at("probe_us").get<std::vector<double>>()});
+  t.probe_baseline_us = j.at("probe_baseline_us").get<std::vector<double>>();
+  t.host_reference = host_share_from_json(j.at("host").at("reference"));
+  t.host_candidate = host_share_from_json(j.at("host").at("candidate"));
   const json& p = j.at("plan");
   t.plan = {p.at("block"), p.at("min_rounds"), p.at("max_rounds")};
   t.stop = j.at("stop");

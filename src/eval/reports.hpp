@@ -72,9 +72,25 @@ struct GateOverhead {
 // The timing of one evaluation, as every judge agreed it (jobs/eval_judge.cpp): the
 // reference in the candidate rank before the candidate was loaded, then the interleaved
 // rounds of both sides, each call at the slowest rank (eval/interleave.hpp).
+// What the candidate rank's threads did while one side's blocks of timed calls ran, as the
+// kernel counts it (/proc/<pid>/task/*/schedstat, read by the judge): ms, summed over the
+// rounds, each the most any judge's candidate rank showed. `main`: the thread that makes
+// the timed calls; `pkb`: the rank's other threads that were there when its baseline ended
+// (torch's, the driver's, NCCL's); `new_threads`: every thread started since (the
+// candidate's, or started on its behalf). All of a rank's threads share its timing CPU.
+struct HostShare {
+  double wall_ms = 0, main_run_ms = 0, main_wait_ms = 0, pkb_run_ms = 0, new_threads_run_ms = 0;
+  // The candidate's threads' time on the CPU over the blocks' wall time.
+  double new_threads_share() const { return wall_ms > 0 ? new_threads_run_ms / wall_ms : 0.0; }
+};
+
 struct Timing {
   CallTimes baseline;                    // the reference alone, before the candidate existed
   std::vector<double> judge_baseline_us;  // the reference in the judges' processes, beside the baseline
+  // The judges' device probe (device::probe, us) beside the baseline, each call at the
+  // slowest judge; the rounds' are in each Round (probe_us).
+  std::vector<double> probe_baseline_us;
+  HostShare host_reference, host_candidate;  // during each side's blocks of the rounds
   std::vector<interleave::Round> rounds;  // reference and candidate, beside each other
   interleave::Plan plan;
   std::string stop;                      // interleave::stop_name: why the rounds ended
@@ -121,6 +137,8 @@ nlohmann::json to_json(const Clocks& c);
 nlohmann::json to_json(const GateOverhead& g);
 nlohmann::json to_json(const Timing& t);
 Timing timing_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const HostShare& h);
+HostShare host_share_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const JudgeReport& r);
 nlohmann::json to_json(const CandidateReport& r);
 // Throw nlohmann::json::exception on a malformed report (a pkb bug, or a rank whose channel

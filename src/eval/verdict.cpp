@@ -1,6 +1,7 @@
 #include "eval/verdict.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <array>
 #include <csignal>
 #include <cstdio>
@@ -267,16 +268,48 @@ void judge(Record& res, const launch::GroupReport& rep, const Context& c, const 
   for (double x : t.judge_baseline_us)
     if (x > 0) before.push_back(x);
   if (!paces.empty() && !before.empty()) ts.machine = MachinePace{stats_of(before), stats_of(paces), 1.0};
+  // What of the candidate was seen beside the reference's calls: its threads on the CPU
+  // (the most any judge's candidate rank showed), work it left on the GPU (the judges' device
+  // probe after the reference's blocks: rounds C R end on them, R C on the candidate's).
+  std::vector<double> probes_before, after_reference, after_candidate;
+  for (double x : t.probe_baseline_us)
+    if (x > 0) probes_before.push_back(x);
+  for (size_t k = 0; k < t.rounds.size(); ++k)
+    for (double x : t.rounds[k].probe_us)
+      if (x > 0) (k % 2 == 0 ? after_reference : after_candidate).push_back(x);
+  if (ts.machine && !probes_before.empty()) {
+    ts.machine->probe_baseline = stats_of(probes_before);
+    if (!after_reference.empty()) ts.machine->probe_after_reference = stats_of(after_reference);
+    if (!after_candidate.empty()) ts.machine->probe_after_candidate = stats_of(after_candidate);
+  }
+  if (t.host_reference.wall_ms > 0) {
+    ts.host_reference = t.host_reference;
+    ts.host_candidate = t.host_candidate;
+  }
+  interleave::Beside seen = interleave::beside(
+      t.host_reference.new_threads_share(), ts.machine && ts.machine->probe_baseline ? ts.machine->probe_baseline->median : 0.0,
+      ts.machine && ts.machine->probe_after_reference ? ts.machine->probe_after_reference->median : 0.0);
+  if (seen.threads)
+    ts.candidate_beside = "threads of the candidate's own ran " + io::format("%.1f", 100 * seen.thread_share) +
+                          "% of the time the reference's calls did, on the CPU they were made on";
+  if (seen.device)
+    ts.candidate_beside += std::string(seen.threads ? "; " : "") + "the judges' device probe ran " +
+                           io::format("%.1f", 100 * seen.probe_slower) +
+                           "% slower after the reference's blocks than beside its baseline (work the candidate left on "
+                           "the GPU)";
   interleave::Paces p{ts.baseline.median, rs.median, ts.machine ? ts.machine->baseline.median : 0.0,
                       ts.machine ? ts.machine->rounds.median : 0.0};
-  interleave::Cap cap = interleave::cap(p, c.reference_drift, c.machine_drift);
+  interleave::Cap cap = interleave::cap(p, c.reference_drift,
+                                        seen.any() ? c.machine_drift : std::numeric_limits<double>::infinity());
   if (ts.machine) ts.machine->credited = cap.machine;
   if (cap.applied()) {
     res.flags.push_back("reference_slowed");
     std::string machine =
         ts.machine ? ", times the machine's own slow-down " + io::format("%.3f", cap.machine) + " (the judges' reference: " +
                          fmt_us(ts.machine->rounds.median) + " us against " + fmt_us(ts.machine->baseline.median) +
-                         " us, credited up to " + io::format("%.0f", 100 * c.machine_drift) + "% slower)"
+                         (seen.any() ? " us, credited up to " + io::format("%.0f", 100 * c.machine_drift) +
+                                           "% slower, since " + ts.candidate_beside + ")"
+                                     : " us)")
                    : "";
     ts.reference_slowed =
         "the reference ran " + io::format("%.1f", 100 * cap.slower) + "% slower beside the candidate (median " +

@@ -22,6 +22,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "device/device.hpp"
@@ -38,6 +39,7 @@
 #include "jobs/jobs.hpp"
 #include "jobs/timing.hpp"
 #include "launch/phases.hpp"
+#include "launch/procfs.hpp"
 #include "launch/stopped.hpp"
 #include "ref/context.hpp"
 #include "tensor/init.hpp"
@@ -85,6 +87,47 @@ struct Shared {
   std::unique_ptr<JudgeGate> gate;
   uint32_t seq = 0;
   pid_t candidate = 0;  // the candidate rank's process, as it said before loading a candidate
+  std::set<pid_t> pkb_threads;  // its threads when its first baseline ended: none of a candidate's yet
+};
+
+// The candidate rank's threads watched from outside through each side's blocks of timed
+// calls (eval::HostShare): a thread of the candidate's that runs while the reference's
+// calls do slows them on the rank's timing CPU, which the judges must know of.
+class HostWatch {
+ public:
+  HostWatch(pid_t pid, const std::set<pid_t>& pkb) : pid_(pid), pkb_(pkb) { restart(); }
+  // From now on (what happened since the last sample is nobody's: the rank was held).
+  void restart() {
+    last_ = launch::thread_times(pid_);
+    t_ = Clock::now();
+  }
+  // A block of `side`'s calls ended now.
+  void ended(eval::interleave::Side side) {
+    auto now_t = Clock::now();
+    std::map<pid_t, launch::ThreadTimes> now = launch::thread_times(pid_);
+    eval::HostShare& h = side == eval::interleave::Side::reference ? reference : candidate;
+    h.wall_ms += std::chrono::duration<double, std::milli>(now_t - t_).count();
+    for (auto& [tid, x] : now) {
+      auto it = last_.find(tid);
+      const launch::ThreadTimes before = it == last_.end() ? launch::ThreadTimes{} : it->second;
+      double run = (x.run_ns - before.run_ns) / 1e6, wait = (x.wait_ns - before.wait_ns) / 1e6;
+      if (tid == pid_) {
+        h.main_run_ms += run;
+        h.main_wait_ms += wait;
+      } else {
+        (pkb_.count(tid) ? h.pkb_run_ms : h.new_threads_run_ms) += run;
+      }
+    }
+    last_ = std::move(now);
+    t_ = now_t;
+  }
+  eval::HostShare reference, candidate;
+
+ private:
+  pid_t pid_;
+  const std::set<pid_t>& pkb_;
+  std::map<pid_t, launch::ThreadTimes> last_;
+  Clock::time_point t_;
 };
 
 // One problem judged: its reference and answers, the candidate rank's set viewed through
@@ -403,10 +446,18 @@ class JudgeProblem {
   // on the host (a spinning one would slow this process too and buy itself the credit).
   // Zeros (not measured) where it cannot be held. Only where the memory plan holds the
   // reference's working memory twice (plan_.judge_paces).
-  std::vector<double> judge_reference(int n) {
+  // Then, the rank still held, kProbes of the device probe (device::probe), timed alone:
+  // device-only work, so unlike the reference's calls its time does not follow the host's
+  // pace; it moves only where other work shares the GPU, such as a kernel the candidate left
+  // running (a process held still keeps its kernels running).
+  static constexpr int kProbes = 3;
+  struct JudgePace {
+    std::vector<double> reference_us, probe_us;
+  };
+  JudgePace judge_reference(int n) {
     r_.client.phase(phase::kReferenceTiming);
     launch::Stopped held(sh_.candidate);
-    if (!held.ok()) return std::vector<double>(n, 0.0);
+    if (!held.ok()) return {std::vector<double>(n, 0.0), std::vector<double>(kProbes, 0.0)};
     // On the CPU its timed calls run on (launch/cpus.hpp; free while it is held): a host
     // disturbance that stays with that CPU slows these calls as it slows both sides'.
     struct OnTimingCpu {
@@ -425,7 +476,16 @@ class JudgeProblem {
       timer->stop(i);
       device::synchronize(r_.device);
     }
-    return timer->elapsed_us();
+    JudgePace pace{timer->elapsed_us(), {}};
+    auto probes = device::make_timer(r_.device, stream_, kProbes);
+    for (int i = 0; i < kProbes; ++i) {
+      probes->start(i);
+      device::probe(r_.device, stream_);
+      probes->stop(i);
+      device::synchronize(r_.device);
+    }
+    pace.probe_us = r_.device.is_cuda() ? probes->elapsed_us() : std::vector<double>(kProbes, 0.0);
+    return pace;
   }
 
   // Call i's time: this judge's clock less what the gate costs an empty call (CUDA), or the
@@ -435,6 +495,12 @@ class JudgeProblem {
     return i < static_cast<int>(reported.size()) ? reported[i] : 0.0;
   }
 
+  static std::vector<double> host_numbers(const eval::HostShare& h) {
+    return {h.wall_ms, h.main_run_ms, h.main_wait_ms, h.pkb_run_ms, h.new_threads_run_ms};
+  }
+  static eval::HostShare host_share(const std::vector<double>& v, size_t at) {
+    return {v.at(at), v.at(at + 1), v.at(at + 2), v.at(at + 3), v.at(at + 4)};
+  }
   // Every judge's times of the same calls, the slowest rank per call.
   std::vector<double> slowest(const std::vector<double>& mine) {
     std::vector<std::vector<double>> all;
@@ -464,14 +530,18 @@ class JudgeProblem {
       auto timer = device::make_timer(r_.device, stream_, n);
       // The judges' own reference beside it, a block after every `blk` calls: the machine's pace then.
       const int blk = std::clamp(n / 5, 1, std::max(job_.block, 1));
-      std::vector<double> paces;
+      std::vector<double> paces, probes;
       timed = serve(phase::kReferenceTiming, timing::kBaselineKey, n, *timer, [&](int i, const json&) {
         if (plan_.judge_paces && i > 0 && (i % blk == 0 || i == n)) {
-          std::vector<double> b = judge_reference(blk);
-          paces.insert(paces.end(), b.begin(), b.end());
+          JudgePace b = judge_reference(blk);
+          paces.insert(paces.end(), b.reference_us.begin(), b.reference_us.end());
+          probes.insert(probes.end(), b.probe_us.begin(), b.probe_us.end());
         }
         return Next{};
       });
+      // The rank's threads now, before any candidate is loaded there: pkb's own.
+      if (sh_.pkb_threads.empty() && sh_.candidate > 0)
+        for (auto& [tid, x] : launch::thread_times(sh_.candidate)) sh_.pkb_threads.insert(tid);
       if (timed.value("calls", -1) != n && reported_failure(timed) == std::nullopt)
         throw proto::ProtocolError(std::to_string(timed.value("calls", -1)) + " of " + std::to_string(n) + " calls");
       if (timed.value("us", json()).is_array()) reported = timed["us"].get<std::vector<double>>();
@@ -480,6 +550,7 @@ class JudgeProblem {
       for (int i = 0; i < n; ++i) mine.push_back(call_us(judged, reported, i));
       baseline_ = eval::CallTimes{slowest(mine), warm};
       judge_baseline_ = slowest(paces);
+      probe_baseline_ = slowest(probes);
     } catch (const std::exception& e) {
       fail = protocol_failure("baseline", -1, e.what());
     }
@@ -504,6 +575,7 @@ class JudgeProblem {
     eval::Timing t;
     t.baseline = baseline_;
     t.judge_baseline_us = judge_baseline_;
+    t.probe_baseline_us = probe_baseline_;
     try {
       json pace = pair_.receive(proto::kTiming);
       t.candidate_warmup = pace.at("warmup").at("candidate");
@@ -530,8 +602,14 @@ class JudgeProblem {
       auto t0 = Clock::now();
       eval::interleave::Stop stop = eval::interleave::Stop::go_on;
       r_.client.phase(phase::kAwaitCandidate);
+      if (sh_.candidate > 0) watch_ = std::make_unique<HostWatch>(sh_.candidate, sh_.pkb_threads);
       timed = serve(phase::kTimedCall, timing::kTimedKey, most, *timer, [&](int i, const json& m) {
         if (i > 0) reported.push_back(m.value("us", json(0.0)).is_number() ? m["us"].get<double>() : 0.0);
+        if (i == 0 && watch_) watch_->restart();
+        // A block ended where the side changes (and at every round's end): its threads then.
+        if (i > 0 && watch_ && (eval::interleave::ends_round(t.plan, i - 1) ||
+                                eval::interleave::side_of(t.plan, i) != eval::interleave::side_of(t.plan, i - 1)))
+          watch_->ended(eval::interleave::side_of(t.plan, i - 1));
         if (i > 0 && eval::interleave::ends_round(t.plan, i - 1)) {
           close_round(t, i, *timer, reported, Clock::now() - t0);
           stop = eval::interleave::decide(t.plan, settings, t.rounds, t.seconds);
@@ -547,6 +625,13 @@ class JudgeProblem {
         return n;
       });
       t.stop = eval::interleave::stop_name(stop);
+      if (watch_) {  // the most any judge's candidate rank showed
+        std::vector<double> mine = host_numbers(watch_->reference), theirs = host_numbers(watch_->candidate);
+        mine.insert(mine.end(), theirs.begin(), theirs.end());
+        std::vector<double> all = slowest(mine);  // the most of each
+        t.host_reference = host_share(all, 0);
+        t.host_candidate = host_share(all, 5);
+      }
       device::Clocks after = device::read_clocks(r_.device);
       report_.clocks = eval::Clocks{before.sm_mhz, after.sm_mhz, after.max_sm_mhz, after.throttle_reasons,
                                     before.throttled || after.throttled};
@@ -587,8 +672,10 @@ class JudgeProblem {
     const int first = next - 2 * t.plan.block;
     std::vector<double> judged = r_.device.is_cuda() ? timer.elapsed_us() : std::vector<double>{}, mine;
     for (int i = first; i < next; ++i) mine.push_back(call_us(judged, reported, i));
-    std::vector<double> paces = plan_.judge_paces ? judge_reference(t.plan.block) : std::vector<double>{};
-    mine.insert(mine.end(), paces.begin(), paces.end());
+    JudgePace pace = plan_.judge_paces ? judge_reference(t.plan.block) : JudgePace{};
+    if (watch_) watch_->restart();  // the rank was held meanwhile
+    mine.insert(mine.end(), pace.reference_us.begin(), pace.reference_us.end());
+    mine.insert(mine.end(), pace.probe_us.begin(), pace.probe_us.end());
     mine.push_back(std::chrono::duration<double>(elapsed).count());  // the rounds' time so far, this judge's
     std::vector<double> all = slowest(mine);
     t.seconds = all.back();  // every judge decides on the slowest judge's time too
@@ -597,7 +684,9 @@ class JudgeProblem {
     for (int i = first; i < next; ++i)
       (eval::interleave::side_of(t.plan, i) == eval::interleave::Side::reference ? round.reference_us : round.candidate_us)
           .push_back(all[i - first]);
-    round.judge_us.assign(all.begin() + (next - first), all.end());
+    auto paced = all.begin() + (next - first);
+    round.judge_us.assign(paced, paced + static_cast<long>(pace.reference_us.size()));
+    round.probe_us.assign(paced + static_cast<long>(pace.reference_us.size()), all.end());
     t.rounds.push_back(round);
   }
 
@@ -666,6 +755,8 @@ class JudgeProblem {
   Inputs last_fill_;           // the last timed call's, either side's: the judge's own reference calls run on them
   eval::CallTimes baseline_;   // the reference alone, agreed by the judges
   std::vector<double> judge_baseline_;  // the judges' own reference beside it, agreed
+  std::vector<double> probe_baseline_;  // the judges' device probe beside it, agreed
+  std::unique_ptr<HostWatch> watch_;    // the candidate rank's threads through the rounds
 };
 
 // A judge rank: the candidate rank's memory mapped once, then each problem judged in turn.

@@ -13,6 +13,7 @@
 #include "launch/environment.hpp"
 #include "launch/phases.hpp"
 #include "launch/placement.hpp"
+#include "launch/procfs.hpp"
 #include "launch/spawn.hpp"
 #include "launch/stopped.hpp"
 #include "launch/store.hpp"
@@ -240,4 +241,29 @@ TEST(Stopped, HoldsAProcessStillAndLetsItGo) {
   waitpid(child, nullptr, 0);
   EXPECT_FALSE(Stopped(child).ok());  // reaped: no such process
   EXPECT_FALSE(Stopped(0).ok());
+}
+
+// Each thread's scheduler times, read from outside: a thread that spun shows its time on a
+// CPU, one that slept shows little; a process that is not there has no threads.
+TEST(ThreadTimes, SayWhatEachThreadOfAProcessDid) {
+  std::atomic<pid_t> spinner{0};
+  std::atomic<bool> stop{false};
+  std::thread spin([&] {
+    spinner = static_cast<pid_t>(gettid());
+    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(60);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  std::thread sleeper([&] { std::this_thread::sleep_for(std::chrono::milliseconds(80)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(70));
+  std::map<pid_t, ThreadTimes> t = thread_times(getpid());
+  stop = true;
+  spin.join();
+  sleeper.join();
+  ASSERT_TRUE(t.count(getpid()));  // the main thread's id is the process's
+  ASSERT_TRUE(t.count(spinner.load()));
+  EXPECT_GE(t[spinner].run_ns, 40'000'000);  // 60 ms spun, less what a busy box kept from it
+  EXPECT_GE(t.size(), 3u);
+  EXPECT_TRUE(thread_times(0).empty());
 }
