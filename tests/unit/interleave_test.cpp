@@ -2,6 +2,8 @@
 // schedule of sides, the interval over rounds, the stopping rule and the reference's cap.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <cmath>
 
 #include "eval/interleave.hpp"
@@ -177,4 +179,36 @@ TEST(Interleave, TheReferenceIsCreditedAtMostItsBaselinePlusTheDrift) {
   Cap sped = cap({100, 104, 50, 40}, 0.05, 0.25);
   EXPECT_DOUBLE_EQ(sped.machine, 1.0);
   EXPECT_FALSE(sped.applied());
+}
+
+// Where nothing of the candidate was seen beside the reference, the machine's slow-down is
+// credited whole (a host that slows 2x for seconds is no candidate's doing); where it was,
+// at most 1 + machine.
+TEST(Interleave, TheMachinesSlowDownIsCreditedWholeWhereNothingOfTheCandidateWasSeen) {
+  const double whole = std::numeric_limits<double>::infinity();
+  Cap host = cap({100, 200, 50, 100}, 0.05, whole);
+  EXPECT_DOUBLE_EQ(host.machine, 2.0);
+  EXPECT_FALSE(host.applied());
+  // The reference slowed past what the judges' own did: bounded still.
+  Cap beyond = cap({100, 300, 50, 100}, 0.05, whole);
+  EXPECT_TRUE(beyond.applied());
+  EXPECT_DOUBLE_EQ(beyond.factor, 100 * 2.0 * 1.05 / 300);
+  EXPECT_DOUBLE_EQ(cap({100, 104, 50, 40}, 0.05, whole).machine, 1.0);  // never a speed-up
+}
+
+// What counts as the candidate seen beside the reference: its threads on the CPU for more
+// than kThreadShare of the reference's blocks, or the device probe after the reference's
+// blocks more than kProbeSlower over its baseline; unmeasured probes say nothing.
+TEST(Interleave, TheCandidateIsSeenBesideTheReferenceByItsThreadsOrTheDeviceProbe) {
+  EXPECT_FALSE(beside(0, 40, 40.5).any());
+  Beside threads = beside(kThreadShare * 2, 40, 40);
+  EXPECT_TRUE(threads.threads);
+  EXPECT_FALSE(threads.device);
+  EXPECT_FALSE(beside(kThreadShare / 2, 0, 0).any());
+  Beside device = beside(0, 40, 40 * (1 + 2 * kProbeSlower));
+  EXPECT_TRUE(device.device);
+  EXPECT_NEAR(device.probe_slower, 2 * kProbeSlower, 1e-12);
+  EXPECT_FALSE(beside(0, 0, 80).any());   // no baseline probe
+  EXPECT_FALSE(beside(0, 40, 0).any());   // no probe after the reference
+  EXPECT_FALSE(beside(0, 40, 30).any());  // faster is nothing
 }
