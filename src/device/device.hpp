@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -66,6 +67,14 @@ void heap_barrier(const heap::Heap& h, int channel, void* stream = nullptr);
 // process). CUDA device only.
 void write_flag(void* stream, uint32_t* flag, uint32_t value);
 void wait_flag(void* stream, uint32_t* flag, uint32_t value);
+
+// What of this process the reference's calls run under that code in it could change, and
+// so slow them: torch's math settings and CPU threads, and (CUDA) the device's limits,
+// cache configuration and scheduling flags; by name, as text. Compared before a candidate
+// is loaded and after its timed calls (eval_candidate).
+std::map<std::string, std::string> process_state(at::Device d);
+// "name: before -> after; ..." for every entry that differs, "" where none does.
+std::string state_changes(const std::map<std::string, std::string>& before, const std::map<std::string, std::string>& after);
 
 struct Clocks {
   int sm_mhz = 0, max_sm_mhz = 0;

@@ -138,22 +138,23 @@ Stop decide(const Plan& p, const Settings& s, const std::vector<Round>& rounds, 
   return Stop::go_on;
 }
 
-Beside beside(double thread_share, double probe_baseline, double probe_after_reference) {
+Beside beside(double thread_share, double probe_baseline, double probe_rounds, const std::string& state) {
   Beside b;
   b.thread_share = thread_share;
   b.threads = thread_share > kThreadShare;
-  if (probe_baseline > 0 && probe_after_reference > 0) b.probe_slower = probe_after_reference / probe_baseline - 1;
+  if (probe_baseline > 0 && probe_rounds > 0) b.probe_slower = probe_rounds / probe_baseline - 1;
   b.device = b.probe_slower > kProbeSlower;
+  b.state = state;
   return b;
 }
 
-Cap cap(const Paces& p, double drift, double machine) {
+Cap cap(const Paces& p, double drift, double machine, bool seen) {
   Cap c;
   if (p.baseline <= 0 || p.beside <= 0) return c;
   c.slower = p.beside / p.baseline - 1;
   // The machine's slow-down credited: never a speed-up (that holds the old bound), at most 1 + machine.
-  if (p.judge_baseline > 0 && p.judge_beside > 0) c.machine = std::max(1.0, std::min(p.judge_beside / p.judge_baseline, 1 + machine));
-  c.factor = std::min(1.0, p.baseline * c.machine * (1 + drift) / p.beside);
+  if (p.judge_baseline > 0 && p.judge_beside > 0) c.machine = std::clamp(p.judge_beside / p.judge_baseline, 1.0, 1 + machine);
+  if (seen) c.factor = std::min(1.0, p.baseline * c.machine * (1 + drift) / p.beside);
   return c;
 }
 

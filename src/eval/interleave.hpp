@@ -92,31 +92,35 @@ const char* stop_name(Stop s);
 Stop decide(const Plan& plan, const Settings& s, const std::vector<Round>& rounds, double elapsed_s);
 
 // Whether the candidate was seen at work beside the reference's calls, from outside its
-// process: threads of its own on the CPU while the reference's blocks ran (more than
-// kThreadShare of their wall time), or the judges' device probe after the reference's
-// blocks slower than beside the baseline (more than kProbeSlower: the GPU shared with work
-// the candidate left running). Probe medians in us; 0: not measured.
-inline constexpr double kThreadShare = 0.02, kProbeSlower = 0.05;
+// process where it can be: threads of its own on the CPU while the reference's blocks ran
+// (more than kThreadShare of their wall time); the judges' device probe at the rounds' ends
+// slower than beside the baseline (more than kProbeSlower: the GPU shared with work the
+// candidate left running; a process held still keeps its kernels running); or process
+// state the reference runs under that it changed (`state`: what, "" for nothing). Probe
+// medians in us; 0: not measured.
+inline constexpr double kThreadShare = 0.02, kProbeSlower = 0.10;
 struct Beside {
   double thread_share = 0;  // the candidate's threads' CPU time over the reference blocks' wall time
-  double probe_slower = 0;  // the probe after the reference's blocks over its baseline, less 1
+  double probe_slower = 0;  // the probe at the rounds' ends over its baseline, less 1
+  std::string state;
   bool threads = false, device = false;
-  bool any() const { return threads || device; }
+  bool any() const { return threads || device || !state.empty(); }
 };
-Beside beside(double thread_share, double probe_baseline, double probe_after_reference);
+Beside beside(double thread_share, double probe_baseline, double probe_rounds, const std::string& state = "");
 
-// A candidate that slows the reference down inside its own process would gain by it: the
-// reference's calls beside the candidate are credited at most `1 + drift` times its calls
-// before the candidate was loaded (its baseline), times how much slower the machine itself
-// ran meanwhile (the reference in the judges' processes, timed beside the baseline and at
-// the rounds' ends, on the candidate's timing CPU with the candidate held). That last is
-// credited whole where nothing of the candidate was seen beside the reference (`machine`
-// infinite): a host that slows by seconds is no candidate's doing. Where something was
-// (Beside), at most `1 + machine`: work the candidate leaves on the GPU also slows the
-// judges' reference, and gains it no more than `machine`. Medians of calls, us; a judges'
+// A candidate that slows the reference down inside its own process would gain by it. Where
+// something of it was seen beside the reference (`seen`: Beside::any), the reference's calls
+// beside the candidate are credited at most `1 + drift` times its calls before the candidate
+// was loaded (its baseline), times how much slower the machine itself ran meanwhile (the
+// reference in the judges' processes, timed beside the baseline and at the rounds' ends, on
+// the candidate's timing CPU with the candidate held), that last at most `1 + machine`:
+// work the candidate leaves on the GPU slows the judges' reference too. Where nothing was,
+// the rounds' estimate stands: the same process runs both sides' blocks in turn, and a host
+// that slows it for seconds (2.6x, on the H100) slows both alike, which a pace measured
+// at another time or in another process does not follow. Medians of calls, us; a judges'
 // median of 0: not measured (the bound of the baseline alone). Returns the factor the
-// speedup keeps (1 where the reference ran no slower than that), and says how much slower
-// it ran.
+// speedup keeps (1 where the reference ran no slower than allowed, or nothing was seen),
+// and says how much slower it ran.
 struct Paces {
   double baseline = 0, beside = 0;              // the reference in the candidate rank
   double judge_baseline = 0, judge_beside = 0;  // the reference in the judges' own processes
@@ -127,6 +131,6 @@ struct Cap {
   double machine = 1;  // how much slower the machine ran (the judges' reference), as credited
   bool applied() const { return factor < 1; }
 };
-Cap cap(const Paces& p, double drift, double machine);
+Cap cap(const Paces& p, double drift, double machine, bool seen = true);
 
 }  // namespace pkb::eval::interleave

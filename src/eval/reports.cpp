@@ -171,6 +171,7 @@ json to_json(const CandidateReport& r) {
           {"timing", optional_json(r.timing)},
           {"copy_us", r.copy_us},
           {"escape", optional_json(r.escape)},
+          {"state_changed", r.state_changed},
           {"sandbox", r.sandbox},
           {"phase_ms", r.phase_ms}};
 }
@@ -210,6 +211,7 @@ CandidateReport candidate_report_from_json(const json& j) {
     x.capture = e.at("capture");
     r.escape = x;
   }
+  r.state_changed = j.value("state_changed", "");
   r.sandbox = j.at("sandbox");
   r.phase_ms = j.value("phase_ms", json::object());
   return r;

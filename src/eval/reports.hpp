@@ -128,6 +128,9 @@ struct CandidateReport {
   std::optional<CallTimes> timing;
   std::vector<double> copy_us;  // per timed call: pkb's copy of the results a candidate handed back
   std::optional<EscapeCheck> escape;
+  // What of the process the reference runs under differed after the rounds from before the
+  // candidate was loaded (device::process_state: "name: before -> after; ..."), "" nothing.
+  std::string state_changed;
   nlohmann::json sandbox;                 // rank::SandboxStatus as JSON
   nlohmann::json phase_ms = nlohmann::json::object();
 };

@@ -286,36 +286,40 @@ void judge(Record& res, const launch::GroupReport& rep, const Context& c, const 
     ts.host_reference = t.host_reference;
     ts.host_candidate = t.host_candidate;
   }
+  double probe_rounds = 0;  // the slower of the probes after either side's blocks
+  if (ts.machine)
+    for (auto* x : {&ts.machine->probe_after_reference, &ts.machine->probe_after_candidate})
+      if (*x) probe_rounds = std::max(probe_rounds, (*x)->median);
+  std::string state;  // what a candidate rank found changed, the first that did
+  for (auto& x : cands)
+    if (state.empty() && !x.state_changed.empty()) state = x.state_changed;
   interleave::Beside seen = interleave::beside(
       t.host_reference.new_threads_share(), ts.machine && ts.machine->probe_baseline ? ts.machine->probe_baseline->median : 0.0,
-      ts.machine && ts.machine->probe_after_reference ? ts.machine->probe_after_reference->median : 0.0);
+      probe_rounds, state);
   if (seen.threads)
     ts.candidate_beside = "threads of the candidate's own ran " + io::format("%.1f", 100 * seen.thread_share) +
                           "% of the time the reference's calls did, on the CPU they were made on";
+  auto also = [&](const std::string& what) { ts.candidate_beside += (ts.candidate_beside.empty() ? "" : "; ") + what; };
   if (seen.device)
-    ts.candidate_beside += std::string(seen.threads ? "; " : "") + "the judges' device probe ran " +
-                           io::format("%.1f", 100 * seen.probe_slower) +
-                           "% slower after the reference's blocks than beside its baseline (work the candidate left on "
-                           "the GPU)";
+    also("the judges' device probe ran " + io::format("%.1f", 100 * seen.probe_slower) +
+         "% slower at the rounds' ends than beside the baseline (work the candidate left on the GPU)");
+  if (!seen.state.empty()) also("the candidate changed what the reference runs under (" + seen.state + ")");
   interleave::Paces p{ts.baseline.median, rs.median, ts.machine ? ts.machine->baseline.median : 0.0,
                       ts.machine ? ts.machine->rounds.median : 0.0};
-  interleave::Cap cap = interleave::cap(p, c.reference_drift,
-                                        seen.any() ? c.machine_drift : std::numeric_limits<double>::infinity());
+  interleave::Cap cap = interleave::cap(p, c.reference_drift, c.machine_drift, seen.any());
   if (ts.machine) ts.machine->credited = cap.machine;
   if (cap.applied()) {
     res.flags.push_back("reference_slowed");
     std::string machine =
         ts.machine ? ", times the machine's own slow-down " + io::format("%.3f", cap.machine) + " (the judges' reference: " +
                          fmt_us(ts.machine->rounds.median) + " us against " + fmt_us(ts.machine->baseline.median) +
-                         (seen.any() ? " us, credited up to " + io::format("%.0f", 100 * c.machine_drift) +
-                                           "% slower, since " + ts.candidate_beside + ")"
-                                     : " us)")
+                         " us, credited up to " + io::format("%.0f", 100 * c.machine_drift) + "% slower)"
                    : "";
     ts.reference_slowed =
         "the reference ran " + io::format("%.1f", 100 * cap.slower) + "% slower beside the candidate (median " +
         fmt_us(rs.median) + " us) than alone before the candidate was loaded (" + fmt_us(ts.baseline.median) +
         " us); credited at most " + io::format("%.0f", 100 * c.reference_drift) + "% over its baseline" + machine +
-        ", the speedup is " + io::format("%.3f", cap.factor) + " of the rounds'";
+        ", the speedup is " + io::format("%.3f", cap.factor) + " of the rounds', since " + ts.candidate_beside;
   }
   if (e.rounds >= 2 && e.half_width > rules.max_interval) res.flags.push_back("noisy_timing");
   if (!cands[0].copy_us.empty()) ts.copy_median_us = stats_of(cands[0].copy_us).median;

@@ -143,6 +143,7 @@ class CandidateProblem {
     us.resize(i);
     pair_.send(proto::kTimed, {{"failure", failure_json(fail)}, {"calls", i}, {"us", r_.device.is_cuda() ? json() : json(us)}});
     device::release_cached_memory(r_.device);  // the judge runs its reference in the trials
+    state_before_ = device::process_state(r_.device);  // before the candidate's calls: what the rounds must find
     r_.client.phase(phase::kAwaitJudge);
     return decided();
   }
@@ -396,6 +397,8 @@ class CandidateProblem {
     // baseline and the rounds.
     if (!fail) escape_check(n);
     if (!fail) fail = sandbox_failure(phase::kCandidateTiming, -1);
+    // What the reference ran under that the candidate's calls changed (the judges weigh it).
+    if (!state_before_.empty()) report_.state_changed = device::state_changes(state_before_, device::process_state(r_.device));
     eval::CallTimes t;
     for (int k : mine) t.us.push_back(all[k]);
     t.warmup = wc.calls;
@@ -458,6 +461,7 @@ class CandidateProblem {
   eval::Candidate* cand_ = nullptr;
   eval::Candidate* ref_ = nullptr;
   eval::CandidateReport report_;
+  std::map<std::string, std::string> state_before_;  // device::process_state as the baseline ended
   eval::HarnessLayout layout_;
   std::unique_ptr<Harness> harness_;
   std::vector<pkb_tensor> din_, dout_;

@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 
+#include "device/device.hpp"
 #include "eval/candidate.hpp"
 #include "eval/compare.hpp"
 #include "heap/heap.hpp"
@@ -212,4 +214,23 @@ TEST(Outputs, AReferenceWritesInPlaceOrSetsWhatItMade) {
   refused([&] { out.set({at::zeros({4, 3})}); }, "set 1 outputs");
   refused([&] { out.set_size(0, 1, 2); }, "not a data-dependent dim");
   refused([&] { out.set_size(1, 0, 9); }, "its capacity is 5");
+}
+
+// The process state the reference runs under, compared before and after: unchanged says
+// nothing, a setting a candidate changed (torch's CPU threads, TF32) is named with both
+// values.
+TEST(ProcessState, WhatCodeInTheProcessChangedIsNamed) {
+  const at::Device cpu(at::kCPU);
+  auto before = pkb::device::process_state(cpu);
+  EXPECT_EQ(pkb::device::state_changes(before, pkb::device::process_state(cpu)), "");
+  const int threads = at::get_num_threads();
+  const bool tf32 = at::globalContext().allowTF32CuBLAS();
+  at::set_num_threads(threads == 1 ? 2 : 1);
+  at::globalContext().setAllowTF32CuBLAS(!tf32);
+  std::string changed = pkb::device::state_changes(before, pkb::device::process_state(cpu));
+  at::set_num_threads(threads);
+  at::globalContext().setAllowTF32CuBLAS(tf32);
+  EXPECT_NE(changed.find("torch cpu threads: " + std::to_string(threads) + " -> "), std::string::npos) << changed;
+  EXPECT_NE(changed.find("torch tf32 cublas: "), std::string::npos) << changed;
+  EXPECT_EQ(pkb::device::state_changes(before, pkb::device::process_state(cpu)), "");
 }
