@@ -205,7 +205,18 @@ TEST(Verdict, AReferenceSlowedBesideTheCandidateIsCreditedAtMostItsBaseline) {
   for (auto& j : r.judges) j.timing->baseline.us = std::vector<double>(10, 150);  // alone it took half
   eval::Context c = cuda(2);
   c.reference_drift = 0.05;
+  // Nothing of the candidate seen beside the reference: the rounds' speedup stands, however
+  // the reference drifted from its baseline.
+  Judged unseen = judge(finished(r), c);
+  EXPECT_DOUBLE_EQ(unseen.res["speedup"].get<double>(), 3.0);
+  EXPECT_EQ(unseen.res["flags"].dump().find("reference_slowed"), std::string::npos);
+  EXPECT_FALSE(unseen.res["timing"].contains("candidate_beside"));
+  // Its threads ran half the time the reference's blocks did.
+  for (auto& j : r.judges) j.timing->host_reference = {1000, 400, 0, 10, 500};
   Judged j = judge(finished(r), c);
+  EXPECT_NE(j.res["timing"]["candidate_beside"].get<std::string>().find("threads of the candidate's own ran 50.0%"),
+            std::string::npos)
+      << j.res["timing"];
   EXPECT_EQ(j.res["verdict"], "correct");
   EXPECT_NEAR(j.res["speedup"].get<double>(), 150 * 1.05 / 100, 1e-9);
   EXPECT_NEAR(j.res["speedup_interval"]["hi"].get<double>(), 1.575, 1e-9);
@@ -220,6 +231,16 @@ TEST(Verdict, AReferenceSlowedBesideTheCandidateIsCreditedAtMostItsBaseline) {
   Judged within = judge(finished(r), c);
   EXPECT_DOUBLE_EQ(within.res["speedup"].get<double>(), 3.0);
   EXPECT_EQ(within.res["flags"].dump().find("reference_slowed"), std::string::npos);
+  // A setting the candidate changed counts as much as its threads.
+  for (auto& x : r.judges) {
+    x.timing->baseline.us = std::vector<double>(10, 150);
+    x.timing->host_reference = {};
+  }
+  for (auto& x : r.cands) x.state_changed = "cuda persisting L2 bytes: 0 -> 31457280";
+  Judged state = judge(finished(r), c);
+  EXPECT_NEAR(state.res["speedup"].get<double>(), 150 * 1.05 / 100, 1e-9);
+  EXPECT_NE(state.res["timing"]["reference_slowed"].get<std::string>().find("persisting L2"), std::string::npos)
+      << state.res["timing"];
 }
 
 TEST(Verdict, FasterThanTheRooflineIsAViolationNotASpeedup) {
