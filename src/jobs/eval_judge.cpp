@@ -625,8 +625,10 @@ class JudgeProblem {
         return n;
       });
       t.stop = eval::interleave::stop_name(stop);
-      if (watch_) {  // the most any judge's candidate rank showed
-        std::vector<double> mine = host_numbers(watch_->reference), theirs = host_numbers(watch_->candidate);
+      {  // the most any judge's candidate rank showed (every judge takes part: zeros where it watched none)
+        HostWatch none(0, sh_.pkb_threads);
+        HostWatch& w = watch_ ? *watch_ : none;
+        std::vector<double> mine = host_numbers(w.reference), theirs = host_numbers(w.candidate);
         mine.insert(mine.end(), theirs.begin(), theirs.end());
         std::vector<double> all = slowest(mine);  // the most of each
         t.host_reference = host_share(all, 0);
