@@ -127,9 +127,17 @@ void print_table(const eval::Record& r) {
   }
   if (t.machine)
     printf("machine: the reference in the judges' own processes took %s us beside the baseline, %s us beside the "
-           "rounds (the reference's bound credits %.3fx of it)\n",
+           "rounds%s\n",
            fmt_us(t.machine->baseline.median).c_str(), fmt_us(t.machine->rounds.median).c_str(),
-           t.machine->credited);
+           t.candidate_beside.empty() ? ""
+                                      : (" (the bound on the reference credits " + io::format("%.3f", t.machine->credited) +
+                                         "x of it)")
+                                            .c_str());
+  // What of the candidate the judges saw beside the reference's calls: the bound's reason.
+  if (t.host_reference || !t.candidate_beside.empty())
+    printf("beside the reference: %s\n", t.candidate_beside.empty() ? "nothing of the candidate seen (its threads, the device "
+                                                                     "probe, the process state), so no bound on it"
+                                                                   : t.candidate_beside.c_str());
   // Where both sides' timed threads ran (launch/cpus.hpp), where it can matter.
   const json& cpus = r.run.cpus;
   if (cpus.is_object() && r.run.device == "cuda") {

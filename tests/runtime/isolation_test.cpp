@@ -224,5 +224,10 @@ TEST(Isolation, TheSameCodeTimesTheSameOnBothSides) {
     EXPECT_GE(machine["credited"].get<double>(), 1.0);
     EXPECT_LE(machine["credited"].get<double>(), 1.25);
     EXPECT_TRUE(contains(r.out, "machine: the reference in the judges' own processes took")) << r.out;
+    // The same code on both sides: nothing of a candidate beside the reference, no bound.
+    ASSERT_TRUE(j["timing"]["host"].is_object()) << j["timing"].dump();
+    EXPECT_GT(j["timing"]["host"]["reference"]["wall_ms"].get<double>(), 0);
+    EXPECT_FALSE(j["timing"].contains("candidate_beside")) << j["timing"].dump();
+    EXPECT_TRUE(contains(r.out, "beside the reference: nothing of the candidate seen")) << r.out;
   }
 }
