@@ -38,7 +38,12 @@ json full_record() {
                           "estimate": {"speedup": 1.7, "lo": 1.66, "hi": 1.74, "rounds": 10, "half_width": 0.02},
                           "medians_us": [[10.1, 6.0], [10.2, 6.1]]},
                "reference_slowed": "the reference ran 12.0% slower", "copy_median_us": 4.1,
-               "gate_overhead": {"median_us": 6.7, "iqr_us": 0.3, "calls": 40, "taken_us": 6.5}},
+               "gate_overhead": {"median_us": 6.7, "iqr_us": 0.3, "calls": 40, "taken_us": 6.5},
+               "candidate_beside": "threads of the candidate's own ran 12.0% of the time",
+               "host": {"reference": {"wall_ms": 100.0, "main_run_ms": 80.0, "main_wait_ms": 1.0, "pkb_run_ms": 0.5,
+                                      "new_threads_run_ms": 12.0},
+                        "candidate": {"wall_ms": 90.0, "main_run_ms": 70.0, "main_wait_ms": 0.5, "pkb_run_ms": 0.5,
+                                      "new_threads_run_ms": 0.0}}},
     "speedup": 1.7,
     "speedup_interval": {"lo": 1.66, "hi": 1.74, "level": 0.95, "method": "rounds"},
     "busbw_gbps": {"reference": 100.0, "candidate": 170.0},
@@ -54,6 +59,8 @@ json full_record() {
     "later_key": {"a": 1}
   })");
   for (auto side : {"reference", "candidate", "baseline", "candidate_self"}) j["timing"][side] = stats;
+  j["timing"]["machine"] = {{"baseline", stats}, {"rounds", stats}, {"credited", 1.1}, {"probe_baseline", stats},
+                            {"probe_after_reference", stats}, {"probe_after_candidate", stats}};
   return j;
 }
 
@@ -77,6 +84,10 @@ TEST(Record, ReadBackAndWrittenAgainItSaysTheSame) {
   EXPECT_EQ(r.agent->turn, 2);
   EXPECT_EQ(r.slurm->job, "1234");
   EXPECT_TRUE(r.has_flag("reference_slowed"));
+  ASSERT_TRUE(r.timing->host_reference && r.timing->machine && r.timing->machine->probe_after_reference);
+  EXPECT_DOUBLE_EQ(r.timing->host_reference->new_threads_share(), 0.12);
+  EXPECT_EQ(r.timing->candidate_beside.rfind("threads of", 0), 0u);
+  EXPECT_EQ(r.timing->rest.count("host"), 0u);  // typed, not kept as an unknown key
   EXPECT_EQ(r.to_json(), j) << "lost or changed:\n" << json::diff(j, r.to_json()).dump(1);
 }
 
