@@ -9,6 +9,8 @@
 #   scripts/gpu-snapshot.sh                                  # here: .gpu/src = git archive HEAD
 #   BUDGET_S=580 bash scripts/gpu-check.sh smoke examples:1  # there, with .deps and .gpu carried
 #
+# A device call brings back at most 8 files from its $OUT: where two stages run in one call,
+# give each its own OUT and keep what comes back few (gzip the logs, drop results.jsonl).
 # BUDGET_S (seconds, optional) ends the script in time: each step gets what is left of it, so
 # no step outlives the machine's time limit (a `timeout` around this script would orphan the
 # step). No step runs longer than 600 s. NVLink multicast stays off.
