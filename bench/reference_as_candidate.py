@@ -51,7 +51,7 @@ def main():
     head.append("W=2 shared")
     print("| " + " | ".join(head) + " |")
     print("|" + " --- |" * len(head))
-    timed = inside = agree = both = 0
+    timed = inside = agree = both = seen = 0
     doubts = []
     for slug in sorted(set(w1) | set(w2)):
         d = w1.get(slug)
@@ -69,6 +69,7 @@ def main():
             sp, ci, rd = d.get("speedup"), d.get("speedup_interval") or {}, t.get("rounds") or {}
             flags = d.get("flags") or []
             row.append(d["verdict"])
+            seen += bool(t.get("candidate_beside"))  # the same code: nothing of a candidate should be
             if ref and cand and sp:
                 ok = 0.95 <= sp <= 1.05
                 timed += 1
@@ -98,7 +99,8 @@ def main():
             f"speedup within [0.95, 1.05] for {inside} of {timed} timed")
     if a.against:
         line += f"; within 5% of the earlier sweep for {agree} of {both}"
-    line += f"; {len(doubts)} timings that do not count" + (": " + "; ".join(doubts) if doubts else "") + "."
+    line += f"; {len(doubts)} timings that do not count" + (": " + "; ".join(doubts) if doubts else "")
+    line += f"; a candidate seen beside the reference in {seen}."
     if w2:
         line += f" W=2 shared: {sum(d['verdict'] == 'correct' for d in w2.values())} of {len(w2)} correct."
     print(line)
