@@ -36,10 +36,10 @@
 #include "jobs/context.hpp"
 #include "jobs/gate.hpp"
 #include "jobs/harness.hpp"
+#include "jobs/host_watch.hpp"
 #include "jobs/jobs.hpp"
 #include "jobs/timing.hpp"
 #include "launch/phases.hpp"
-#include "launch/procfs.hpp"
 #include "launch/stopped.hpp"
 #include "ref/context.hpp"
 #include "tensor/init.hpp"
@@ -87,47 +87,7 @@ struct Shared {
   std::unique_ptr<JudgeGate> gate;
   uint32_t seq = 0;
   pid_t candidate = 0;  // the candidate rank's process, as it said before loading a candidate
-  std::set<pid_t> pkb_threads;  // its threads when its first baseline ended: none of a candidate's yet
-};
-
-// The candidate rank's threads watched from outside through each side's blocks of timed
-// calls (eval::HostShare): a thread of the candidate's that runs while the reference's
-// calls do slows them on the rank's timing CPU, which the judges must know of.
-class HostWatch {
- public:
-  HostWatch(pid_t pid, const std::set<pid_t>& pkb) : pid_(pid), pkb_(pkb) { restart(); }
-  // From now on (what happened since the last sample is nobody's: the rank was held).
-  void restart() {
-    last_ = launch::thread_times(pid_);
-    t_ = Clock::now();
-  }
-  // A block of `side`'s calls ended now.
-  void ended(eval::interleave::Side side) {
-    auto now_t = Clock::now();
-    std::map<pid_t, launch::ThreadTimes> now = launch::thread_times(pid_);
-    eval::HostShare& h = side == eval::interleave::Side::reference ? reference : candidate;
-    h.wall_ms += std::chrono::duration<double, std::milli>(now_t - t_).count();
-    for (auto& [tid, x] : now) {
-      auto it = last_.find(tid);
-      const launch::ThreadTimes before = it == last_.end() ? launch::ThreadTimes{} : it->second;
-      double run = (x.run_ns - before.run_ns) / 1e6, wait = (x.wait_ns - before.wait_ns) / 1e6;
-      if (tid == pid_) {
-        h.main_run_ms += run;
-        h.main_wait_ms += wait;
-      } else {
-        (pkb_.count(tid) ? h.pkb_run_ms : h.new_threads_run_ms) += run;
-      }
-    }
-    last_ = std::move(now);
-    t_ = now_t;
-  }
-  eval::HostShare reference, candidate;
-
- private:
-  pid_t pid_;
-  const std::set<pid_t>& pkb_;
-  std::map<pid_t, launch::ThreadTimes> last_;
-  Clock::time_point t_;
+  std::set<pid_t> pkb_threads;  // its threads as each baseline ended: none of a candidate's yet
 };
 
 // One problem judged: its reference and answers, the candidate rank's set viewed through
@@ -539,8 +499,9 @@ class JudgeProblem {
         }
         return Next{};
       });
-      // The rank's threads now, before any candidate is loaded there: pkb's own.
-      if (sh_.pkb_threads.empty() && sh_.candidate > 0)
+      // The rank's threads now: pkb's own. A candidate is loaded only after the first
+      // problem's baseline, and with several problems there is none (@reference).
+      if (sh_.candidate > 0)
         for (auto& [tid, x] : launch::thread_times(sh_.candidate)) sh_.pkb_threads.insert(tid);
       if (timed.value("calls", -1) != n && reported_failure(timed) == std::nullopt)
         throw proto::ProtocolError(std::to_string(timed.value("calls", -1)) + " of " + std::to_string(n) + " calls");
