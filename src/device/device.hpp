@@ -69,8 +69,8 @@ void write_flag(void* stream, uint32_t* flag, uint32_t value);
 void wait_flag(void* stream, uint32_t* flag, uint32_t value);
 
 // What of this process the reference's calls run under that code in it could change, and
-// so slow them: torch's math settings and CPU threads, and (CUDA) the device's limits,
-// cache configuration and scheduling flags; by name, as text. Compared before a candidate
+// so slow them: torch's math settings and CPU threads, and (CUDA) the L2 set aside for
+// persisting accesses, the cache configuration and the scheduling flags; by name, as text. Compared before a candidate
 // is loaded and after its timed calls (eval_candidate).
 std::map<std::string, std::string> process_state(at::Device d);
 // "name: before -> after; ..." for every entry that differs, "" where none does.

@@ -1,7 +1,6 @@
 #include "eval/verdict.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <array>
 #include <csignal>
 #include <cstdio>
