@@ -259,23 +259,22 @@ void judge(Record& res, const launch::GroupReport& rep, const Context& c, const 
   // The reference is credited at most a little over its baseline, and the machine's own
   // drift (the judges' reference, in processes no candidate code enters): timed beside the
   // candidate, in the candidate's process, it is within the candidate's reach.
-  std::vector<double> paces;
-  for (auto& r : t.rounds)
-    for (double x : r.judge_us)
-      if (x > 0) paces.push_back(x);  // 0: not measured (the candidate rank could not be held still)
-  std::vector<double> before;
-  for (double x : t.judge_baseline_us)
-    if (x > 0) before.push_back(x);
+  // The judges' measurements kept where they were made (0: not measured, the candidate rank
+  // could not be held still).
+  auto measured = [](std::vector<double>& into, const std::vector<double>& xs) {
+    for (double x : xs)
+      if (x > 0) into.push_back(x);
+  };
+  std::vector<double> paces, before;
+  for (auto& r : t.rounds) measured(paces, r.judge_us);
+  measured(before, t.judge_baseline_us);
   if (!paces.empty() && !before.empty()) ts.machine = MachinePace{stats_of(before), stats_of(paces), 1.0};
   // What of the candidate was seen beside the reference's calls: its threads on the CPU
   // (the most any judge's candidate rank showed), work it left on the GPU (the judges' device
   // probe after the reference's blocks: rounds C R end on them, R C on the candidate's).
   std::vector<double> probes_before, after_reference, after_candidate;
-  for (double x : t.probe_baseline_us)
-    if (x > 0) probes_before.push_back(x);
-  for (size_t k = 0; k < t.rounds.size(); ++k)
-    for (double x : t.rounds[k].probe_us)
-      if (x > 0) (k % 2 == 0 ? after_reference : after_candidate).push_back(x);
+  measured(probes_before, t.probe_baseline_us);
+  for (size_t k = 0; k < t.rounds.size(); ++k) measured(k % 2 == 0 ? after_reference : after_candidate, t.rounds[k].probe_us);
   if (ts.machine && !probes_before.empty()) {
     ts.machine->probe_baseline = stats_of(probes_before);
     if (!after_reference.empty()) ts.machine->probe_after_reference = stats_of(after_reference);
