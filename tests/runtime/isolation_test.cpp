@@ -81,13 +81,12 @@ TEST(Isolation, ACandidateThatSlowsTheReferenceEarnsAtMostTheDrift) {
   const json& m = r["timing"]["machine"];
   const json& rounds = r["timing"]["rounds"];
   EXPECT_EQ(m["rounds"]["samples"].get<int>(), rounds["count"].get<int>() * rounds["block"].get<int>()) << m.dump();
-  // Its threads were seen at work while the reference's blocks ran, and hardly while its
-  // own did: the machine's drift is credited no more than --machine-drift.
+  // Its threads were seen at work while the reference's blocks ran (they spin between its
+  // own calls too, so its blocks are no quieter): the machine's drift is credited no more
+  // than --machine-drift.
   const json& host = r["timing"]["host"];
   double ref_share = host["reference"]["new_threads_run_ms"].get<double>() / host["reference"]["wall_ms"].get<double>();
-  double own_share = host["candidate"]["new_threads_run_ms"].get<double>() / host["candidate"]["wall_ms"].get<double>();
   EXPECT_GT(ref_share, 0.2) << host.dump();
-  EXPECT_LT(own_share, ref_share) << host.dump();
   EXPECT_NE(r["timing"].value("candidate_beside", ""), "") << r["timing"].dump();
   EXPECT_LE(m["credited"].get<double>(), 1.25);
 }
