@@ -18,10 +18,11 @@
 //                 judge: decision {failure, stop}
 //   timing:       judge: inputs {warm}    candidate: timing {candidate_s, reference_s, warmup}
 //                 judge: plan {calls}     (the most calls the rounds can make)
-//                 per call i: candidate: fill {call: i, us}
+//                 per call i: candidate: fill {call: i, us, sizes}
 //                             judge: filled {call: i, seq, side}, or at a round's end {call: i, stop}
 //                             (at each round's end the judge first times the reference itself,
-//                             the candidate rank held stopped)
+//                             the candidate rank held stopped; before a stop it judges the
+//                             candidate's last call, whose reported `sizes` came with the fill)
 //                 candidate: timed {failure, sizes, calls, us}  judge: decision {failure}
 // `seq` numbers the call on the gate (jobs/gate.hpp); `side` says whose call it is (the
 // candidate's or the reference's); `us` is the previous call's time by the candidate rank's

@@ -242,13 +242,15 @@ class CandidateProblem {
     return r_.device.is_cuda() && (job_.timing_cpu >= 0 || (sched_getaffinity(0, sizeof cpus, &cpus) == 0 &&
                                                             CPU_COUNT(&cpus) >= 2 * r_.world + 1));
   }
-  Request request_call(int i, json us = nullptr) {
+  // `us`: call i-1's time by this rank's clock (the CPU device); `sizes`: its outputs'
+  // reported sizes where it was the candidate's (the judges look at its outputs at the end).
+  Request request_call(int i, json us = nullptr, json sizes = nullptr) {
     struct Spin {
       launch::Client& c;
       ~Spin() { c.spin_while_waiting(0); }
     } spin{r_.client};
     if (spin_) r_.client.spin_while_waiting(kAwaitInputsSpinS);
-    pair_.send(proto::kFill, {{"call", i}, {"us", us}});
+    pair_.send(proto::kFill, {{"call", i}, {"us", us}, {"sizes", sizes}});
     json f = pair_.receive(proto::kFilled);
     if (f.value("call", -1) != i) throw proto::ProtocolError("filled the wrong call");
     Request q;
@@ -377,24 +379,27 @@ class CandidateProblem {
     std::vector<ReportedSizes> sizes;
     std::vector<double> copy_us;
     int i = 0;
+    json last_sizes;  // the last call's, where it was the candidate's
     for (; !fail; ++i) {
-      Request q = request_call(i, last_us(*own, i));  // the judges end the rounds where they choose
+      Request q = request_call(i, last_us(*own, i), last_sizes);  // the judges end the rounds where they choose
       if (q.stop) break;
       if (i >= most) throw proto::ProtocolError("the judge asked for more than " + std::to_string(most) + " calls");
       bool candidate = q.side == eval::interleave::Side::candidate;
       fail = gate_->call(q.seq, [&] { return call(candidate ? *cand_ : *ref_, phase::kCandidateTiming, timing::kTimedKey + i); },
                          own.get(), i);
+      last_sizes = nullptr;
       if (!candidate) continue;
       mine.push_back(i);
       sizes.push_back(reported_sizes());
+      last_sizes = sizes.back();
       copy_us.push_back(cand_->adapter_us());
     }
     device::synchronize(r_.device);
     std::vector<double> all = own->elapsed_us();
     all.resize(i);
-    // After the rounds: its graph capture left the process slower to enqueue for the rest of
-    // its life (launch-bound references 1.5-2x on the H100), which must not fall between the
-    // baseline and the rounds.
+    // After the rounds (the judges looked at the last call's outputs before saying stop): its
+    // graph capture left the process slower to enqueue for the rest of its life (launch-bound
+    // references 1.5-2x on the H100), which must not fall between the baseline and the rounds.
     if (!fail) escape_check(n);
     if (!fail) fail = sandbox_failure(phase::kCandidateTiming, -1);
     // What the reference ran under that the candidate's calls changed (the judges weigh it).

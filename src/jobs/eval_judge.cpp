@@ -533,6 +533,7 @@ class JudgeProblem {
     json timed;
     std::vector<int> mine;  // the candidate's calls, by call number
     std::vector<int> captured;
+    last_call_ = {};
     eval::Timing t;
     t.baseline = baseline_;
     t.judge_baseline_us = judge_baseline_;
@@ -574,7 +575,15 @@ class JudgeProblem {
         if (i > 0 && eval::interleave::ends_round(t.plan, i - 1)) {
           close_round(t, i, *timer, reported, Clock::now() - t0);
           stop = eval::interleave::decide(t.plan, settings, t.rounds, t.seconds);
-          if (stop != eval::interleave::Stop::go_on) return Next{true};
+          if (stop != eval::interleave::Stop::go_on) {
+            // The rounds end on the candidate's call: its outputs are judged now, while
+            // still its own (the rank's escape check calls again once told to stop).
+            if (!mine.empty() && mine.back() == i - 1) {
+              auto it = slot_of.find(static_cast<int>(mine.size()) - 1);
+              last_call_ = judge_last_call(i - 1, m, it == slot_of.end() ? nullptr : &(*captures_)[it->second]);
+            }
+            return Next{true};
+          }
         }
         Next n;
         n.side = eval::interleave::side_of(t.plan, i);
@@ -653,6 +662,26 @@ class JudgeProblem {
     t.rounds.push_back(round);
   }
 
+  // The candidate's last timed call, as the rounds end and before the rank is told so: its
+  // capture (or, where it has none, its outputs as they are now) against the reference on
+  // its inputs made again; when wrong, its live outputs get a while to become right (late
+  // work). Its reported sizes come with the request that follows it.
+  struct LastCall {
+    int call = -1;
+    std::optional<Failure> failure;
+  };
+  LastCall judge_last_call(int i, const json& request, const std::vector<at::Tensor>* capture) {
+    Inputs pristine = pc_.inputs_for(timing::kTimedKey + i);
+    std::vector<at::Tensor> want = pc_.run_reference(pristine).outputs;  // every judge, in step
+    const json sizes = request.value("sizes", json());
+    if (!sizes.is_array() || sizes.empty())
+      return {i, protocol_failure("timing", -1, "no output sizes for timed call " + std::to_string(i))};
+    LastCall last{i, judge_call(capture ? *capture : harness_->out, sizes_of(sizes), true, want, "timing",
+                                timing::kTimedKey + i)};
+    if (last.failure) last.failure->detail = "timed call " + std::to_string(i) + ": " + last.failure->detail;
+    return last;
+  }
+
   // The candidate's timed calls whose outputs are captured: all when the slots hold them
   // (`n`: the most the rounds can make), else a secret sample drawn from the run's seed, the
   // same on every judge. Numbered by the candidate's calls (0 is its first timed call).
@@ -670,8 +699,8 @@ class JudgeProblem {
 
   // The last candidate call's read-only inputs, then every captured call against the
   // reference on its own inputs made again: replayed, cached, skipped or late work shows
-  // here. Late work is named wherever a call shows it (only the last call still has its
-  // live outputs, where no reference call came after it); else the first wrong call.
+  // here. The last call was judged as the rounds ended (last_call_), with its live
+  // outputs. Late work is named wherever a call shows it; else the first wrong call.
   std::optional<Failure> check_timed(const json& timed, const std::vector<int>& mine, const std::vector<int>& captured) {
     int calls = timed.value("calls", -1);
     json sizes = timed.value("sizes", json::array());
@@ -688,16 +717,20 @@ class JudgeProblem {
       int c = captured[k];
       if (c >= static_cast<int>(mine.size())) break;
       int i = mine[c];
+      if (i == last_call_.call) continue;  // judged as the rounds ended
       Inputs pristine = pc_.inputs_for(timing::kTimedKey + i);
       std::vector<at::Tensor> want = pc_.run_reference(pristine).outputs;
-      bool live = last_is_live && c + 1 == static_cast<int>(mine.size());
       std::optional<Failure> f =
-          judge_call((*captures_)[static_cast<int>(k)], sizes_of(sizes[c]), live, want, "timing", timing::kTimedKey + i);
+          judge_call((*captures_)[static_cast<int>(k)], sizes_of(sizes[c]), false, want, "timing", timing::kTimedKey + i);
       ++report_.timed_calls_checked;
       if (!f) continue;
       f->detail = "timed call " + std::to_string(i) + ": " + f->detail;
       if (f->reason == "late_work") return f;
       if (!first) first = f;
+    }
+    if (last_call_.call >= 0) {
+      ++report_.timed_calls_checked;
+      if (last_call_.failure && (last_call_.failure->reason == "late_work" || !first)) return last_call_.failure;
     }
     return first;
   }
@@ -715,6 +748,7 @@ class JudgeProblem {
   std::unique_ptr<Harness> harness_;
   std::unique_ptr<Captures> trial_capture_, captures_;
   Inputs last_inputs_;         // the last candidate call's, as written
+  LastCall last_call_;         // the candidate's last timed call, judged as the rounds ended
   Inputs last_fill_;           // the last timed call's, either side's: the judge's own reference calls run on them
   eval::CallTimes baseline_;   // the reference alone, agreed by the judges
   std::vector<double> judge_baseline_;  // the judges' own reference beside it, agreed

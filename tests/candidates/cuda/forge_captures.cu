@@ -5,12 +5,13 @@
 // (the capture slots) sat in the candidate rank's own mapping at offsets computable from the
 // input pointers and the spec (inputs, outputs, then capture after capture), and every
 // timed call was captured, slot k held timed call k. This candidate is the example's GEMM
-// through the trials, the warm-up and the escape check (it knows the check has run once
-// cudaStreamIsCapturing has said yes). After that, a call only snapshots its inputs on
-// ctx->stream and returns; a side stream computes the answer from the snapshot straight
-// into where capture k was, leaving the outputs as pkb poisoned them. pkb's judge now copies
-// the outputs into its own process the moment the call's work on ctx->stream ends: the
-// copies hold the poison, and the writes land in the candidate's own heap, read by no one.
+// through the trials (every trial's inputs are new; it reads a few bytes of them after each
+// call), and in any graph capture. Once two calls in a row see the same inputs (the
+// warm-up), a call only snapshots its inputs on ctx->stream and returns; a side stream
+// computes the answer from the snapshot straight into where capture k was, leaving the
+// outputs as pkb poisoned them. pkb's judge copies the outputs into its own process the
+// moment the call's work on ctx->stream ends: the copies hold the poison, and the writes
+// land in the candidate's own heap, read by no one.
 #include <cuda.h>
 
 #define pkb_init honest_pkb_init
@@ -22,7 +23,8 @@
 namespace {
 
 struct Forger {
-  bool armed = false;  // the escape check's graph capture has been seen
+  bool armed = false;  // two calls in a row have seen the same inputs: the warm-up
+  uint64_t seen[2] = {0, 0};  // the first 16 bytes of the last call's first input
   int call = 0;        // timed calls since
   void *a = nullptr, *b = nullptr;
   cudaStream_t side = nullptr;
@@ -48,9 +50,16 @@ PKB_EXPORT int pkb_run(pkb_ctx* ctx, const pkb_tensor* in, int n_in, pkb_tensor*
   cudaStream_t stream = static_cast<cudaStream_t>(ctx->stream);
   cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
   cudaStreamIsCapturing(stream, &capturing);
-  if (capturing != cudaStreamCaptureStatusNone) forger.armed = true;
-  if (!forger.armed || capturing != cudaStreamCaptureStatusNone || ctx->world != 1)
-    return honest_pkb_run(ctx, in, n_in, out, n_out);
+  if (capturing != cudaStreamCaptureStatusNone || ctx->world != 1) return honest_pkb_run(ctx, in, n_in, out, n_out);
+  if (!forger.armed) {
+    uint64_t now[2];
+    PKB_CHECK(cudaMemcpyAsync(now, in[0].data, sizeof now, cudaMemcpyDeviceToHost, stream));
+    PKB_CHECK(cudaStreamSynchronize(stream));
+    forger.armed = now[0] == forger.seen[0] && now[1] == forger.seen[1];
+    forger.seen[0] = now[0];
+    forger.seen[1] = now[1];
+    if (!forger.armed) return honest_pkb_run(ctx, in, n_in, out, n_out);
+  }
 
   State* s = static_cast<State*>(ctx->user);
   const int64_t m = in[0].sizes[0], k = in[0].sizes[1], n = in[1].sizes[1];
