@@ -40,24 +40,33 @@ struct Ref {
   explicit operator bool() const { return p != nullptr; }
 };
 
-// The pending Python exception as text, traceback included, and cleared.
-inline std::string take_exception() {
+// The pending Python exception as text, traceback included, and cleared. With
+// `headline`, its type and the first line of its message come first (a verdict's one-line
+// reason says what was raised, not "Traceback (most recent call last):").
+inline std::string take_exception(bool headline = false) {
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);
   if (!type) return "unknown error";
   PyErr_NormalizeException(&type, &value, &tb);
   if (tb) PyException_SetTraceback(value, tb);
   std::string text;
+  if (headline) {
+    Ref said(value ? PyObject_Str(value) : nullptr);
+    std::string first = said ? PyUnicode_AsUTF8(said.get()) : "";
+    first = first.substr(0, first.find('\n'));
+    text = std::string(reinterpret_cast<PyTypeObject*>(type)->tp_name) + (first.empty() ? "" : ": " + first) + "\n";
+    PyErr_Clear();
+  }
   Ref mod(PyImport_ImportModule("traceback"));
   Ref lines(mod ? PyObject_CallMethod(mod.get(), "format_exception", "OOO", type, value ? value : Py_None,
                                       tb ? tb : Py_None)
                 : nullptr);
   Ref joined(lines ? PyUnicode_Join(Ref(PyUnicode_FromString("")).get(), lines.get()) : nullptr);
-  if (joined) text = PyUnicode_AsUTF8(joined.get());
+  if (joined) text += PyUnicode_AsUTF8(joined.get());
   else {
     PyErr_Clear();
     Ref s(value ? PyObject_Str(value) : nullptr);
-    text = s ? PyUnicode_AsUTF8(s.get()) : "unprintable exception";
+    text += s ? PyUnicode_AsUTF8(s.get()) : "unprintable exception";
   }
   Py_XDECREF(type);
   Py_XDECREF(value);

@@ -419,8 +419,8 @@ class OriginalCandidate : public pkb::eval::Candidate {
     }
     PyErr_Restore(type, value, tb);
     raised_ = true;
-    std::string text = take_exception();
-    ctx->set_error(ctx, ("\n" + text).c_str());
+    std::string text = take_exception(true);
+    ctx->set_error(ctx, text.c_str());
     return 1;
   }
 

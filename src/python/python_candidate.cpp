@@ -313,8 +313,8 @@ class PythonCandidate : public pkb::eval::Candidate {
 
   int fail(pkb_ctx* ctx, const char* entry) {
     raised_ = true;
-    std::string tb = take_exception();
-    ctx->set_error(ctx, ("\n" + tb).c_str());
+    std::string tb = take_exception(true);
+    ctx->set_error(ctx, tb.c_str());
     (void)entry;
     return 1;
   }

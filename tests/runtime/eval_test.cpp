@@ -169,6 +169,9 @@ TEST(Eval, PythonExceptionCarriesItsTraceback) {
   EXPECT_EQ(j["verdict"], "wrong") << m;
   EXPECT_TRUE(contains(m, "pkb_run raised an exception")) << m;
   EXPECT_TRUE(contains(m, "Traceback (most recent call last)")) << m;
+  // What was raised comes first, on the message's first line (tables show that line).
+  EXPECT_TRUE(contains(m.substr(0, m.find('\n')), "pkb_run raised an exception: ValueError: the candidate gave up on purpose"))
+      << m;
   // The user's own file by its full path, the line itself, nothing of pkb's build.
   EXPECT_TRUE(contains(m, "File \"" + kSrc + "/tests/candidates/py/exception.py\", line 8, in pkb_run")) << m;
   EXPECT_TRUE(contains(m, "raise ValueError(\"the candidate gave up on purpose\")")) << m;
