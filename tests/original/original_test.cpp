@@ -261,11 +261,19 @@ TEST(OriginalFiles, EvaluatedOnAGpu) {
   if (probe.exit_code != 0 || json::parse(probe.out).value("devices", json::array()).empty())
     GTEST_SKIP() << "no GPU visible: the original's CUDA and Triton files need one (scripts/gpu-check.sh original)";
   std::string out = temp_dir("orig-gpu") + "/r.json";
-  PkbRun r = run_pkb({"eval", "-p", "tp_gemm_allgather", "-s", kFive + "/14_gemm_allscatter_cuda.py", "-w", "1",
+  PkbRun r = run_pkb({"eval", "-p", "ep_moe_all2all", "-s", kFive + "/27_moe_all2all_primitive_cuda.py", "-w", "1",
                       "-n", "5", "--json", out},
                      1800);
   ASSERT_TRUE(fs::exists(out)) << r.out << r.err;
   EXPECT_EQ(read_json(out)["verdict"], "correct") << read_json(out)["message"];
+  // The model's own bug (H200, bench/results/h200-2026-12-06-v8): its barrier's 32-bit
+  // atomics at byte offsets, misaligned, in torch as in pkb.
+  r = run_pkb({"eval", "-p", "tp_gemm_allgather", "-s", kFive + "/14_gemm_allscatter_cuda.py", "-w", "1", "-n", "5",
+               "--json", out},
+              1800);
+  ASSERT_TRUE(fs::exists(out)) << r.out << r.err;
+  EXPECT_EQ(read_json(out)["verdict"], "crash") << read_json(out)["message"];
+  EXPECT_NE(read_json(out)["message"].get<std::string>().find("misaligned address"), std::string::npos);
 }
 
 // pkb generate can ask for this format (prompts.toml, [backends.original]): the prompt states
