@@ -139,6 +139,8 @@ TEST(Placement, PhaseBudgetsScaleWithDeviceSizeAndOverride) {
   EXPECT_EQ(o.at(phase::kTrial), 5);
   EXPECT_EQ(o.at(phase::kBootstrap), 120);  // starting ranks is never cut short
   EXPECT_EQ(o.at(phase::kInterpreter), 300);  // nor starting a .py candidate's Python and torch
+  EXPECT_EQ(o.at(phase::kTimingChecks), 1200);  // nor the judges' checks of the timed calls
+  EXPECT_EQ(o.at(phase::kCandidateTiming), 5);
 }
 
 // Two CPUs a rank, none shared, near each rank's GPU first and highest first; none pinned
