@@ -52,7 +52,8 @@ inline std::string take_exception(bool headline = false) {
   std::string text;
   if (headline) {
     Ref said(value ? PyObject_Str(value) : nullptr);
-    std::string first = said ? PyUnicode_AsUTF8(said.get()) : "";
+    const char* utf8 = said ? PyUnicode_AsUTF8(said.get()) : nullptr;
+    std::string first = utf8 ? utf8 : "";
     first = first.substr(0, first.find('\n'));
     text = std::string(reinterpret_cast<PyTypeObject*>(type)->tp_name) + (first.empty() ? "" : ": " + first) + "\n";
     PyErr_Clear();
