@@ -671,15 +671,19 @@ class JudgeProblem {
     std::optional<Failure> failure;
   };
   LastCall judge_last_call(int i, const json& request, const std::vector<at::Tensor>* capture) {
+    return {i, judge_timed_call(i, capture ? *capture : harness_->out, request.value("sizes", json()), true)};
+  }
+
+  // Timed call i's outputs `got` (at the reported `sizes`) against the reference on its
+  // inputs made again. The reference runs first, on every judge in step, whatever the sizes.
+  std::optional<Failure> judge_timed_call(int i, const std::vector<at::Tensor>& got, const json& sizes, bool live) {
     Inputs pristine = pc_.inputs_for(timing::kTimedKey + i);
-    std::vector<at::Tensor> want = pc_.run_reference(pristine).outputs;  // every judge, in step
-    const json sizes = request.value("sizes", json());
+    std::vector<at::Tensor> want = pc_.run_reference(pristine).outputs;
     if (!sizes.is_array() || sizes.empty())
-      return {i, protocol_failure("timing", -1, "no output sizes for timed call " + std::to_string(i))};
-    LastCall last{i, judge_call(capture ? *capture : harness_->out, sizes_of(sizes), true, want, "timing",
-                                timing::kTimedKey + i)};
-    if (last.failure) last.failure->detail = "timed call " + std::to_string(i) + ": " + last.failure->detail;
-    return last;
+      return protocol_failure("timing", -1, "no output sizes for timed call " + std::to_string(i));
+    std::optional<Failure> f = judge_call(got, sizes_of(sizes), live, want, "timing", timing::kTimedKey + i);
+    if (f) f->detail = "timed call " + std::to_string(i) + ": " + f->detail;
+    return f;
   }
 
   // The candidate's timed calls whose outputs are captured: all when the slots hold them
@@ -718,13 +722,9 @@ class JudgeProblem {
       if (c >= static_cast<int>(mine.size())) break;
       int i = mine[c];
       if (i == last_call_.call) continue;  // judged as the rounds ended
-      Inputs pristine = pc_.inputs_for(timing::kTimedKey + i);
-      std::vector<at::Tensor> want = pc_.run_reference(pristine).outputs;
-      std::optional<Failure> f =
-          judge_call((*captures_)[static_cast<int>(k)], sizes_of(sizes[c]), false, want, "timing", timing::kTimedKey + i);
+      std::optional<Failure> f = judge_timed_call(i, (*captures_)[static_cast<int>(k)], sizes[c], false);
       ++report_.timed_calls_checked;
       if (!f) continue;
-      f->detail = "timed call " + std::to_string(i) + ": " + f->detail;
       if (f->reason == "late_work") return f;
       if (!first) first = f;
     }
