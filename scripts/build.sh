@@ -6,12 +6,7 @@ cd "$(dirname "$0")/.."
 py=()
 if [ -n "${PKB_PYTHON:-}" ]; then py=(-DPKB_PYTHON="$PKB_PYTHON")
 elif [ ! -x .venv/bin/python3 ]; then py=(-DPKB_PYTHON="$(command -v python3)"); fi
-# Ninja where installed (install-deps.sh installs it): it compiles a target's sources while
-# the libraries it links are still building, where make waits for them. A build/ made by
-# another generator keeps it.
-gen=()
-if [ ! -f build/CMakeCache.txt ] && command -v ninja >/dev/null; then gen=(-G Ninja); fi
-cmake -S . -B build "${gen[@]}" -DCMAKE_BUILD_TYPE=Release "${py[@]}" "$@" >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${py[@]}" "$@" >/dev/null
 targets=()
 [ -n "${PKB_TARGETS:-}" ] && targets=(--target $PKB_TARGETS)
 cmake --build build -j "$(nproc)" "${targets[@]}"
