@@ -162,6 +162,9 @@ void RunOptions::add_to(CLI::App* app) {
   app->add_flag("--no-sandbox", no_sandbox,
                 "run candidates unconfined: every environment variable, any file, the network (debugging only)");
   app->add_option("--pass-env", pass_env, "an environment variable ranks keep although it looks secret (repeatable)");
+  app->add_flag("--exec-ranks", exec_ranks,
+                "start each rank by exec'ing pkb afresh instead of forking it from pkb's fork server, which has "
+                "pkb and libtorch loaded already (slower; to rule the fork server out)");
 }
 
 const spec::HardwareProfile* hardware_for(Globals& g, const std::string& wanted, const launch::Placement& p,
@@ -215,6 +218,7 @@ run::RankSettings rank_settings(const Globals& g, const RunOptions& o) {
   s.timeout = o.timeout;
   s.echo = o.echo;
   s.sandbox = !o.no_sandbox;
+  s.fork_server = !o.exec_ranks;
   s.pass_env = o.pass_env;
   s.deny_env = key_variables(g);
   s.reference_libs = g.reference_libs;

@@ -51,6 +51,7 @@ struct RunOptions {
   double timeout = 0;
   bool echo = false;
   bool no_sandbox = false;             // run candidates unconfined (debugging only)
+  bool exec_ranks = false;             // each rank exec'd afresh, no fork server (to rule it out)
   std::vector<std::string> pass_env;   // --pass-env NAME: into the ranks on purpose
   void add_to(CLI::App* app);
 };

@@ -1,5 +1,5 @@
-// pkb: ParallelKernelBench. One binary: the commands below, and the two hidden modes the
-// binary runs in its own child processes (a rank, the device probe).
+// pkb: ParallelKernelBench. One binary: the commands below, and the three hidden modes the
+// binary runs in its own child processes (a rank, the ranks' fork server, the device probe).
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "eval/verdict.hpp"
 #include "device/probe.hpp"
+#include "launch/fork_server.hpp"
 #include "worker/worker.hpp"
 
 #ifndef PKB_DEFAULT_ROOT
@@ -19,6 +20,10 @@
 int main(int argc, char** argv) {
   using namespace pkb::cli;
   if (argc >= 2 && std::strcmp(argv[1], "__worker") == 0) return pkb::worker::worker_main();
+  if (argc >= 2 && std::strcmp(argv[1], "__fork_server") == 0) {
+    pkb::launch::serve_forks();  // returns in each forked rank only
+    return pkb::worker::worker_main();
+  }
   if (argc >= 2 && std::strcmp(argv[1], "__probe") == 0) {
     printf("%s\n", pkb::device::probe_json().c_str());
     return 0;

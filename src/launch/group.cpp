@@ -8,6 +8,7 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
@@ -21,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launch/channel.hpp"
+#include "launch/fork_server.hpp"
 #include "launch/phases.hpp"
 #include "launch/signals.hpp"
 #include "launch/store.hpp"
@@ -82,6 +84,7 @@ class Hub {
     int ended = leftovers.end(pids);
     GroupReport rep;
     rep.leftovers_ended = ended;
+    rep.forked = forked_;
     rep.outcome = outcome_;
     rep.culprits = culprits_;
     rep.summary = summary_;
@@ -131,10 +134,17 @@ class Hub {
     if (!scratch_.empty()) policy.scratch = scratch_;
     std::vector<std::string> parent = current_environment();
     unsigned long long nproc = o_.limits.apply && o_.limits.processes ? user_processes() + o_.limits.processes : 0;
+    if (!o_.fork_server_argv.empty()) {
+      server_ = std::make_unique<ForkServer>(o_.fork_server_argv, rank_environment(parent, policy, o_.env), o_.limits,
+                                             nproc);
+      if (!server_->ok()) server_.reset();  // each rank exec'd, as without one
+      forked_ = server_ != nullptr;
+    }
     for (int r = 0; r < o_.world; ++r) {
       auto set = o_.env;
       set.push_back({"PKB_RANK", std::to_string(r)});
-      Spawned sp = spawn_rank(o_.argv, rank_environment(parent, policy, set), pgid_, o_.limits, nproc);
+      std::vector<std::string> env = rank_environment(parent, policy, set);
+      Spawned sp = server_ ? server_->spawn(env, pgid_) : spawn_rank(o_.argv, std::move(env), pgid_, o_.limits, nproc);
       if (pgid_ == 0) pgid_ = sp.pid;
       Rank& rk = ranks_[r];
       rk.report.rank = r;
@@ -185,6 +195,7 @@ class Hub {
 
       std::vector<pollfd> fds;
       fds.push_back({signals_->fd(), POLLIN, 0});
+      fds.push_back({server_ ? server_->fd() : -1, POLLIN, 0});
       for (auto& r : ranks_) {
         short ev = r.sock_open ? static_cast<short>(POLLIN | (r.outbox.empty() ? 0 : POLLOUT)) : 0;
         fds.push_back({r.sock_open ? r.sock : -1, ev, 0});
@@ -197,8 +208,8 @@ class Hub {
       if (failed_) break;
       for (size_t i = 0; i < ranks_.size(); ++i) {
         Rank& r = ranks_[i];
-        const pollfd& s = fds[1 + 2 * i];
-        const pollfd& out = fds[2 + 2 * i];
+        const pollfd& s = fds[2 + 2 * i];
+        const pollfd& out = fds[3 + 2 * i];
         if (out.revents) read_output(r);
         if (r.sock_open && (s.revents & (POLLIN | POLLHUP | POLLERR))) read_socket(r);
         if (r.sock_open && (s.revents & POLLOUT)) flush(r);
@@ -232,7 +243,8 @@ class Hub {
     fail(Outcome::Timeout, late, os.str());
   }
 
-  void reap() {
+  void reap(double timeout_s = 0) {
+    if (server_) return reap_reported(timeout_s);
     for (auto& r : ranks_) {
       if (r.exited) continue;
       int status = 0;
@@ -240,6 +252,22 @@ class Hub {
       if (p != r.report.pid) continue;
       on_exit(r, status);
     }
+  }
+
+  // The ranks' exits as the fork server reports them (they are its children, not ours).
+  void reap_reported(double timeout_s) {
+    for (auto [pid, status] : server_->exits(timeout_s))
+      for (auto& r : ranks_)
+        if (!r.exited && r.report.pid == pid) on_exit(r, status);
+    if (!server_->gone() || all_exited()) return;
+    // The server died, and its children with it (their death signal): nothing more will
+    // be reported of them.
+    if (!failed_) fail(Outcome::Crash, {}, "crash: pkb's fork server ended while the ranks ran");
+    for (auto& r : ranks_)
+      if (!r.exited) {
+        r.report.killed = true;
+        on_exit(r, SIGKILL);
+      }
   }
 
   void on_exit(Rank& r, int status) {
@@ -274,7 +302,7 @@ class Hub {
       if (failed && (!culprit || key(r) < key(*culprit))) culprit = &r;
     }
     if (!culprit) {
-      summary_ = "crash: a rank failed";
+      if (summary_.empty()) summary_ = "crash: a rank failed";  // else what ended the group (fail())
       return;
     }
     const RankReport& c = culprit->report;
@@ -430,18 +458,17 @@ class Hub {
     // Everyone is dead or exited; collect the stragglers (SIGKILL is quick, but a rank
     // stuck in the GPU driver may take a moment), then the last of their output.
     auto deadline = Clock::now() + std::chrono::seconds(10);
-    for (auto& r : ranks_) {
-      while (!r.exited) {
-        int status = 0;
-        pid_t p = waitpid(r.report.pid, &status, WNOHANG);
-        if (p == r.report.pid) {
-          on_exit(r, status);
-          break;
-        }
-        if (Clock::now() > deadline) break;
-        usleep(2000);
-      }
-      read_output(r);
+    while (!all_exited() && Clock::now() < deadline) {
+      reap(0.002);
+      if (!server_ && !all_exited()) usleep(2000);
+    }
+    for (auto& r : ranks_) read_output(r);
+    if (server_) {
+      bool gone = server_->gone();
+      server_.reset();  // reaps the server (and its zombies) before the leftovers are looked for
+      // A server that died left its children to this process (the subreaper): reaped here.
+      if (gone)
+        for (auto& r : ranks_) waitpid(r.report.pid, nullptr, WNOHANG);
     }
     if (!failed_ && Interrupts::requested()) fail(Outcome::Interrupted, {}, "interrupted");
     if (outcome_ == Outcome::Crash) blame();
@@ -458,6 +485,8 @@ class Hub {
 
   const GroupOptions& o_;
   std::vector<Rank> ranks_;
+  std::unique_ptr<ForkServer> server_;
+  bool forked_ = false;
   pid_t pgid_ = 0;
   Clock::time_point spawned_;
   Store store_;

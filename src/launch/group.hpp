@@ -19,6 +19,9 @@ namespace pkb::launch {
 struct GroupOptions {
   int world = 1;
   std::vector<std::string> argv;                         // the worker command line
+  // The fork server's command line (fork_server.hpp): the ranks forked from it, each
+  // then running what `argv` would. Empty, or where it does not come up: each exec'd.
+  std::vector<std::string> fork_server_argv;
   std::vector<std::pair<std::string, std::string>> env;  // pkb's own variables, set in every worker
   EnvPolicy env_policy;                                  // what else of the parent's environment passes
   bool scratch = true;   // a fresh folder for HOME and TMPDIR of the ranks, removed afterwards
@@ -80,6 +83,7 @@ struct GroupReport {
   std::vector<RankReport> ranks;
   double wall_s = 0;
   int leftovers_ended = 0;    // processes the ranks left behind, ended by pkb
+  bool forked = false;        // the ranks came from the fork server (GroupOptions::fork_server_argv)
 
   // A multi-line account for the user: summary, every rank's phase and fate, last lines.
   std::string details() const;

@@ -39,20 +39,17 @@ int above_stdio(int fd) {
   return moved;
 }
 
-// In the child before exec: every descriptor but 0, 1, 2 and `keep` closed, whatever the
-// parent inherited without close-on-exec from its own caller (a shell's pipes, a log file
-// open for writing): none of them may reach the candidate.
+}  // namespace
+
 void close_inherited(int keep) {
 #ifdef SYS_close_range
-  if (syscall(SYS_close_range, 3u, static_cast<unsigned>(keep - 1), 0u) == 0 &&
+  if ((keep <= 3 || syscall(SYS_close_range, 3u, static_cast<unsigned>(keep - 1), 0u) == 0) &&
       syscall(SYS_close_range, static_cast<unsigned>(keep + 1), ~0u, 0u) == 0)
     return;
 #endif
   for (int fd = 3; fd < 65536; ++fd)
     if (fd != keep) close(fd);
 }
-
-}  // namespace
 
 unsigned long long user_processes() {
   unsigned long long n = 0;
@@ -81,9 +78,9 @@ pid_t parent_of(pid_t pid) {
 }  // namespace
 
 Spawned spawn_rank(const std::vector<std::string>& argv, std::vector<std::string> env, pid_t pgid,
-                   const Limits& limits, unsigned long long nproc_limit) {
+                   const Limits& limits, unsigned long long nproc_limit, int sock_type) {
   int sv[2], out[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) throw_errno("socketpair");
+  if (socketpair(AF_UNIX, sock_type | SOCK_CLOEXEC, 0, sv) != 0) throw_errno("socketpair");
   if (pipe2(out, O_CLOEXEC) != 0) throw_errno("pipe");
   sv[1] = above_stdio(sv[1]);
   out[1] = above_stdio(out[1]);

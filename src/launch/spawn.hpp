@@ -33,9 +33,14 @@ struct Spawned {
 
 // `pgid` 0 makes the rank lead a new process group. `env` holds "KEY=VALUE" entries; the
 // bootstrap descriptor's number is added as PKB_BOOTSTRAP_FD. `nproc` is the absolute
-// RLIMIT_NPROC (0: none).
+// RLIMIT_NPROC (0: none). `sock_type`: the bootstrap socket's (SOCK_STREAM for a rank;
+// the fork server's messages carry descriptors, SOCK_SEQPACKET).
 Spawned spawn_rank(const std::vector<std::string>& argv, std::vector<std::string> env, pid_t pgid,
-                   const Limits& limits, unsigned long long nproc);
+                   const Limits& limits, unsigned long long nproc, int sock_type = 1 /* SOCK_STREAM */);
+
+// In a new process before it becomes a rank: every descriptor but 0, 1, 2 and `keep`
+// closed (whatever its parent inherited without close-on-exec: none may reach a candidate).
+void close_inherited(int keep);
 
 // Processes the ranks leave behind, daemons that called setsid() among them: made at
 // start, it turns this process into a child subreaper (so every orphan below it comes

@@ -414,6 +414,7 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
     r.record.costs_s = costs(mine, p.world, std::chrono::duration<double>(t_launch - q.started).count() - b.seconds,
                                 b.seconds, job.timing);
     r.record.run.leftovers_ended = rep.leftovers_ended;
+    r.record.run.ranks_started = rep.forked ? "forked" : "exec";
     int code = r.record.verdict ? eval::verdict_exit_code(*r.record.verdict) : eval::kInternal;
     if (first_bad == eval::kOk) first_bad = code;
   }

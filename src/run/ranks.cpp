@@ -61,6 +61,7 @@ launch::GroupReport run_ranks(const launch::Placement& p, const RankSettings& s,
     };
   }
   opts.argv = {launch::self_exe(), "__worker"};
+  if (s.fork_server) opts.fork_server_argv = {launch::self_exe(), "__fork_server"};
   opts.env = p.env;
   opts.env_policy.isolate = s.sandbox;
   opts.env_policy.pass = s.pass_env;

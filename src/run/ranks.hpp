@@ -22,6 +22,7 @@ struct RankSettings {
   std::vector<std::string> pass_env;        // variables that pass into the ranks on purpose
   std::vector<std::string> deny_env;        // never into a rank (models.toml's key variables)
   std::vector<std::string> reference_libs;  // loaded by every rank
+  bool fork_server = true;                  // ranks forked from pkb's fork server, else each exec'd
 };
 
 // Starts the ranks with `job` (rank, world, device, gpu, comm and reference libraries are

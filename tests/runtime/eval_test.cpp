@@ -72,6 +72,22 @@ INSTANTIATE_TEST_SUITE_P(Collectives, CpuCandidate,
                          ::testing::Values("coll_allreduce", "coll_allgather", "coll_broadcast", "coll_reduce",
                                            "coll_scatter", "coll_gather", "coll_reducescatter", "coll_alltoall"));
 
+// Ranks forked from pkb's fork server (the default) and ranks each exec'd afresh
+// (--exec-ranks) get the same verdict, and the record says which it was.
+TEST(Eval, RanksForkedOrExecdGiveTheSameVerdict) {
+  for (bool exec : {false, true}) {
+    std::string out = temp_dir(exec ? "ranks-exec" : "ranks-forked") + "/r.json";
+    std::vector<std::string> extra = {"--trials", "5"};
+    if (exec) extra.push_back("--exec-ranks");
+    PkbRun r = eval("coll_allreduce", kSrc + "/solutions_cpu/coll_allreduce.cpp", out, extra, {}, 2);
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    json j = read_json(out);
+    EXPECT_EQ(j["verdict"], "correct");
+    EXPECT_EQ(j["run"]["ranks_started"], exec ? "exec" : "forked");
+    EXPECT_TRUE(survivors(r.tag).empty());
+  }
+}
+
 // The collectives, and one problem of each other family, as Python candidates
 // (solutions_triton/cpu/*.py): the embedded interpreter, pkb.Ctx and the tensor views, with
 // torch ops where Triton kernels run on CUDA. W = 2: every rank starts Python and imports torch.

@@ -2,7 +2,10 @@
 // rank, the phase and what happened, and leaves no process behind.
 #include <gtest/gtest.h>
 
+#include <csignal>
+#include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -111,5 +114,49 @@ TEST(Faults, RankThatHangsInInit) {
   EXPECT_EQ(r.code, 5) << r.err;
   EXPECT_TRUE(contains(r.err, "timeout: rank 3 spent over 3 s in init")) << r.err;
   EXPECT_LT(r.seconds, 3 + 10);
+  expect_clean(r);
+}
+
+namespace {
+
+// pkb's fork server among this test process's runs (their PKB_TEST_TAG starts "t<pid>-"),
+// or 0.
+pid_t fork_server_of_this_test() {
+  const std::string tag = "PKB_TEST_TAG=t" + std::to_string(getpid()) + "-";
+  for (auto& d : std::filesystem::directory_iterator("/proc")) {
+    std::string name = d.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream c(d.path() / "cmdline", std::ios::binary), e(d.path() / "environ", std::ios::binary);
+    std::string cmd((std::istreambuf_iterator<char>(c)), {}), env((std::istreambuf_iterator<char>(e)), {});
+    if (cmd.find(std::string("\0__fork_server", 15)) != std::string::npos && env.find(tag) != std::string::npos)
+      return static_cast<pid_t>(std::stol(name));
+  }
+  return 0;
+}
+
+}  // namespace
+
+// The ranks are forked from pkb's fork server. Killed while they run (rank 3 hangs in its
+// setup, the others wait for it), the ranks go with it, and pkb says so at once: a crash,
+// long before the phase's deadline, nothing left behind.
+TEST(Faults, TheForkServerKilledMidRunEndsTheRunAsACrash) {
+  pid_t killed = 0;
+  std::thread killer([&] {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!killed && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (pid_t p = fork_server_of_this_test()) {
+        std::this_thread::sleep_for(std::chrono::seconds(2));  // the ranks are up, rank 3 hangs
+        kill(p, SIGKILL);
+        killed = p;
+      }
+    }
+  });
+  PkbRun r = run_fault("test_fault_hang_init", 60);
+  killer.join();
+  ASSERT_NE(killed, 0) << "no fork server seen: " << r.err;
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_TRUE(contains(r.err, "crash: pkb's fork server ended while the ranks ran")) << r.err;
+  EXPECT_LT(r.seconds, 30);
   expect_clean(r);
 }

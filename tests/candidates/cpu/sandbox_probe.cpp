@@ -19,6 +19,8 @@
 //   descriptors - lists what its descriptors are ("probe descriptor <n> <target>") and
 //             tries to list pkb's ("probe parent-descriptor ..." when it can): whatever pkb
 //             inherited from its caller must not reach a rank.
+// "pkb" is the process running the evaluation: the rank's parent, or the parent of pkb's
+// fork server where the ranks are forked from one (found where /proc lets it look).
 // PKB_PROBE picks groups (comma-separated; all by default). The home is the password
 // database's, and PKB_TEST_HOME's too where a test stands one in with planted secrets.
 // Its outputs are right: what Landlock denies shows only in its lines, what seccomp denies
@@ -47,6 +49,27 @@
 #include "pkb/solution.h"
 
 namespace {
+
+pid_t pkb_pid() {
+  pid_t parent = getppid();
+  std::string dir = "/proc/" + std::to_string(parent);
+  FILE* f = fopen((dir + "/cmdline").c_str(), "r");
+  if (!f) return parent;
+  char cmd[512] = {};
+  size_t n = fread(cmd, 1, sizeof cmd - 1, f);
+  fclose(f);
+  size_t first = strnlen(cmd, n);
+  if (first + 1 >= n || strcmp(cmd + first + 1, "__fork_server") != 0) return parent;
+  // /proc/<pid>/stat: "pid (name) state ppid ..."
+  f = fopen((dir + "/stat").c_str(), "r");
+  if (!f) return parent;
+  char stat[512] = {};
+  n = fread(stat, 1, sizeof stat - 1, f);
+  fclose(f);
+  const char* close_paren = strrchr(stat, ')');
+  int ppid = 0;
+  return close_paren && sscanf(close_paren + 1, " %*c %d", &ppid) == 1 ? ppid : parent;
+}
 
 void allreduce(pkb_ctx* ctx, const void* x, void* y, size_t n) {
   const uint16_t* xs[64];
@@ -156,7 +179,7 @@ void probe_secrets(int rank) {
     try_list(h + "/.config/gcloud");
   }
   try_list("/proc");
-  std::string parent = "/proc/" + std::to_string(getppid());
+  std::string parent = "/proc/" + std::to_string(pkb_pid());
   try_read(parent + "/environ");
   try_read(parent + "/cmdline");
   // Rank 0 leads the ranks' process group: the others know its pid.
@@ -187,7 +210,7 @@ void probe_unix() {
 }
 
 void probe_signal() {
-  pid_t parent = getppid();
+  pid_t parent = pkb_pid();
   report("kill", "pid " + std::to_string(parent), kill(parent, 0));
   long fd = syscall(SYS_pidfd_open, parent, 0);
   report("pidfd_open", "pid " + std::to_string(parent), fd);
@@ -195,7 +218,7 @@ void probe_signal() {
 }
 
 void probe_memory() {
-  pid_t parent = getppid();
+  pid_t parent = pkb_pid();
   char mine[16], theirs[16];
   iovec local{mine, sizeof mine}, remote{theirs, sizeof theirs};  // an address of ours, maybe not of pkb's
   long rc = process_vm_readv(parent, &local, 1, &remote, 1, 0);
@@ -225,7 +248,7 @@ void print_descriptors(const std::string& dir, const char* label, bool attempt) 
 
 void probe_descriptors() {
   print_descriptors("/proc/self/fd", "descriptor", false);
-  print_descriptors("/proc/" + std::to_string(getppid()) + "/fd", "parent-descriptor", true);
+  print_descriptors("/proc/" + std::to_string(pkb_pid()) + "/fd", "parent-descriptor", true);
 }
 
 }  // namespace

@@ -76,9 +76,22 @@ def _probe_secrets(rank):
             _read(os.path.join(h, ".ssh", k))
         for f in (".aws/credentials", ".git-credentials", ".netrc", ".docker/config.json"):
             _read(os.path.join(h, f))
-    for pid in [os.getppid()] + ([os.getpgrp()] if rank > 0 else []):
+    for pid in [_pkb_pid()] + ([os.getpgrp()] if rank > 0 else []):
         _read(f"/proc/{pid}/environ")
         _read(f"/proc/{pid}/cmdline")
+
+
+def _pkb_pid():
+    """The process running the evaluation: the parent, or pkb's fork server's parent."""
+    parent = os.getppid()
+    try:
+        with open(f"/proc/{parent}/cmdline", "rb") as f:
+            if f.read().split(b"\0")[1:2] != [b"__fork_server"]:
+                return parent
+        with open(f"/proc/{parent}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return parent
 
 
 def _probe_unix():
@@ -86,7 +99,7 @@ def _probe_unix():
 
 
 def _probe_signal():
-    parent = os.getppid()
+    parent = _pkb_pid()
     _report("kill", f"pid {parent}", lambda: os.kill(parent, 0))
     _report("pidfd_open", f"pid {parent}", lambda: os.close(os.pidfd_open(parent)))
 
