@@ -533,6 +533,7 @@ class JudgeProblem {
     json timed;
     std::vector<int> mine;  // the candidate's calls, by call number
     std::vector<int> captured;
+    int extra = -1;  // the candidate's call after the rounds (below), once asked for
     last_call_ = {};
     eval::Timing t;
     t.baseline = baseline_;
@@ -552,7 +553,9 @@ class JudgeProblem {
       }
       const eval::interleave::Settings settings = interleave_settings();
       t.plan = eval::interleave::plan(settings, ref_s, cand_s);
-      const int most = t.plan.max_calls();
+      // The rounds' calls, and one: the candidate's call after rounds that ended on the
+      // reference's (below).
+      const int most = t.plan.max_calls() + 1;
       pair_.send(proto::kPlan, {{"calls", most}});
       captured = choose_captured(t.plan.max_rounds * t.plan.block);
       captures_ = std::make_unique<Captures>(harness_->out, static_cast<int>(captured.size()), r_.device);
@@ -566,6 +569,10 @@ class JudgeProblem {
       r_.client.phase(phase::kAwaitCandidate);
       if (sh_.candidate > 0) watch_ = std::make_unique<HostWatch>(sh_.candidate, sh_.pkb_threads);
       timed = serve(phase::kTimedCall, timing::kTimedKey, most, *timer, [&](int i, const json& m) {
+        if (extra >= 0) {  // the extra call is over: its outputs, its sizes in this request
+          last_call_ = judge_last_call(extra, m, nullptr);
+          return Next{true};
+        }
         if (i > 0) reported.push_back(m.value("us", json(0.0)).is_number() ? m["us"].get<double>() : 0.0);
         if (i == 0 && watch_) watch_->restart();
         // A block ended where the side changes (and at every round's end): its threads then.
@@ -581,8 +588,16 @@ class JudgeProblem {
             if (!mine.empty() && mine.back() == i - 1) {
               auto it = slot_of.find(static_cast<int>(mine.size()) - 1);
               last_call_ = judge_last_call(i - 1, m, it == slot_of.end() ? nullptr : &(*captures_)[it->second]);
+              return Next{true};
             }
-            return Next{true};
+            // They ended on the reference's call, which wrote over the candidate's outputs:
+            // one more call of the candidate's, in no round and timed for nothing, whose
+            // outputs are judged as that call ends (late work shows only there, on the GPU).
+            extra = i;
+            mine.push_back(i);
+            Next n;
+            n.side = eval::interleave::Side::candidate;
+            return n;
           }
         }
         Next n;
@@ -611,7 +626,8 @@ class JudgeProblem {
       if (r_.device.is_cuda()) {  // this judge's clock over its own candidate rank's calls
         std::vector<double> judged = timer->elapsed_us();
         eval::CallTimes c;
-        for (int i : mine) c.us.push_back(call_us(judged, reported, i));
+        for (int i : mine)
+          if (i != extra) c.us.push_back(call_us(judged, reported, i));
         report_.candidate = c;
       }
       fail = reported_failure(timed);
@@ -619,7 +635,8 @@ class JudgeProblem {
       fail = protocol_failure("timing", -1, e.what());
     }
     r_.client.phase(phase::kTimingChecks);
-    int made = std::min<int>(static_cast<int>(mine.size()), static_cast<int>(timed.value("sizes", json::array()).size()));
+    int made = std::min<int>(static_cast<int>(mine.size()) - (extra >= 0 ? 1 : 0),
+                             static_cast<int>(timed.value("sizes", json::array()).size()));
     report_.captured_calls = static_cast<int>(std::count_if(captured.begin(), captured.end(), [&](int k) { return k < made; }));
     if (!fail) fail = check_timed(timed, mine, captured);
     return agree(fail, false);
