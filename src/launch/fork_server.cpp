@@ -67,16 +67,24 @@ struct Request {
   int sock = -1, out = -1;
 };
 
+// A request's message header over `n` bytes at `data`, with room for its two descriptors.
+struct RequestHeader {
+  alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+  iovec iov{};
+  msghdr msg{};
+  RequestHeader(void* data, size_t n) : iov{data, n} {
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+  }
+};
+
 // 1: a request; 0: the parent closed the channel; -1: a message that is not one (dropped).
 int receive(int ctl, Request& req) {
   static std::vector<char> buf(kMaxRequest);
-  alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))];
-  iovec iov{buf.data(), buf.size()};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  RequestHeader h(buf.data(), buf.size());
+  msghdr& msg = h.msg;
   ssize_t n;
   while ((n = recvmsg(ctl, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
   }
@@ -267,13 +275,8 @@ Spawned ForkServer::spawn(const std::vector<std::string>& env, pid_t pgid) {
   std::memcpy(body.data(), &g, sizeof g);
   for (auto& e : env) body.append(e.c_str(), e.size() + 1);
   if (body.size() > kMaxRequest) throw std::runtime_error("fork server: the rank's environment is over 1 MiB");
-  alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
-  iovec iov{body.data(), body.size()};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  RequestHeader h(body.data(), body.size());
+  msghdr& msg = h.msg;
   cmsghdr* c = CMSG_FIRSTHDR(&msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <vector>
 
@@ -36,7 +37,7 @@ struct Spawned {
 // RLIMIT_NPROC (0: none). `sock_type`: the bootstrap socket's (SOCK_STREAM for a rank;
 // the fork server's messages carry descriptors, SOCK_SEQPACKET).
 Spawned spawn_rank(const std::vector<std::string>& argv, std::vector<std::string> env, pid_t pgid,
-                   const Limits& limits, unsigned long long nproc, int sock_type = 1 /* SOCK_STREAM */);
+                   const Limits& limits, unsigned long long nproc, int sock_type = SOCK_STREAM);
 
 // In a new process before it becomes a rank: every descriptor but 0, 1, 2 and `keep`
 // closed (whatever its parent inherited without close-on-exec: none may reach a candidate).
