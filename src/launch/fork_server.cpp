@@ -308,8 +308,7 @@ Spawned ForkServer::spawn(const std::vector<std::string>& env, pid_t pgid) {
 }
 
 std::vector<std::pair<pid_t, int>> ForkServer::exits(double timeout_s) {
-  if (pending_.empty() && !gone_) read_messages(timeout_s);
-  else if (!gone_) read_messages(0);
+  if (!gone_) read_messages(pending_.empty() ? timeout_s : 0);
   std::vector<std::pair<pid_t, int>> out;
   out.swap(pending_);
   return out;
