@@ -23,9 +23,15 @@ construct them. `_pkb` is the rank's built-in module: it makes tensors over pkb'
 reaches the pkb_ctx's callbacks.
 """
 
+import os
+
 import torch
 
 import _pkb
+
+# The process that imported this package: a rank's own, or the fork server's that imported
+# torch once for all the ranks it forks (src/launch/fork_server.hpp).
+IMPORTED_IN = os.getpid()
 
 # pkb_dtype numbers (include/pkb/solution.h), in order.
 DTYPES = [torch.bfloat16, torch.float16, torch.float32, torch.float64, torch.int8, torch.int16, torch.int32,

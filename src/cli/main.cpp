@@ -10,7 +10,6 @@
 #include "cli/commands.hpp"
 #include "eval/verdict.hpp"
 #include "device/probe.hpp"
-#include "launch/fork_server.hpp"
 #include "worker/worker.hpp"
 
 #ifndef PKB_DEFAULT_ROOT
@@ -20,10 +19,8 @@
 int main(int argc, char** argv) {
   using namespace pkb::cli;
   if (argc >= 2 && std::strcmp(argv[1], "__worker") == 0) return pkb::worker::worker_main();
-  if (argc >= 2 && std::strcmp(argv[1], "__fork_server") == 0) {
-    pkb::launch::serve_forks();  // returns in each forked rank only
-    return pkb::worker::worker_main();
-  }
+  if (argc >= 2 && std::strcmp(argv[1], "__fork_server") == 0)
+    return pkb::worker::fork_server_main(argc >= 3 && std::strcmp(argv[2], "--python") == 0);
   if (argc >= 2 && std::strcmp(argv[1], "__probe") == 0) {
     printf("%s\n", pkb::device::probe_json().c_str());
     return 0;

@@ -75,6 +75,8 @@ bool is_python(const std::string& library) { return std::filesystem::path(librar
 // needs libpython. libpython goes into the global namespace first, since the extension
 // modules Python imports (torch._C, numpy) expect its symbols there.
 struct PythonPlugin {
+  pkb_python_preload_fn preload = nullptr;
+  pkb_python_after_fork_child_fn after_fork_child = nullptr;
   pkb_python_prepare_fn prepare = nullptr;
   pkb_python_load_fn load = nullptr;
   pkb_python_prepare_original_fn prepare_original = nullptr;
@@ -89,11 +91,13 @@ const PythonPlugin& python_plugin() {
       throw rank::RankError(rank::ErrorKind::abi, std::string("cannot load libpython for .py candidates: ") + dlerror());
     void* h = dlopen(PKB_PYTHON_PLUGIN, RTLD_NOW | RTLD_GLOBAL);
     if (!h) throw rank::RankError(rank::ErrorKind::abi, std::string("cannot load pkb's Python layer: ") + dlerror());
+    p.preload = reinterpret_cast<pkb_python_preload_fn>(dlsym(h, "pkb_python_preload"));
+    p.after_fork_child = reinterpret_cast<pkb_python_after_fork_child_fn>(dlsym(h, "pkb_python_after_fork_child"));
     p.prepare = reinterpret_cast<pkb_python_prepare_fn>(dlsym(h, "pkb_python_prepare"));
     p.load = reinterpret_cast<pkb_python_load_fn>(dlsym(h, "pkb_python_load"));
     p.prepare_original = reinterpret_cast<pkb_python_prepare_original_fn>(dlsym(h, "pkb_python_prepare_original"));
     p.load_original = reinterpret_cast<pkb_python_load_original_fn>(dlsym(h, "pkb_python_load_original"));
-    if (!p.prepare || !p.load || !p.prepare_original || !p.load_original)
+    if (!p.preload || !p.after_fork_child || !p.prepare || !p.load || !p.prepare_original || !p.load_original)
       throw rank::RankError(rank::ErrorKind::abi, std::string(PKB_PYTHON_PLUGIN) + " is not pkb's Python layer");
 #else
     throw rank::RankError(rank::ErrorKind::abi,
@@ -107,6 +111,21 @@ const PythonPlugin& python_plugin() {
 }
 
 }  // namespace
+
+launch::ForkHooks preload_python() {
+  launch::ForkHooks hooks;
+  try {
+    std::string error;
+    if (!python_plugin().preload(&error)) return hooks;
+  } catch (const std::exception&) {
+    return hooks;
+  }
+  // libpython is in the global namespace (python_plugin); every CPython 3 has these.
+  hooks.before = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "PyOS_BeforeFork"));
+  hooks.parent = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "PyOS_AfterFork_Parent"));
+  hooks.child = python_plugin().after_fork_child;
+  return hooks;
+}
 
 LoadNeeds prepare_candidate(const std::string& library, bool cuda) {
   LoadNeeds needs;

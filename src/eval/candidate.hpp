@@ -8,6 +8,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "launch/fork_server.hpp"
 #include "pkb/solution.h"
 #include "spec/spec.hpp"
 
@@ -77,6 +78,11 @@ struct LoadNeeds {
 // embedded interpreter with torch, and Triton on CUDA) and says what the sandbox must grant.
 // Throws rank::RankError(rank::ErrorKind::abi, ...) when this pkb cannot run that kind of candidate.
 LoadNeeds prepare_candidate(const std::string& library, bool cuda);
+// In the fork server of a .py candidate's ranks (launch/fork_server.hpp), before any fork:
+// the interpreter started and torch imported once for all of them, with CPython's before-
+// and after-fork calls as the hooks. Where it cannot, nothing is done and the hooks are
+// empty: each rank then starts Python itself and reports what failed.
+launch::ForkHooks preload_python();
 // The same on a candidate rank of pkb eval; for a module in the original's format
 // (is_original) also its torch.distributed process group over the rank's bootstrap channel,
 // symmetric memory in the rank's heap and its prebuilt extensions (python_plugin.hpp).

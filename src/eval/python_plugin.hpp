@@ -40,6 +40,12 @@ struct OriginalSetup {
 }  // namespace pkb::eval
 
 extern "C" {
+// In a fork server, before it forks any rank: starts the interpreter and imports pkb's
+// package (torch), once for all the ranks it forks. False with `error` set when it cannot.
+typedef bool (*pkb_python_preload_fn)(std::string* error);
+// In each child the server forks, once it has the rank's environment `envp`: the
+// interpreter's own after-fork work, and os.environ made the rank's (it was the server's).
+typedef void (*pkb_python_after_fork_child_fn)(char** envp);
 // Before the sandbox: starts the interpreter, imports torch (and Triton when `cuda`), and
 // adds what the sandbox must grant to `needs`. False with `error` set when it cannot.
 typedef bool (*pkb_python_prepare_fn)(bool cuda, pkb::eval::LoadNeeds* needs, std::string* error);

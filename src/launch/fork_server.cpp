@@ -138,7 +138,7 @@ void become_rank(const Request& req, pid_t server, const sigset_t& mask, int nul
 
 }  // namespace
 
-void serve_forks() {
+void serve_forks(const ForkHooks& hooks) {
   const char* fd_env = std::getenv("PKB_BOOTSTRAP_FD");
   if (!fd_env) _exit(2);
   const int ctl = std::atoi(fd_env);
@@ -181,11 +181,14 @@ void serve_forks() {
       int got = receive(ctl, req);
       if (got == 0) break;
       if (got < 0) continue;
+      if (hooks.before) hooks.before();
       pid_t pid = fork();
       if (pid == 0) {
         become_rank(req, self, old, null_in);
+        if (hooks.child) hooks.child(environ);
         return;
       }
+      if (hooks.parent) hooks.parent();
       if (pid > 0) {
         setpgid(pid, req.pgid ? req.pgid : pid);  // as the child does: whichever runs first
         live.push_back(pid);
@@ -214,10 +217,11 @@ ForkServer::ForkServer(const std::vector<std::string>& argv, std::vector<std::st
     why_not_ = e.what();
     return;
   }
-  // Loading pkb takes about a second; a loaded machine may take longer.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  // Loading pkb takes about a second, and importing torch for a .py candidate's ranks a few
+  // more; a loaded machine may take longer.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
   while (!ok_ && !gone_ && why_not_.empty() && std::chrono::steady_clock::now() < deadline) read_messages(0.1);
-  if (!ok_ && why_not_.empty()) why_not_ = gone_ ? "it exited before it was ready" : "it was not ready within 60 s";
+  if (!ok_ && why_not_.empty()) why_not_ = gone_ ? "it exited before it was ready" : "it was not ready within 300 s";
 }
 
 ForkServer::~ForkServer() {

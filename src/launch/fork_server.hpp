@@ -59,9 +59,18 @@ class ForkServer {
   bool answered_ = false;
 };
 
+// What a server that holds more than pkb (an embedded interpreter) must do around each
+// fork: in the server before it and after it, and in the child once it is the rank (with
+// the rank's environment, `envp`, in place). Any may be null.
+struct ForkHooks {
+  void (*before)() = nullptr;
+  void (*parent)() = nullptr;
+  void (*child)(char** envp) = nullptr;
+};
+
 // The server's side, `pkb __fork_server`: serves requests on the channel named by
 // PKB_BOOTSTRAP_FD. Returns only in a forked child, set up as a rank; the server itself
 // exits when the parent closes the channel.
-void serve_forks();
+void serve_forks(const ForkHooks& hooks = {});
 
 }  // namespace pkb::launch

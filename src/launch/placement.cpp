@@ -142,8 +142,10 @@ Placement place(const PlaceRequest& req, const spec::ProblemSpec* spec, const st
   // NCCL's RAS thread keeps connecting to peers after set-up, which the sandbox (on every
   // thread of a candidate rank) denies: pkb's runs are one node, watched by pkb itself.
   p.env.push_back({"NCCL_RAS_ENABLE", "0"});
-  // One OpenMP thread per rank: W ranks already share the cores.
+  // One OpenMP thread per rank, and no OpenBLAS pool (numpy's, started on import): W ranks
+  // already share the cores, and a fork server that imports torch must stay single-threaded.
   if (!getenv("OMP_NUM_THREADS")) p.env.push_back({"OMP_NUM_THREADS", "1"});
+  if (!getenv("OPENBLAS_NUM_THREADS")) p.env.push_back({"OPENBLAS_NUM_THREADS", "1"});
   return p;
 }
 

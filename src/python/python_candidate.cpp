@@ -14,10 +14,13 @@
 // one of its calls does.
 #include "python/embed.hpp"
 
+#include <cstring>
 #include <map>
 #include <string>
 #include <tuple>
 #include <vector>
+
+#include <unistd.h>
 
 #include "eval/python_plugin.hpp"
 #include "pkb/host.hpp"
@@ -330,9 +333,9 @@ void append(std::vector<std::string>& out, PyObject* list) {
     out.push_back(PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(fast.get(), i)));
 }
 
-}  // namespace
-
-extern "C" bool pkb_python_prepare(bool cuda, pkb::eval::LoadNeeds* needs, std::string* error) {
+// The interpreter with pkb's package (and so torch) imported; a second call finds it done.
+// A fork server may have done it already (pkb_python_preload), for every rank it forks.
+bool start_interpreter(std::string* error) {
   if (!Py_IsInitialized()) {
     PyImport_AppendInittab("_pkb", &init_module);
     PyConfig config;
@@ -351,12 +354,42 @@ extern "C" bool pkb_python_prepare(bool cuda, pkb::eval::LoadNeeds* needs, std::
     }
     Ref dir(PyUnicode_FromString(PKB_PYTHON_DIR));
     PyList_Insert(PySys_GetObject("path"), 0, dir.get());
-    g_pkb = PyImport_ImportModule("pkb");
-    if (!g_pkb) {
-      *error = "cannot import pkb's Python package from " + std::string(PKB_PYTHON_DIR) + ":\n" + take_exception();
-      return false;
-    }
   }
+  if (!g_pkb) g_pkb = PyImport_ImportModule("pkb");
+  if (!g_pkb) {
+    *error = "cannot import pkb's Python package from " + std::string(PKB_PYTHON_DIR) + ":\n" + take_exception();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+extern "C" bool pkb_python_preload(std::string* error) { return start_interpreter(error); }
+
+extern "C" void pkb_python_after_fork_child(char** envp) {
+  PyOS_AfterFork_Child();
+  // os.environ was copied from the server's environment when the interpreter started;
+  // clear() and update() go through unsetenv and setenv, leaving the C environment as it was.
+  Ref fresh(PyDict_New());
+  for (char** e = envp; *e; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (!eq || eq == *e) continue;
+    Ref k(PyUnicode_DecodeFSDefaultAndSize(*e, eq - *e)), v(PyUnicode_DecodeFSDefault(eq + 1));
+    if (k && v) PyDict_SetItem(fresh.get(), k.get(), v.get());
+  }
+  Ref os(PyImport_ImportModule("os"));
+  Ref environ_(os ? PyObject_GetAttrString(os.get(), "environ") : nullptr);
+  Ref cleared(environ_ ? PyObject_CallMethod(environ_.get(), "clear", nullptr) : nullptr);
+  Ref updated(cleared ? PyObject_CallMethod(environ_.get(), "update", "O", fresh.get()) : nullptr);
+  if (!updated) {  // the rank's environment is half gone: it must not run
+    PyErr_Print();
+    _exit(127);
+  }
+}
+
+extern "C" bool pkb_python_prepare(bool cuda, pkb::eval::LoadNeeds* needs, std::string* error) {
+  if (!start_interpreter(error)) return false;
   Ref got(PyObject_CallMethod(g_pkb, "sandbox_needs", "O", cuda ? Py_True : Py_False));
   if (!got) {
     *error = "cannot prepare Python for the candidate:\n" + take_exception();

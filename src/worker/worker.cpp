@@ -11,8 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "device/device.hpp"
+#include "eval/candidate.hpp"
 #include "jobs/jobs.hpp"
 #include "launch/client.hpp"
+#include "launch/fork_server.hpp"
 #include "launch/phases.hpp"
 #include "rank/rank.hpp"
 #include "worker/crash_report.hpp"
@@ -54,6 +56,11 @@ int worker_main() {
     // No destructors: tearing down a communicator whose peers are gone can hang.
     std::_Exit(1);
   }
+}
+
+int fork_server_main(bool python) {
+  launch::serve_forks(python ? eval::preload_python() : launch::ForkHooks{});  // returns in each forked rank only
+  return worker_main();
 }
 
 }  // namespace pkb::worker

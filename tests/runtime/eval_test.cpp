@@ -92,6 +92,25 @@ TEST(Eval, RanksForkedOrExecdGiveTheSameVerdict) {
   }
 }
 
+// A .py candidate's ranks are forked from a server that imported torch once for them all,
+// and each rank's os.environ is its own (PKB_RANK and the bootstrap descriptor, which the
+// server's lacked). With --exec-ranks each rank imports it itself: the candidate, told to
+// expect the import done before the fork, then fails.
+TEST(Eval, PythonRanksForkedAfterOneImportSeeTheirOwnEnvironment) {
+  std::string dir = temp_dir("py-preloaded"), cand = kSrc + "/tests/candidates/py/environment.py";
+  std::vector<std::pair<std::string, std::string>> env = {{"PKB_EXPECT_PRELOADED", "1"}};
+  PkbRun r = eval("test_empty", cand, dir + "/forked.json", {"--trials", "2", "--no-timing"}, env, 2);
+  if (contains(r.out, "built without embedded Python")) GTEST_SKIP() << "pkb was built without embedded Python";
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  json j = read_json(dir + "/forked.json");
+  EXPECT_EQ(j["verdict"], "correct") << r.out << r.err;
+  EXPECT_EQ(j["run"]["ranks_started"], "forked");
+  r = eval("test_empty", cand, dir + "/exec.json", {"--trials", "2", "--no-timing", "--exec-ranks"}, env, 2);
+  EXPECT_EQ(read_json(dir + "/exec.json")["verdict"], "wrong") << r.out << r.err;
+  EXPECT_TRUE(contains(r.out + r.err, "pkb was imported in this rank")) << r.out << r.err;
+  EXPECT_TRUE(survivors(r.tag).empty());
+}
+
 // The collectives, and one problem of each other family, as Python candidates
 // (solutions_triton/cpu/*.py): the embedded interpreter, pkb.Ctx and the tensor views, with
 // torch ops where Triton kernels run on CUDA. W = 2: every rank starts Python and imports torch.
