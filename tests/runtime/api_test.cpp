@@ -45,8 +45,7 @@ TEST_P(ApiReference, SavedOutputsMatchAnIndependentRecomputation) {
   PkbRun r = run_api(args);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "comm=" + comm)) << r.out;
-  auto check = pkb::launch::run_process(
-      {PKB_PYTHON, std::string(PKB_SOURCE_DIR) + "/tests/check_api.py", list, dir, std::to_string(world)}, 300);
+  auto check = run_python_check("check_api.py", {list, dir, std::to_string(world)}, 300);
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
   EXPECT_TRUE(survivors(r.tag).empty());
 }

@@ -37,8 +37,7 @@ TEST_P(Dryrun, SavedOutputsHoldWhatTheProblemsSay) {
   EXPECT_TRUE(contains(r.out, "ok (")) << r.out;
   EXPECT_TRUE(contains(r.out, "comm=" + comm)) << r.out;
   for (const char* p : kCollectives) EXPECT_TRUE(std::filesystem::exists(dir + "/" + p + "/rank_0.pt")) << p;
-  auto check = pkb::launch::run_process(
-      {PKB_PYTHON, std::string(PKB_SOURCE_DIR) + "/tests/check_dryrun.py", list, dir, std::to_string(world)}, 300);
+  auto check = run_python_check("check_dryrun.py", {list, dir, std::to_string(world)}, 300);
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
   EXPECT_TRUE(survivors(r.tag).empty());
 }

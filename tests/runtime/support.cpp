@@ -12,7 +12,11 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <poll.h>
 #include <spawn.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -232,6 +236,66 @@ std::vector<CaseGroup> every_problem() {
   return out;
 }
 
+namespace {
+
+// The check through the server at PKB_CHECK_SOCKET; false where there is none.
+bool check_through_server(const std::vector<std::string>& argv, double timeout_s, pkb::launch::ProcessResult& r) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string path = PKB_CHECK_SOCKET;
+  if (path.size() >= sizeof addr.sun_path) return false;
+  std::copy(path.begin(), path.end(), addr.sun_path);
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return false;
+  if (connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(s);
+    return false;
+  }
+  std::string req = nlohmann::json{{"argv", argv}, {"timeout", timeout_s}, {"cwd", fs::current_path().string()}}.dump() + "\n";
+  for (size_t sent = 0; sent < req.size();) {
+    ssize_t n = send(s, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) {
+      close(s);
+      return false;
+    }
+    sent += static_cast<size_t>(n);
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s + 30);
+  std::string got;
+  char buf[65536];
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd p{s, POLLIN, 0};
+    if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) {
+      r.timed_out = true;
+      break;
+    }
+    ssize_t n = read(s, buf, sizeof buf);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  close(s);
+  // The server's last line: "\n\0pkb-check-exit CODE\n". Without it the check died.
+  const std::string mark = std::string("\n") + '\0' + "pkb-check-exit ";
+  size_t at = got.rfind(mark);
+  r.exit_code = at == std::string::npos ? -1 : std::atoi(got.c_str() + at + mark.size());
+  r.out = got.substr(0, at);
+  if (at == std::string::npos) r.err = "the check server's child ended without an exit code";
+  return true;
+}
+
+}  // namespace
+
+pkb::launch::ProcessResult run_python_check(const std::string& script, const std::vector<std::string>& args,
+                                            double timeout_s) {
+  std::vector<std::string> argv = {std::string(PKB_SOURCE_DIR) + "/tests/" + script};
+  argv.insert(argv.end(), args.begin(), args.end());
+  pkb::launch::ProcessResult r;
+  if (check_through_server(argv, timeout_s, r)) return r;
+  argv.insert(argv.begin(), PKB_PYTHON);
+  return pkb::launch::run_process(argv, timeout_s);
+}
+
 void expect_references_recomputed(const CaseGroup& g) {
   std::string w = std::to_string(g.world), dir = temp_dir(g.name);
   // W = 1 communicates nothing, so there is nothing for validate to leave out.
@@ -252,7 +316,7 @@ void expect_references_recomputed(const CaseGroup& g) {
   EXPECT_TRUE(survivors(r.tag).empty());
   std::string list;
   for (auto& p : g.problems) list += (list.empty() ? "" : ",") + p;
-  auto c = pkb::launch::run_process({PKB_PYTHON, std::string(PKB_SOURCE_DIR) + "/tests/check_problem.py", list, dir, w}, 900);
+  auto c = run_python_check("check_problem.py", {list, dir, w}, 900);
   EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
 }
 

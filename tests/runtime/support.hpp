@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "launch/subprocess.hpp"
+
 namespace pkbtest {
 
 struct PkbRun {
@@ -36,6 +38,12 @@ struct TerminalRun {
 };
 TerminalRun run_pkb_on_terminal(const std::vector<std::string>& args, const std::string& stdout_path,
                                 const std::vector<std::pair<std::string, std::string>>& env = {});
+
+// tests/<script>, a Python check, with `args`: in a child of the check server where ctest
+// started one (tests/check_server.py: torch imported once for every check), else in a
+// Python of its own; the same check either way. Through the server, `out` holds both streams.
+pkb::launch::ProcessResult run_python_check(const std::string& script, const std::vector<std::string>& args,
+                                            double timeout_s);
 
 // Processes whose environment holds PKB_TEST_TAG=tag (waits up to `grace_s` for them to go).
 std::vector<pid_t> survivors(const std::string& tag, double grace_s = 2.0);
