@@ -115,12 +115,14 @@ const PythonPlugin& python_plugin() {
 launch::ForkHooks preload_python() {
   launch::ForkHooks hooks;
   try {
-    std::string error;
-    if (!python_plugin().preload(&error)) return hooks;
+    std::string error;  // a rank that finds the import failed says why itself
+    python_plugin().preload(&error);
   } catch (const std::exception&) {
     return hooks;
   }
   // libpython is in the global namespace (python_plugin); every CPython 3 has these.
+  auto initialized = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "Py_IsInitialized"));
+  if (!initialized || !initialized()) return hooks;
   hooks.before = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "PyOS_BeforeFork"));
   hooks.parent = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "PyOS_AfterFork_Parent"));
   hooks.child = python_plugin().after_fork_child;

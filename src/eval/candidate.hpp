@@ -80,8 +80,8 @@ struct LoadNeeds {
 LoadNeeds prepare_candidate(const std::string& library, bool cuda);
 // In the fork server of a .py candidate's ranks (launch/fork_server.hpp), before any fork:
 // the interpreter started and torch imported once for all of them, with CPython's before-
-// and after-fork calls as the hooks. Where it cannot, nothing is done and the hooks are
-// empty: each rank then starts Python itself and reports what failed.
+// and after-fork calls as the hooks (empty where the interpreter did not start). A rank
+// that finds the interpreter or the import failed tries again and reports what failed.
 launch::ForkHooks preload_python();
 // The same on a candidate rank of pkb eval; for a module in the original's format
 // (is_original) also its torch.distributed process group over the rank's bootstrap channel,
