@@ -557,8 +557,14 @@ class JudgeProblem {
       // reference's (below).
       const int most = t.plan.max_calls() + 1;
       pair_.send(proto::kPlan, {{"calls", most}});
-      captured = choose_captured(t.plan.max_rounds * t.plan.block);
-      captures_ = std::make_unique<Captures>(harness_->out, static_cast<int>(captured.size()), r_.device);
+      // A slot for the extra call too, where the memory plan holds two or more: its outputs
+      // must be seen as its work on the stream ended, or late work has landed by the time
+      // they are judged.
+      const bool extra_slot = plan_.captures >= 2;
+      captured = choose_captured(t.plan.max_rounds * t.plan.block, plan_.captures - (extra_slot ? 1 : 0));
+      captures_ = std::make_unique<Captures>(harness_->out, static_cast<int>(captured.size()) + (extra_slot ? 1 : 0),
+                                             r_.device);
+      const std::vector<at::Tensor>* extra_capture = extra_slot ? &(*captures_)[static_cast<int>(captured.size())] : nullptr;
       std::map<int, int> slot_of;  // the candidate's k-th call -> capture
       for (size_t k = 0; k < captured.size(); ++k) slot_of[captured[k]] = static_cast<int>(k);
       auto timer = device::make_timer(r_.device, stream_, most);
@@ -570,7 +576,7 @@ class JudgeProblem {
       if (sh_.candidate > 0) watch_ = std::make_unique<HostWatch>(sh_.candidate, sh_.pkb_threads);
       timed = serve(phase::kTimedCall, timing::kTimedKey, most, *timer, [&](int i, const json& m) {
         if (extra >= 0) {  // the extra call is over: its outputs, its sizes in this request
-          last_call_ = judge_last_call(extra, m, nullptr);
+          last_call_ = judge_last_call(extra, m, extra_capture);
           return Next{true};
         }
         if (i > 0) reported.push_back(m.value("us", json(0.0)).is_number() ? m["us"].get<double>() : 0.0);
@@ -597,6 +603,7 @@ class JudgeProblem {
             mine.push_back(i);
             Next n;
             n.side = eval::interleave::Side::candidate;
+            n.capture = extra_capture;
             return n;
           }
         }
@@ -703,16 +710,16 @@ class JudgeProblem {
     return f;
   }
 
-  // The candidate's timed calls whose outputs are captured: all when the slots hold them
+  // The candidate's timed calls whose outputs are captured: all when the `slots` hold them
   // (`n`: the most the rounds can make), else a secret sample drawn from the run's seed, the
   // same on every judge. Numbered by the candidate's calls (0 is its first timed call).
-  std::vector<int> choose_captured(int n) {
+  std::vector<int> choose_captured(int n, int slots) {
     std::vector<int> calls(n);
     std::iota(calls.begin(), calls.end(), 0);
-    if (plan_.captures < n) {
+    if (slots < n) {
       std::mt19937_64 pick(tensor::derive_seed(job_.seed, timing::kTimedKey, 7));
       std::shuffle(calls.begin(), calls.end(), pick);
-      calls.resize(std::max(plan_.captures, 1));
+      calls.resize(std::max(slots, 1));
       std::sort(calls.begin(), calls.end());
     }
     return calls;
