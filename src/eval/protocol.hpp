@@ -17,9 +17,9 @@
 //   per trial t:  judge: inputs {trial, seq}   candidate: ran {trial, failure, sizes}
 //                 judge: decision {failure, stop}
 //   timing:       judge: inputs {warm}    candidate: timing {candidate_s, reference_s, warmup}
-//                 judge: plan {calls}     (the most calls the rounds can make, and one: where the
-//                                         rounds end on the reference's call, a candidate's call
-//                                         follows, in no round, for its outputs to be judged)
+//                 judge: plan {calls}     (the most calls the rounds can make, and up to four
+//                                         candidate's calls after them, in no round, each
+//                                         judged as it ends, while all look right)
 //                 per call i: candidate: fill {call: i, us, sizes}
 //                             judge: filled {call: i, seq, side}, or at a round's end {call: i, stop}
 //                             (at each round's end the judge first times the reference itself,

@@ -62,6 +62,8 @@ using io::ms_since;
 // How long a wrong call's live outputs may take to become right (late work) before the call
 // counts as merely wrong.
 constexpr double kLateWorkWaitMs = 3000;
+// The most candidate calls after the rounds, each judged as it ends (JudgeProblem::timing).
+constexpr int kCallsAfterRounds = 4;
 
 Failure make_failure(Verdict v, const std::string& ph, int64_t trial, const std::string& output,
                      const std::string& reason, const std::string& detail) {
@@ -533,7 +535,7 @@ class JudgeProblem {
     json timed;
     std::vector<int> mine;  // the candidate's calls, by call number
     std::vector<int> captured;
-    int extra = -1;  // the candidate's call after the rounds (below), once asked for
+    std::set<int> after_rounds;  // the candidate's calls after the rounds (below), by call number
     last_call_ = {};
     eval::Timing t;
     t.baseline = baseline_;
@@ -553,13 +555,12 @@ class JudgeProblem {
       }
       const eval::interleave::Settings settings = interleave_settings();
       t.plan = eval::interleave::plan(settings, ref_s, cand_s);
-      // The rounds' calls, and one: the candidate's call after rounds that ended on the
-      // reference's (below).
-      const int most = t.plan.max_calls() + 1;
+      // The rounds' calls, and the candidate's calls after them (below).
+      const int most = t.plan.max_calls() + kCallsAfterRounds;
       pair_.send(proto::kPlan, {{"calls", most}});
-      // A slot for the extra call too, where the memory plan holds two or more: its outputs
-      // must be seen as its work on the stream ended, or late work has landed by the time
-      // they are judged.
+      // A slot for the calls after the rounds too, where the memory plan holds two or more:
+      // their outputs must be seen as their work on the stream ended, or late work has
+      // landed by the time they are judged.
       const bool extra_slot = plan_.captures >= 2;
       captured = choose_captured(t.plan.max_rounds * t.plan.block, plan_.captures - (extra_slot ? 1 : 0));
       captures_ = std::make_unique<Captures>(harness_->out, static_cast<int>(captured.size()) + (extra_slot ? 1 : 0),
@@ -574,10 +575,28 @@ class JudgeProblem {
       eval::interleave::Stop stop = eval::interleave::Stop::go_on;
       r_.client.phase(phase::kAwaitCandidate);
       if (sh_.candidate > 0) watch_ = std::make_unique<HostWatch>(sh_.candidate, sh_.pkb_threads);
+      // One more call of the candidate's, in no round and timed for nothing, whose outputs
+      // are judged as it ends.
+      auto call_after = [&](int i) {
+        after_rounds.insert(i);
+        mine.push_back(i);
+        Next n;
+        n.side = eval::interleave::Side::candidate;
+        n.capture = extra_capture;
+        return n;
+      };
+      // Whether to stop after a call judged live: when a judge found it wrong, or after
+      // kCallsAfterRounds. Every judge decides alike, since every candidate rank must make
+      // the same calls.
+      auto done_after = [&]() {
+        bool failed = false;
+        for (auto& blob : r_.client.all_gather(r_.rank, r_.world, last_call_.failure ? "1" : "0")) failed |= blob == "1";
+        return failed || !extra_slot || static_cast<int>(after_rounds.size()) >= kCallsAfterRounds;
+      };
       timed = serve(phase::kTimedCall, timing::kTimedKey, most, *timer, [&](int i, const json& m) {
-        if (extra >= 0) {  // the extra call is over: its outputs, its sizes in this request
-          last_call_ = judge_last_call(extra, m, extra_capture);
-          return Next{true};
+        if (!after_rounds.empty()) {  // a call after the rounds is over: its outputs, its sizes in this request
+          last_call_ = judge_last_call(i - 1, m, extra_capture);
+          return done_after() ? Next{true} : call_after(i);
         }
         if (i > 0) reported.push_back(m.value("us", json(0.0)).is_number() ? m["us"].get<double>() : 0.0);
         if (i == 0 && watch_) watch_->restart();
@@ -594,17 +613,13 @@ class JudgeProblem {
             if (!mine.empty() && mine.back() == i - 1) {
               auto it = slot_of.find(static_cast<int>(mine.size()) - 1);
               last_call_ = judge_last_call(i - 1, m, it == slot_of.end() ? nullptr : &(*captures_)[it->second]);
-              return Next{true};
+              if (done_after()) return Next{true};
             }
-            // They ended on the reference's call, which wrote over the candidate's outputs:
-            // one more call of the candidate's, in no round and timed for nothing, whose
-            // outputs are judged as that call ends (late work shows only there, on the GPU).
-            extra = i;
-            mine.push_back(i);
-            Next n;
-            n.side = eval::interleave::Side::candidate;
-            n.capture = extra_capture;
-            return n;
+            // They ended on the reference's call, which wrote over the candidate's outputs, or
+            // the last call looked right: late work that lands sooner or later than a call's
+            // end by chance (a backlog a host thread works through, a race with a side stream)
+            // shows in a call judged as it ends, so a few more calls are, while all look right.
+            return call_after(i);
           }
         }
         Next n;
@@ -634,7 +649,7 @@ class JudgeProblem {
         std::vector<double> judged = timer->elapsed_us();
         eval::CallTimes c;
         for (int i : mine)
-          if (i != extra) c.us.push_back(call_us(judged, reported, i));
+          if (!after_rounds.count(i)) c.us.push_back(call_us(judged, reported, i));
         report_.candidate = c;
       }
       fail = reported_failure(timed);
@@ -642,10 +657,10 @@ class JudgeProblem {
       fail = protocol_failure("timing", -1, e.what());
     }
     r_.client.phase(phase::kTimingChecks);
-    int made = std::min<int>(static_cast<int>(mine.size()) - (extra >= 0 ? 1 : 0),
+    int made = std::min<int>(static_cast<int>(mine.size() - after_rounds.size()),
                              static_cast<int>(timed.value("sizes", json::array()).size()));
     report_.captured_calls = static_cast<int>(std::count_if(captured.begin(), captured.end(), [&](int k) { return k < made; }));
-    if (!fail) fail = check_timed(timed, mine, captured);
+    if (!fail) fail = check_timed(timed, mine, captured, after_rounds);
     return agree(fail, false);
   }
 
@@ -729,7 +744,8 @@ class JudgeProblem {
   // reference on its own inputs made again: replayed, cached, skipped or late work shows
   // here. The last call was judged as the rounds ended (last_call_), with its live
   // outputs. Late work is named wherever a call shows it; else the first wrong call.
-  std::optional<Failure> check_timed(const json& timed, const std::vector<int>& mine, const std::vector<int>& captured) {
+  std::optional<Failure> check_timed(const json& timed, const std::vector<int>& mine, const std::vector<int>& captured,
+                                     const std::set<int>& after_rounds) {
     int calls = timed.value("calls", -1);
     json sizes = timed.value("sizes", json::array());
     if (static_cast<int>(sizes.size()) != static_cast<int>(mine.size()))
@@ -745,7 +761,7 @@ class JudgeProblem {
       int c = captured[k];
       if (c >= static_cast<int>(mine.size())) break;
       int i = mine[c];
-      if (i == last_call_.call) continue;  // judged as the rounds ended
+      if (i == last_call_.call || after_rounds.count(i)) continue;  // judged as the rounds ended
       std::optional<Failure> f = judge_timed_call(i, (*captures_)[static_cast<int>(k)], sizes[c], false);
       ++report_.timed_calls_checked;
       if (!f) continue;
