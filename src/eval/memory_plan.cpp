@@ -68,8 +68,9 @@ MemoryPlan plan_memory(const MemoryRequest& r) {
     ref_peak = in + out + std::max(in, out);  // its inputs and outputs, and one temporary of the larger
     p.reference_source = "estimated";
   }
-  // The judge also holds the captures of the candidate's outputs, taken as each call ends.
-  int want = r.timing ? std::max(r.iters, 1) : 1;
+  // The judge also holds the captures of the candidate's outputs, taken as each call ends:
+  // one a timed call, and one for the calls after the rounds (jobs/eval_judge.cpp).
+  int want = r.timing ? std::max(r.iters, 1) + 1 : 1;
   int floor = r.timing ? std::min(r.min_captures, want) : 1;
   // Where memory cannot hold the floor, fewer still: never under this many.
   const int least = r.timing ? std::min(want, kLeastCaptures) : 1;

@@ -31,7 +31,7 @@ int lines_of(const std::string& text) {
 TEST(Plan, DryPlanPrintsThePartsAndStartsNothing) {
   PkbRun r = run_pkb(eval_args({"--dry-plan"}));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
-  for (auto part : {"candidate rank:", "inputs and outputs (one set)", "captured outputs (100 calls)",
+  for (auto part : {"candidate rank:", "inputs and outputs (one set)", "captured outputs (101 calls)",
                     "the candidate's own heap", "judge rank:", "reference (peak", "on each device:"})
     EXPECT_TRUE(contains(r.out, part)) << part << "\n" << r.out;
   EXPECT_FALSE(contains(r.out, "verdict")) << r.out;

@@ -41,17 +41,17 @@ TEST(MemoryPlan, PartsAddUp) {
   eval::MemoryPlan p = eval::plan_memory(request(s, 80 * GiB));
   const uint64_t x = 2 * MiB;
   EXPECT_TRUE(p.fits);
-  EXPECT_EQ(p.captures, 100);
+  EXPECT_EQ(p.captures, 101);  // the 100 timed calls' and one for the calls after the rounds
   EXPECT_EQ(part(p.candidate, "gate and inputs and outputs"), eval::kGateBytes + 2 * x);
   EXPECT_EQ(part(p.candidate, "the candidate's own heap"), eval::kMinCandidateHeap);
   // The captures of the candidate's outputs are the judge's, in memory the candidate never maps.
-  EXPECT_EQ(part(p.judge, "captured outputs"), 100 * x);
+  EXPECT_EQ(part(p.judge, "captured outputs"), 101 * x);
   EXPECT_EQ(part(p.judge, "reference"), 3 * x);  // estimated: inputs, outputs and one temporary
   EXPECT_EQ(p.reference_source, "estimated");
   // The reference timed in the candidate rank works on the harness's inputs: the rest of its peak.
   EXPECT_EQ(part(p.candidate, "the reference's working memory"), 2 * x);
   uint64_t cand = eval::kGateBytes + 2 * x + eval::kMinCandidateHeap + eval::kRankRuntime + eval::kNcclBuffers + 2 * x;
-  uint64_t judge = 3 * x + 100 * x + eval::kRankRuntime + eval::kNcclBuffers;
+  uint64_t judge = 3 * x + 101 * x + eval::kRankRuntime + eval::kNcclBuffers;
   EXPECT_EQ(p.candidate_rank, cand);
   EXPECT_EQ(p.judge_rank, judge);
   // The reference's working memory is never held by both ranks at once: counted once.
