@@ -742,8 +742,9 @@ class JudgeProblem {
 
   // The last candidate call's read-only inputs, then every captured call against the
   // reference on its own inputs made again: replayed, cached, skipped or late work shows
-  // here. The last call was judged as the rounds ended (last_call_), with its live
-  // outputs. Late work is named wherever a call shows it; else the first wrong call.
+  // here. The calls after the rounds were judged as each ended (last_call_ holds the last
+  // of them), with their live outputs. Late work is named wherever a call shows it; else
+  // the first wrong call.
   std::optional<Failure> check_timed(const json& timed, const std::vector<int>& mine, const std::vector<int>& captured,
                                      const std::set<int>& after_rounds) {
     int calls = timed.value("calls", -1);
