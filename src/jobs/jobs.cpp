@@ -1,6 +1,7 @@
 // The jobs by mode and role, and what a rank does before it sets up its device.
 #include "jobs/jobs.hpp"
 
+#include "eval/candidate.hpp"
 #include "eval/protocol.hpp"
 
 namespace pkb::jobs {
@@ -13,6 +14,8 @@ void before_setup(const rank::Job& job, launch::Client& client) {
   if (job.role == rank::Role::judge) client.set_namespace(proto::kJudges);
   if (job.role == rank::Role::candidate) client.set_namespace(proto::kCandidates);
 }
+
+launch::ForkHooks before_forks(bool python) { return python ? eval::preload_python() : launch::ForkHooks{}; }
 
 json run_job(rank::Rank& r) {
   const std::string& mode = r.job.mode;

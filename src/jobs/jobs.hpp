@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "launch/fork_server.hpp"
 #include "rank/rank.hpp"
 
 namespace pkb::jobs {
@@ -27,6 +28,11 @@ nlohmann::json run_validate(rank::Rank& r);
 // What a rank of `job` does before it sets up its device (rank::Rank): pkb eval's two kinds
 // of rank keep to their own store keys. Nothing for the other jobs.
 void before_setup(const rank::Job& job, launch::Client& client);
+
+// What the fork server does before it forks any rank (launch/fork_server.hpp): for a .py
+// candidate's ranks (`python`), torch imported once for them all, with the fork calls that
+// keep the interpreter sound (eval::preload_python); nothing otherwise.
+launch::ForkHooks before_forks(bool python);
 
 // The job of r.job.mode. Throws on an unknown mode.
 nlohmann::json run_job(rank::Rank& r);

@@ -11,10 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "device/device.hpp"
-#include "eval/candidate.hpp"
 #include "jobs/jobs.hpp"
 #include "launch/client.hpp"
-#include "launch/fork_server.hpp"
 #include "launch/phases.hpp"
 #include "rank/rank.hpp"
 #include "worker/crash_report.hpp"
@@ -59,7 +57,7 @@ int worker_main() {
 }
 
 int fork_server_main(bool python) {
-  launch::serve_forks(python ? eval::preload_python() : launch::ForkHooks{});  // returns in each forked rank only
+  launch::serve_forks(jobs::before_forks(python));  // returns in each forked rank only
   return worker_main();
 }
 
