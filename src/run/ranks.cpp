@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "eval/protocol.hpp"
 #include "eval/verdict.hpp"
@@ -63,7 +64,7 @@ launch::GroupReport run_ranks(const launch::Placement& p, const RankSettings& s,
   opts.argv = {launch::self_exe(), "__worker"};
   if (s.fork_server) opts.fork_server_argv = {launch::self_exe(), "__fork_server"};
   // A .py candidate's ranks each import torch: the server does it once for them all.
-  if (s.fork_server && job.library.size() > 3 && job.library.substr(job.library.size() - 3) == ".py")
+  if (s.fork_server && std::filesystem::path(job.library).extension() == ".py")
     opts.fork_server_argv.push_back("--python");
   opts.env = p.env;
   opts.env_policy.isolate = s.sandbox;
