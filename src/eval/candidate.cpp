@@ -86,10 +86,14 @@ struct PythonPlugin {
 const PythonPlugin& python_plugin() {
   static PythonPlugin plugin = [] {
     PythonPlugin p;
-#if defined(PKB_PYTHON_PLUGIN) && defined(PKB_LIBPYTHON)
-    if (!dlopen(PKB_LIBPYTHON, RTLD_NOW | RTLD_GLOBAL))
+    if (!*kPythonPlugin)
+      throw rank::RankError(rank::ErrorKind::abi,
+                            "this pkb was built without embedded Python (no Python.h or shared libpython for its "
+                            "torch's interpreter at configure time), so it cannot run .py candidates; install the "
+                            "interpreter's development files (python3-dev) and rebuild");
+    if (!dlopen(kLibPython, RTLD_NOW | RTLD_GLOBAL))
       throw rank::RankError(rank::ErrorKind::abi, std::string("cannot load libpython for .py candidates: ") + dlerror());
-    void* h = dlopen(PKB_PYTHON_PLUGIN, RTLD_NOW | RTLD_GLOBAL);
+    void* h = dlopen(kPythonPlugin, RTLD_NOW | RTLD_GLOBAL);
     if (!h) throw rank::RankError(rank::ErrorKind::abi, std::string("cannot load pkb's Python layer: ") + dlerror());
     p.preload = reinterpret_cast<pkb_python_preload_fn>(dlsym(h, "pkb_python_preload"));
     p.after_fork_child = reinterpret_cast<pkb_python_after_fork_child_fn>(dlsym(h, "pkb_python_after_fork_child"));
@@ -98,13 +102,7 @@ const PythonPlugin& python_plugin() {
     p.prepare_original = reinterpret_cast<pkb_python_prepare_original_fn>(dlsym(h, "pkb_python_prepare_original"));
     p.load_original = reinterpret_cast<pkb_python_load_original_fn>(dlsym(h, "pkb_python_load_original"));
     if (!p.preload || !p.after_fork_child || !p.prepare || !p.load || !p.prepare_original || !p.load_original)
-      throw rank::RankError(rank::ErrorKind::abi, std::string(PKB_PYTHON_PLUGIN) + " is not pkb's Python layer");
-#else
-    throw rank::RankError(rank::ErrorKind::abi,
-                          "this pkb was built without embedded Python (no Python.h or shared libpython for its "
-                          "torch's interpreter at configure time), so it cannot run .py candidates; install the "
-                          "interpreter's development files (python3-dev) and rebuild");
-#endif
+      throw rank::RankError(rank::ErrorKind::abi, std::string(kPythonPlugin) + " is not pkb's Python layer");
     return p;
   }();
   return plugin;

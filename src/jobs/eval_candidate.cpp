@@ -70,7 +70,7 @@ void deny_if_violated(int rank, const std::string& when) {
 // What a candidate rank makes once and its problems share (several only for the reference
 // as the candidate): its stream, the pair's messages, the harness regions sized for the
 // largest problem (the gate's flags at their start), the communicator the reference runs on.
-struct Shared {
+struct CandidateShared {
   void* stream = nullptr;
   std::unique_ptr<Pair> pair;
   char* base = nullptr;  // the harness region in the heap
@@ -86,7 +86,7 @@ struct Shared {
 // then pkb_init, the trials and the timed rounds of the candidate beside the reference.
 class CandidateProblem {
  public:
-  CandidateProblem(rank::Rank& r, size_t k, Shared& sh)
+  CandidateProblem(rank::Rank& r, size_t k, CandidateShared& sh)
       : r_(r), job_(r.job), spec_(spec::load_spec(job_.specs.at(k))),
         dt_name_(job_.dtype.empty() ? spec_.dtype : job_.dtype), dt_(tensor::resolve(dt_name_, at::kFloat)),
         vars_(spec_.vars_for(job_.size, r.world, r.rank)), sh_(sh), pair_(*sh.pair), stream_(sh.stream),
@@ -458,7 +458,7 @@ class CandidateProblem {
   std::string dt_name_;
   at::ScalarType dt_;
   spec::Vars vars_;
-  Shared& sh_;
+  CandidateShared& sh_;
   Pair& pair_;
   void* stream_;
   CandidateGate* gate_;
@@ -599,7 +599,7 @@ class CandidateRank {
 
   rank::Rank& r_;
   const rank::Job& job_;
-  Shared sh_;
+  CandidateShared sh_;
 };
 
 }  // namespace

@@ -82,7 +82,7 @@ struct Decision {
 // What a judge rank makes once and its problems share: its stream, the pair's messages,
 // its mappings of the candidate rank's memory (made for the largest problem), the gate
 // and its sequence numbers.
-struct Shared {
+struct JudgeShared {
   void* stream = nullptr;
   std::unique_ptr<Pair> pair;
   std::unique_ptr<heap::Mapping> device, host;
@@ -96,7 +96,7 @@ struct Shared {
 // the shared mappings, the calibration, the baseline, the trials and the timed rounds.
 class JudgeProblem {
  public:
-  JudgeProblem(rank::Rank& r, size_t k, Shared& sh)
+  JudgeProblem(rank::Rank& r, size_t k, JudgeShared& sh)
       : r_(r), job_(r.job), plan_(r.job.eval_problem(k)), pc_(r, r.job.specs.at(k)), sh_(sh), pair_(*sh.pair),
         stream_(sh.stream) {}
 
@@ -780,7 +780,7 @@ class JudgeProblem {
   const rank::Job& job_;
   const rank::Job::EvalProblem& plan_;
   ProblemContext pc_;
-  Shared& sh_;
+  JudgeShared& sh_;
   Pair& pair_;
   void* stream_;
   JudgeGate* gate_ = nullptr;
@@ -837,7 +837,7 @@ class JudgeRank {
 
   rank::Rank& r_;
   const rank::Job& job_;
-  Shared sh_;
+  JudgeShared sh_;
 };
 
 }  // namespace
