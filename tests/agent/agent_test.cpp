@@ -20,7 +20,6 @@ using json = nlohmann::json;
 namespace {
 
 const char* kKey = "sk-agent-SECRET-77";
-const std::string kSrc = PKB_SOURCE_DIR;
 const std::string kRun = "openai_fake-model_cpu_dt_none_zero_shot_agent";
 
 std::vector<std::pair<std::string, std::string>> env_for(const FakeServer& s) {

@@ -19,12 +19,12 @@ using json = nlohmann::json;
 
 namespace {
 
-const char* kKey = "sk-test-SECRET-4242";
+const char* kGenerateKey = "sk-test-SECRET-4242";
 const std::string kRun = "openai_fake-model_cuda_dt_h100_8_zero_shot";
 
 // Sends gpt-style requests to the fake server through the models.toml's `openai` provider.
 std::vector<std::pair<std::string, std::string>> env_for(const FakeServer& s) {
-  return {{"PKB_OPENAI_BASE_URL", s.url("/v1")}, {"OPENAI_API_KEY", kKey}};
+  return {{"PKB_OPENAI_BASE_URL", s.url("/v1")}, {"OPENAI_API_KEY", kGenerateKey}};
 }
 
 // 3 problems (by slug and by id) x 2 samples unless `more` says otherwise.
@@ -56,7 +56,7 @@ std::string everything_under(const std::string& dir) {
 }  // namespace
 
 TEST(GenCommand, WritesCandidatesResponsesAndAManifestThenResumesWithoutAsking) {
-  FakeServer server(kKey);
+  FakeServer server(kGenerateKey);
   std::string out = temp_dir("gen-basic");
   PkbRun r = run_pkb(generate_args(out, {"--jobs", "3"}), 120, env_for(server));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
@@ -103,7 +103,7 @@ TEST(GenCommand, WritesCandidatesResponsesAndAManifestThenResumesWithoutAsking) 
 
 TEST(GenCommand, RecoversFromRateLimitsServerErrorsAndStallsUnattended) {
   FakeServer server(
-      kKey, {{"stall_s", 30},
+      kGenerateKey, {{"stall_s", 30},
              {"queue",
               {{{"status", 429}, {"retry_after", 1}}, {{"status", 500}}, {{"stall", true}}, {{"malformed", true}}}}});
   std::string out = temp_dir("gen-flaky");
@@ -124,7 +124,7 @@ TEST(GenCommand, AnswersWithoutCodeOrWithSeveralBlocks) {
       "Two helpers and the kernel.\n```python\n# a long python block that must not be chosen over the cuda one\n"
       "print('x' * 100)\n```\n```cuda\n__global__ void small() {}\n```\n```cuda\n__global__ void kernel() {}\n"
       "PKB_EXPORT int pkb_run() { return 0; }\n```\n";
-  FakeServer server(kKey, {{"queue", {{{"reply", "Sorry, I will not write that."}}, {{"reply", several}}}}});
+  FakeServer server(kGenerateKey, {{"queue", {{{"reply", "Sorry, I will not write that."}}, {{"reply", several}}}}});
   std::string out = temp_dir("gen-blocks");
   PkbRun r = run_pkb(generate_args(out, {"--jobs", "1"}, "coll_allreduce"), 120, env_for(server));
   ASSERT_EQ(r.code, 0) << "an answer without code is the model's failure, not pkb's: " << r.err;
@@ -156,7 +156,7 @@ TEST(GenCommand, ABadKeyStopsTheModelAndNeverShowsTheKey) {
   EXPECT_TRUE(contains(r.err, "pkb: error: openai:fake-model stopped: HTTP 401")) << r.err;
   EXPECT_TRUE(contains(r.err, "OPENAI_API_KEY")) << "names the fix: " << r.err;
   EXPECT_TRUE(contains(r.out, "0 ok, 0 without code, 1 failed, 0 already there, 5 not asked")) << r.out;
-  EXPECT_FALSE(contains(r.out + r.err + everything_under(out), kKey)) << "the key leaked";
+  EXPECT_FALSE(contains(r.out + r.err + everything_under(out), kGenerateKey)) << "the key leaked";
 }
 
 TEST(GenCommand, BadInputFailsInOneLineNamingTheFix) {
@@ -202,7 +202,7 @@ TEST(GenCommand, PromptCommandPrintsTheAssembledPrompt) {
 
 TEST(GenCommand, InterruptKeepsWhatFinishedAndTheSameCommandResumes) {
   // Two answers come at once; every later request stalls until pkb is interrupted.
-  FakeServer server(kKey,
+  FakeServer server(kGenerateKey,
                     {{"stall_s", 60}, {"queue", {json::object(), json::object()}}, {"default", {{"stall", true}}}});
   std::string out = temp_dir("gen-interrupt");
   std::vector<std::string> argv = {PKB_BIN};
@@ -222,7 +222,7 @@ TEST(GenCommand, InterruptKeepsWhatFinishedAndTheSameCommandResumes) {
   EXPECT_EQ(kept, 2);
 
   // The server answers again: the same command finishes the other four and only those.
-  FakeServer healthy(kKey);
+  FakeServer healthy(kGenerateKey);
   PkbRun r = run_pkb(generate_args(out), 120, env_for(healthy));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(healthy.requests().size(), 4u);
@@ -232,7 +232,7 @@ TEST(GenCommand, InterruptKeepsWhatFinishedAndTheSameCommandResumes) {
 // --dry-run prints the prompts, their token estimates and the requests it would send, and
 // sends nothing (the loopback server sees no request), writes nothing and needs no key.
 TEST(GenCommand, DryRunPrintsPromptsAndSendsNothing) {
-  FakeServer server(kKey);
+  FakeServer server(kGenerateKey);
   std::string out = temp_dir("gen-dry");
   PkbRun r = run_pkb(generate_args(out, {"--dry-run"}), 120,
                      {{"PKB_OPENAI_BASE_URL", server.url("/v1")}, {"OPENAI_API_KEY", ""}});
@@ -260,7 +260,7 @@ TEST(GenCommand, DryRunPrintsPromptsAndSendsNothing) {
 // + k); the manifest records them with each request's cost from the models table's prices,
 // and the run prints its totals.
 TEST(GenCommand, SamplingControlsReachEveryRequestAndCostsAreTotalled) {
-  FakeServer server(kKey);
+  FakeServer server(kGenerateKey);
   std::string out = temp_dir("gen-sampling");
   std::string models = out + "/models.toml";
   std::ofstream(models) << "[providers.fake]\nprotocol = \"openai-chat\"\nbase_url = \"" << server.url("/v1")
@@ -269,7 +269,7 @@ TEST(GenCommand, SamplingControlsReachEveryRequestAndCostsAreTotalled) {
   PkbRun r = run_pkb({"generate", "--model", "priced", "--models", models, "--problem", "coll_allreduce", "--samples",
                       "2", "--backend", "cuda", "--shots", "zero_shot", "--hardware", "h100_8", "--output-dir", out,
                       "--jobs", "1", "--temperature", "0.2", "--top-p", "0.9", "--seed", "7", "--max-tokens", "1000"},
-                     120, {{"OPENAI_API_KEY", kKey}});
+                     120, {{"OPENAI_API_KEY", kGenerateKey}});
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   auto requests = server.requests();
   ASSERT_EQ(requests.size(), 2u);
@@ -304,7 +304,7 @@ TEST(GenCommand, SamplingControlsReachEveryRequestAndCostsAreTotalled) {
 TEST(GenCommand, AConnectionFailureNamesTheUrl) {
   std::string out = temp_dir("gen-refused");
   PkbRun r = run_pkb(generate_args(out, {"--retries", "0", "--jobs", "1"}, "coll_allreduce", "1"), 120,
-                     {{"PKB_OPENAI_BASE_URL", "http://127.0.0.1:1/v1"}, {"OPENAI_API_KEY", kKey}});
+                     {{"PKB_OPENAI_BASE_URL", "http://127.0.0.1:1/v1"}, {"OPENAI_API_KEY", kGenerateKey}});
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_TRUE(contains(r.err, "cannot reach http://127.0.0.1:1/v1/chat/completions: ")) << r.err;
   EXPECT_TRUE(contains(manifest(out + "/solutions_cuda/" + kRun)[0]["error"], "http://127.0.0.1:1/v1/chat/completions"));

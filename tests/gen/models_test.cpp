@@ -29,7 +29,7 @@ std::string error_of(const std::function<void()>& f) {
   return "no error";
 }
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool mentions(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 bool has_header(const HttpRequest& r, const std::string& h) {
   return std::find(r.headers.begin(), r.headers.end(), h) != r.headers.end();
@@ -50,8 +50,8 @@ TEST(GenModels, TableEntriesAndProviderColonModel) {
   EXPECT_EQ(q.max_tokens, 32768);
   EXPECT_EQ(model_slug(q.name), "together_Qwen_Qwen3-Coder-Next-FP8");
 
-  EXPECT_TRUE(has(error_of([&] { t.resolve("gpt-9"); }), "unknown model 'gpt-9'; use one of ")) << "lists the table";
-  EXPECT_TRUE(has(error_of([&] { t.resolve("acme:x"); }), "unknown provider 'acme' in --model acme:x"));
+  EXPECT_TRUE(mentions(error_of([&] { t.resolve("gpt-9"); }), "unknown model 'gpt-9'; use one of ")) << "lists the table";
+  EXPECT_TRUE(mentions(error_of([&] { t.resolve("acme:x"); }), "unknown provider 'acme' in --model acme:x"));
 }
 
 TEST(GenModels, BaseUrlFromFlagThenEnvironmentThenTable) {
@@ -81,11 +81,11 @@ TEST(GenModels, MalformedTablesNameFileAndLine) {
       << "[providers.x]\nprotocol = \"openai-chat\"\nbase_url = \"http://h\"\n[models.m]\nprovider = \"x\"\n"
          "model = \"m\"\nmax_tokens = \"lots\"\n";
   EXPECT_TRUE(
-      has(error_of([&] { ModelTable::load(path); }), ".toml:7: [models.\"m\"].max_tokens must be a whole number"));
+      mentions(error_of([&] { ModelTable::load(path); }), ".toml:7: [models.\"m\"].max_tokens must be a whole number"));
   std::ofstream(path) << "[providers.x]\nprotocol = \"carrier-pigeon\"\nbase_url = \"http://h\"\n";
-  EXPECT_TRUE(has(error_of([&] { ModelTable::load(path); }), "unknown protocol 'carrier-pigeon'"));
+  EXPECT_TRUE(mentions(error_of([&] { ModelTable::load(path); }), "unknown protocol 'carrier-pigeon'"));
   std::ofstream(path) << "[providers.x\n";
-  EXPECT_TRUE(has(error_of([&] { ModelTable::load(path); }), ".toml:1: malformed TOML"));
+  EXPECT_TRUE(mentions(error_of([&] { ModelTable::load(path); }), ".toml:1: malformed TOML"));
   fs::remove(path);
 }
 
@@ -118,7 +118,7 @@ TEST(GenProtocol, RequestsCarryEachProvidersFieldsAndHeaders) {
 
   HttpRequest gem = build_request(t.resolve("gemini:gemini-x"), "k3", p);
   EXPECT_EQ(gem.url, "https://generativelanguage.googleapis.com/v1beta/models/gemini-x:generateContent");
-  EXPECT_FALSE(has(gem.url, "k3")) << "keys never go in URLs";
+  EXPECT_FALSE(mentions(gem.url, "k3")) << "keys never go in URLs";
   EXPECT_TRUE(has_header(gem, "x-goog-api-key: k3"));
   b = json::parse(gem.body);
   EXPECT_EQ(b["contents"][0]["parts"][0]["text"], "USER");

@@ -27,7 +27,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kSrc = PKB_SOURCE_DIR;
 const std::string kMods = kSrc + "/tests/original/candidates/";
 const std::string kFive = PKB_ORIGINAL_FILES;  // the original's five files, for tests only
 

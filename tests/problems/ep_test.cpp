@@ -16,7 +16,7 @@ using namespace pkbtest;
 
 namespace {
 
-std::vector<Case> cases() {
+std::vector<Case> ep_cases() {
   std::vector<Case> out;
   for (const char* p : {"ep_load_balancing_loss", "ep_moe_token_preprocess", "ep_moe_all2all", "ep_moe_dispatch_permute",
                         "ep_moe_combine_unpermute", "ep_moe_lora_grad_allreduce"})
@@ -34,7 +34,7 @@ class EpDryrun : public ::testing::TestWithParam<CaseGroup> {};
 
 TEST_P(EpDryrun, ReferencesMatchAnIndependentRecomputation) { expect_references_recomputed(GetParam()); }
 
-INSTANTIATE_TEST_SUITE_P(ExpertParallel, EpDryrun, ::testing::ValuesIn(group_cases(cases())),
+INSTANTIATE_TEST_SUITE_P(ExpertParallel, EpDryrun, ::testing::ValuesIn(group_cases(ep_cases())),
                          [](const auto& info) { return info.param.name; });
 
 // The CPU twin of the CUDA candidate solutions_cuda/ep_moe_dispatch_permute.cu (DeepEP-style

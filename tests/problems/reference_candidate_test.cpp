@@ -22,7 +22,6 @@ using json = nlohmann::json;
 
 namespace {
 
-const std::string kSrc = PKB_SOURCE_DIR;
 
 std::vector<json> read_lines(const std::string& path) {
   std::vector<json> out;

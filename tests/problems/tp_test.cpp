@@ -14,7 +14,7 @@ using namespace pkbtest;
 
 namespace {
 
-std::vector<Case> cases() {
+std::vector<Case> tp_cases() {
   const char* problems[] = {"tp_allgather_gemm_transposed",
                             "tp_allgather_gemm",
                             "tp_gemm_allreduce",
@@ -44,5 +44,5 @@ class TpDryrun : public ::testing::TestWithParam<CaseGroup> {};
 
 TEST_P(TpDryrun, ReferencesMatchAnIndependentRecomputation) { expect_references_recomputed(GetParam()); }
 
-INSTANTIATE_TEST_SUITE_P(TensorParallel, TpDryrun, ::testing::ValuesIn(group_cases(cases())),
+INSTANTIATE_TEST_SUITE_P(TensorParallel, TpDryrun, ::testing::ValuesIn(group_cases(tp_cases())),
                          [](const auto& info) { return info.param.name; });

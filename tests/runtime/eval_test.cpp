@@ -24,7 +24,6 @@ using json = nlohmann::json;
 
 namespace {
 
-const std::string kSrc = PKB_SOURCE_DIR;
 
 json read_json(const std::string& path) {
   std::ifstream f(path);

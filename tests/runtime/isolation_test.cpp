@@ -24,7 +24,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kSrc = PKB_SOURCE_DIR;
 const std::string kSaboteur = kSrc + "/tests/candidates/cpu/host_saboteur.cpp";
 const std::string kReferenceSaboteur = kSrc + "/tests/candidates/cpu/reference_saboteur.cpp";
 const std::string kHonest = kSrc + "/solutions_cpu/coll_allreduce.cpp";

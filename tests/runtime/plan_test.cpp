@@ -11,7 +11,6 @@ using namespace pkbtest;
 
 namespace {
 
-const std::string kSrc = PKB_SOURCE_DIR;
 
 std::vector<std::string> eval_args(std::vector<std::string> extra) {
   std::vector<std::string> a = {"eval", "-p", "coll_allreduce", "-s", kSrc + "/solutions_cpu/coll_allreduce.cpp",

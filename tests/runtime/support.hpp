@@ -12,6 +12,10 @@
 
 namespace pkbtest {
 
+// The source tree. Inline, so it is made before the static objects of any file including
+// this one (the test parameters built from it).
+inline const std::string kSrc = PKB_SOURCE_DIR;
+
 struct PkbRun {
   int code = -1;
   std::string out, err;

@@ -30,7 +30,7 @@ void touch(const fs::path& p, const std::string& text = "// candidate\n") {
   std::ofstream(p) << text;
 }
 
-std::string slurp(const fs::path& p) {
+std::string read_text(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
   std::stringstream ss;
   ss << f.rdbuf();
@@ -170,7 +170,7 @@ TEST(ResultsFileTest, ResumesCutsATornLineAndKeepsOthersOut) {
   EXPECT_EQ(f.torn_bytes(), std::string("{\"problem\": \"coll_allreduce\", \"sweep\": {\"task\": \"c\"").size());
   EXPECT_EQ(f.bad_lines(), 1u);
   f.append({{"problem", "coll_allreduce"}, {"sweep", {{"task", "c"}}}});
-  std::string text = slurp(path);
+  std::string text = read_text(path);
   EXPECT_EQ(text.back(), '\n');
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 4);  // a, b, "not json", c
   EXPECT_NE(text.find("\nnot json\n"), std::string::npos) << "a line that is not JSON is left alone";

@@ -11,7 +11,7 @@ namespace {
 
 const uint64_t GiB = uint64_t{1} << 30, MiB = uint64_t{1} << 20;
 
-spec::ProblemSpec load(const std::string& slug) {
+spec::ProblemSpec shipped_spec(const std::string& slug) {
   return spec::load_spec(std::string(PKB_SOURCE_DIR) + "/problems/" + slug + ".toml");
 }
 
@@ -37,7 +37,7 @@ uint64_t part(const std::vector<eval::MemoryPart>& parts, const std::string& pre
 
 // coll_allreduce at the default size: 2 MiB in, 2 MiB out a rank; everything fits.
 TEST(MemoryPlan, PartsAddUp) {
-  spec::ProblemSpec s = load("coll_allreduce");
+  spec::ProblemSpec s = shipped_spec("coll_allreduce");
   eval::MemoryPlan p = eval::plan_memory(request(s, 80 * GiB));
   const uint64_t x = 2 * MiB;
   EXPECT_TRUE(p.fits);
@@ -70,7 +70,7 @@ TEST(MemoryPlan, PartsAddUp) {
   EXPECT_EQ(part(m.judge, "reference"), 100 * MiB);
   EXPECT_EQ(m.reference_source, "measured");
   // A spec may declare it (gnn_feature_fetch_projection's large table), over the sizes.
-  spec::ProblemSpec g = load("gnn_feature_fetch_projection");
+  spec::ProblemSpec g = shipped_spec("gnn_feature_fetch_projection");
   ASSERT_FALSE(g.reference_peak.empty());
   eval::MemoryRequest d = request(g, 141 * GiB);
   eval::MemoryPlan dp = eval::plan_memory(d);
@@ -82,7 +82,7 @@ TEST(MemoryPlan, PartsAddUp) {
 // When memory is short pkb takes fewer captures first, then a smaller default heap, and
 // refuses only what cannot fit, in one line with the numbers.
 TEST(MemoryPlan, ShrinksItsOwnBuffersThenRefuses) {
-  spec::ProblemSpec s = load("coll_allreduce");
+  spec::ProblemSpec s = shipped_spec("coll_allreduce");
   eval::MemoryRequest r = request(s, 80 * GiB);
   r.size = "M=16384,N=16384";  // 512 MiB a tensor
   const uint64_t x = 512 * MiB;
@@ -117,7 +117,7 @@ TEST(MemoryPlan, ShrinksItsOwnBuffersThenRefuses) {
 // The judges' own reference calls at the rounds' ends hold its working memory beside the
 // candidate rank's: only where that fits too, else the plan says the bound is the baseline's.
 TEST(MemoryPlan, TheJudgesPaceTheMachineWhereTheWorkingMemoryFitsTwice) {
-  spec::ProblemSpec s = load("coll_allreduce");
+  spec::ProblemSpec s = shipped_spec("coll_allreduce");
   eval::MemoryRequest r = request(s, 80 * GiB);
   r.size = "M=16384,N=16384";  // 512 MiB a tensor: 1 GiB of working memory
   eval::MemoryPlan roomy = eval::plan_memory(r);
@@ -136,7 +136,7 @@ TEST(MemoryPlan, TheJudgesPaceTheMachineWhereTheWorkingMemoryFitsTwice) {
 
 // Without timing one capture (the trials') is all a judge rank holds of them.
 TEST(MemoryPlan, UntimedRunsCaptureOneCall) {
-  spec::ProblemSpec s = load("coll_allreduce");
+  spec::ProblemSpec s = shipped_spec("coll_allreduce");
   eval::MemoryRequest r = request(s, 80 * GiB);
   r.timing = false;
   EXPECT_EQ(eval::plan_memory(r).captures, 1);
