@@ -49,13 +49,14 @@ PkbRun eval(const std::string& problem, const std::string& solution, const std::
 
 class CpuCandidate : public ::testing::TestWithParam<std::string> {};
 
-// The all-reduce runs the default 100 trials; the others 20 (CI time: each trial is a judge's
-// reference and a candidate's call on 4 ranks of a 2-core machine).
+// The all-reduce runs the default 100 trials at the default size (scripts/run.sh's job); the
+// others 20 at M = N = 256, a 16th of it (CI time: each trial and timed call is a judge's
+// reference and a candidate's call on 4 ranks of a 2-core machine, on fresh inputs).
 TEST_P(CpuCandidate, IsCorrectOverItsTrialsAndTimed) {
   std::string problem = GetParam(), out = temp_dir("eval-" + problem) + "/r.json";
   const int trials = problem == "coll_allreduce" ? 100 : 20;
   std::vector<std::string> extra = problem_dtype_flags();
-  if (trials != 100) extra.insert(extra.end(), {"--trials", "20"});
+  if (trials != 100) extra.insert(extra.end(), {"--trials", "20", "--size", "M=256,N=256"});
   PkbRun r = eval(problem, kSrc + "/solutions_cpu/" + problem + ".cpp", out, extra);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   json j = read_json(out);
@@ -123,6 +124,7 @@ TEST_P(PyCpuCandidate, IsCorrectAndTimed) {
   // every call fills, checks and compares (about a second a call on two cores): 2 blocks
   // of the default 1024 here (the default size is what `pkb eval` runs).
   if (problem == "sci_kalman_filter_optimizer") extra.insert(extra.end(), {"--size", "NB=2"});
+  if (problem.rfind("coll_", 0) == 0) extra.insert(extra.end(), {"--size", "M=256,N=256"});  // as CpuCandidate's
   PkbRun r = eval(problem, kSrc + "/solutions_triton/cpu/" + problem + ".py", out, extra, {}, 2);
   if (contains(r.out, "built without embedded Python")) GTEST_SKIP() << "pkb was built without embedded Python";
   ASSERT_EQ(r.code, 0) << r.out << r.err;
@@ -302,7 +304,9 @@ TEST(Eval, FailureNamesRankOutputTrialAndSavesBothSides) {
 
 TEST(Eval, SeedReplaysInputs) {
   std::string dir = temp_dir("seed");
-  std::vector<std::string> fixed = {"--seed", "424242", "--trials", "3", "--save-outputs"};
+  // Inputs are all it compares: small ones, and no timed calls.
+  std::vector<std::string> fixed = {"--seed", "424242", "--trials", "3", "--size", "M=128,N=256", "--no-timing",
+                                    "--save-outputs"};
   auto args = [&](const std::string& name) {
     auto a = fixed;
     a.push_back(dir + "/" + name);
