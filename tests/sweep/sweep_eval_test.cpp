@@ -25,9 +25,11 @@ fs::path correct_tree(const fs::path& dir, const std::string& run) {
 }
 
 std::vector<std::string> sweep_args(const fs::path& solutions, const fs::path& out) {
-  // Few trials and iterations, and a short phase deadline: the hang costs only that.
+  // Few trials and iterations on small inputs (M = N = 256), and a short phase deadline: the
+  // hang costs only that.
   return {"sweep", "--solutions", solutions.string(), "--problems", "coll", "--device", "cpu", "-w", "4",
-          "--trials", "2", "--warmup", "1", "--iters", "3", "--timeout", "20", "--out", out.string()};
+          "--size", "M=256,N=256", "--trials", "2", "--warmup", "1", "--iters", "3", "--baseline-iters", "20",
+          "--timeout", "20", "--out", out.string()};
 }
 
 }  // namespace
