@@ -41,8 +41,8 @@ if ((want_venv)); then
   # The venv needs python3-venv first (seconds); the wheel (some 3 GB with its CUDA libraries)
   # then downloads alongside the rest of apt. Through uv (from PyPI, into the venv): it fetches
   # the wheels side by side and unpacks them natively, 17 s where pip took 100 on a 2-core
-  # box (bench/results/fresh_clone_cpu.md). No cache: it would sit on disk twice. No
-  # byte-compiling: Python compiles the few modules it imports when it first does.
+  # box (bench/results/fresh_clone_cpu.md). No cache: it would sit on disk twice. Not all
+  # of its ~6000 modules byte-compiled: only those pkb imports (below).
   mapfile -t venv_missing < <(missing_of python3-venv)
   ((${#venv_missing[@]})) && apt_install python3-venv
   echo "pkb: installing torch 2.11.0 (libtorch) into .venv"
@@ -58,4 +58,14 @@ if ((${#missing[@]})); then
 fi
 if [ -n "$wheel_pid" ]; then
   wait "$wheel_pid" || { echo "pkb: could not install torch 2.11.0 into .venv (see above); remove .venv and run again" >&2; exit 1; }
+  # The bytecode of what pkb's Python imports (torch, numpy, triton: ~800 modules), written
+  # once here. Where PYTHONDONTWRITEBYTECODE is set, as CI images often have it, no import
+  # ever writes it, and every one (a .py candidate's ranks, the tests' checks) compiles them
+  # all again: 6 s an import of torch on 2 cores instead of 3.
+  env -u PYTHONDONTWRITEBYTECODE .venv/bin/python3 -c '
+import numpy, torch, torch.distributed
+try:
+    import triton
+except ImportError:
+    pass'
 fi
