@@ -67,5 +67,5 @@ import numpy, torch, torch.distributed
 try:
     import triton
 except ImportError:
-    pass'
+    pass' || { echo "pkb: torch in .venv does not import (see above); remove .venv and run again" >&2; exit 1; }
 fi
