@@ -56,7 +56,7 @@ TEST_P(CpuCandidate, IsCorrectOverItsTrialsAndTimed) {
   std::string problem = GetParam(), out = temp_dir("eval-" + problem) + "/r.json";
   const int trials = problem == "coll_allreduce" ? 100 : 20;
   std::vector<std::string> extra = problem_dtype_flags();
-  if (trials != 100) extra.insert(extra.end(), {"--trials", "20", "--size", "M=256,N=256"});
+  if (trials != 100) extra.insert(extra.end(), {"--trials", "20", "--size", kSmallCollectives});
   PkbRun r = eval(problem, kSrc + "/solutions_cpu/" + problem + ".cpp", out, extra);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   json j = read_json(out);
@@ -124,7 +124,7 @@ TEST_P(PyCpuCandidate, IsCorrectAndTimed) {
   // every call fills, checks and compares (about a second a call on two cores): 2 blocks
   // of the default 1024 here (the default size is what `pkb eval` runs).
   if (problem == "sci_kalman_filter_optimizer") extra.insert(extra.end(), {"--size", "NB=2"});
-  if (problem.rfind("coll_", 0) == 0) extra.insert(extra.end(), {"--size", "M=256,N=256"});  // as CpuCandidate's
+  if (problem.rfind("coll_", 0) == 0) extra.insert(extra.end(), {"--size", kSmallCollectives});
   PkbRun r = eval(problem, kSrc + "/solutions_triton/cpu/" + problem + ".py", out, extra, {}, 2);
   if (contains(r.out, "built without embedded Python")) GTEST_SKIP() << "pkb was built without embedded Python";
   ASSERT_EQ(r.code, 0) << r.out << r.err;

@@ -16,6 +16,10 @@ namespace pkbtest {
 // this one (the test parameters built from it).
 inline const std::string kSrc = PKB_SOURCE_DIR;
 
+// The collectives' size where a test does not check the size: M = N = 256, a 16th of the
+// default's elements (each call's fresh inputs, checks and reference cost that much less).
+inline const std::string kSmallCollectives = "M=256,N=256";
+
 struct PkbRun {
   int code = -1;
   std::string out, err;

@@ -28,7 +28,7 @@ std::vector<std::string> sweep_args(const fs::path& solutions, const fs::path& o
   // Few trials and iterations on small inputs (M = N = 256), and a short phase deadline: the
   // hang costs only that.
   return {"sweep", "--solutions", solutions.string(), "--problems", "coll", "--device", "cpu", "-w", "4",
-          "--size", "M=256,N=256", "--trials", "2", "--warmup", "1", "--iters", "3", "--baseline-iters", "20",
+          "--size", pkbtest::kSmallCollectives, "--trials", "2", "--warmup", "1", "--iters", "3", "--baseline-iters", "20",
           "--timeout", "20", "--out", out.string()};
 }
 
