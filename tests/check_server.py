@@ -61,6 +61,10 @@ def run_check(conn, req):
 def serve(path, ready):
     # numpy's OpenBLAS would start a thread on import: forking needs the process alone.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # One OpenMP thread a check: ctest already runs a test a core, and two threads of a check
+    # spin (libgomp waits busily between parallel regions) on the core another test needs:
+    # 5% of the suite's CPU time on the 2-core box (perf, bench/results/fresh_clone_cpu.md).
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
     import torch  # noqa: F401  (what every check imports; the children inherit it)
 
     threads = len(os.listdir("/proc/self/task"))

@@ -293,7 +293,7 @@ pkb::launch::ProcessResult run_python_check(const std::string& script, const std
   pkb::launch::ProcessResult r;
   if (check_through_server(argv, timeout_s, r)) return r;
   argv.insert(argv.begin(), PKB_PYTHON);
-  return pkb::launch::run_process(argv, timeout_s);
+  return pkb::launch::run_process(argv, timeout_s, {{"OMP_NUM_THREADS", "1"}});  // as the server's (check_server.py)
 }
 
 void expect_references_recomputed(const CaseGroup& g) {
