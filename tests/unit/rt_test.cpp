@@ -178,6 +178,30 @@ TEST(RandomInputs, ALargeTensorIsDrawnInChunksAlikeInEveryDtype) {
   EXPECT_FALSE(at::equal(tail, full.narrow(0, 0, 4096)));
 }
 
+// randint on the CPU device (a counter-based hash, not ATen's serial draw): every value in
+// [lo, hi) and each about equally often, in every dtype it writes; a seed gives the same
+// values, another seed others; the next draw of the same generator differs from the first.
+TEST(RandomInputs, CpuIntegersAreUniformInTheirRangeAndReplayBySeed) {
+  spec::TensorSpec t;
+  t.name = "x";
+  t.shape = {{spec::Expr::parse("n")}};
+  t.init = spec::Expr::parse("randint(-3, 5)");
+  const spec::Vars vars = {{"n", 80000.0}};
+  for (at::ScalarType type : {at::kLong, at::kInt, at::kChar, at::kFloat, at::kBFloat16, at::kHalf, at::kDouble}) {
+    at::Generator gen = at::detail::createCPUGenerator(11);
+    at::Tensor a = tensor::make_input(t, vars, type, at::kCPU, gen), next = tensor::make_input(t, vars, type, at::kCPU, gen);
+    ASSERT_EQ(a.scalar_type(), type);
+    at::Tensor v = a.to(at::kLong);
+    EXPECT_EQ(v.min().item<int64_t>(), -3) << c10::toString(type);
+    EXPECT_EQ(v.max().item<int64_t>(), 4) << c10::toString(type);
+    for (int64_t k = -3; k < 5; ++k) EXPECT_NEAR(v.eq(k).sum().item<int64_t>(), 10000, 500) << k;
+    at::Generator again = at::detail::createCPUGenerator(11), other = at::detail::createCPUGenerator(12);
+    EXPECT_TRUE(at::equal(a, tensor::make_input(t, vars, type, at::kCPU, again)));
+    EXPECT_FALSE(at::equal(a, tensor::make_input(t, vars, type, at::kCPU, other)));
+    EXPECT_FALSE(at::equal(a, next));
+  }
+}
+
 // A reference writes its outputs into tensors pkb made: in place (nothing copied), or by
 // set(), which copies into the slot, narrows a data-dependent dim to what it got, and
 // refuses a tensor of another type, place or shape, naming the output.
