@@ -21,16 +21,17 @@ int main(int argc, char** argv) {
   // The hidden modes run torch, so they go through the rank library (worker/entry.hpp).
   const char* mode = argc >= 2 ? argv[1] : "";
   if (!std::strcmp(mode, "__worker") || !std::strcmp(mode, "__fork_server") || !std::strcmp(mode, "__probe")) {
+    const pkb::worker::RankEntry* rank = nullptr;
     try {
-      const pkb::worker::RankEntry& rank = pkb::run::rank_library();
-      if (!std::strcmp(mode, "__worker")) return rank.worker_main();
-      if (!std::strcmp(mode, "__fork_server")) return rank.fork_server_main(argc >= 3 && !std::strcmp(argv[2], "--python"));
-      printf("%s\n", rank.probe_json().c_str());
-      return 0;
+      rank = &pkb::run::rank_library();
     } catch (const pkb::io::InputError& e) {
       fprintf(stderr, "pkb: error: %s\n", e.what());
       return pkb::eval::kUsage;
     }
+    if (!std::strcmp(mode, "__worker")) return rank->worker_main();
+    if (!std::strcmp(mode, "__fork_server")) return rank->fork_server_main(argc >= 3 && !std::strcmp(argv[2], "--python"));
+    printf("%s\n", rank->probe_json().c_str());
+    return 0;
   }
 
   process_start();

@@ -6,6 +6,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 
+#include <algorithm>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -55,7 +57,15 @@ at::Tensor randint_on_cpu(int64_t lo, int64_t hi, const std::vector<int64_t>& sh
   at::Tensor x = at::empty(shape, at::TensorOptions().dtype(type));
   const uint64_t range = static_cast<uint64_t>(hi - lo);
   const int64_t n = x.numel();
+  bool fits = true;
   AT_DISPATCH_ALL_TYPES_AND2(at::kBFloat16, at::kHalf, type, "randint_on_cpu", [&] {
+    // A range the dtype cannot hold exactly is left to ATen, which says so.
+    using limits = std::numeric_limits<scalar_t>;
+    if constexpr (limits::is_integer)
+      fits = lo >= static_cast<int64_t>(limits::lowest()) && hi - 1 <= static_cast<int64_t>(limits::max());
+    else
+      fits = std::max(-lo, hi - 1) <= (int64_t{1} << limits::digits);
+    if (!fits) return;
     scalar_t* out = x.data_ptr<scalar_t>();
     at::parallel_for(0, n, int64_t{1} << 16, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
@@ -68,7 +78,7 @@ at::Tensor randint_on_cpu(int64_t lo, int64_t hi, const std::vector<int64_t>& sh
       }
     });
   });
-  return x;
+  return fits ? x : at::Tensor();
 }
 
 }  // namespace

@@ -200,6 +200,10 @@ TEST(RandomInputs, CpuIntegersAreUniformInTheirRangeAndReplayBySeed) {
     EXPECT_FALSE(at::equal(a, tensor::make_input(t, vars, type, at::kCPU, other)));
     EXPECT_FALSE(at::equal(a, next));
   }
+  // A range the dtype cannot hold is ATen's error, as it was.
+  t.init = spec::Expr::parse("randint(0, 300)");
+  at::Generator gen = at::detail::createCPUGenerator(11);
+  EXPECT_THROW(tensor::make_input(t, vars, at::kChar, at::kCPU, gen), c10::Error);
 }
 
 // A reference writes its outputs into tensors pkb made: in place (nothing copied), or by
