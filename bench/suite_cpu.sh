@@ -17,7 +17,7 @@ start=$(date +%s)
 (cd "$build" && XDG_CACHE_HOME="$work/cache" ctest -j "$(nproc)" --timeout 900 ${regex:+-R "$regex"} >"$work/ctest.log" 2>&1) || true
 accton off >/dev/null
 wall=$(($(date +%s) - start))
-tail -n 3 "$work/ctest.log" | grep -E "tests passed|Total Test" || true
+grep -E "tests passed|Total Test" "$work/ctest.log" || true
 dump-acct "$work/acct" | python3 -c '
 import collections, sys
 wall = int(sys.argv[1])
@@ -36,5 +36,5 @@ for name, s, pid, ppid, forked in rows:
 print(f"{len(rows)} processes, {total:.0f} CPU-s in {wall} s of wall\n")
 print("| program | processes | CPU-s | share |\n| --- | --- | --- | --- |")
 for name, s in sorted(cpu.items(), key=lambda x: -x[1])[:15]:
-    print(f"| {name} | {kind[name]} | {s:.0f} | {100 * s / total:.1f}% |")
+    print(f"| {name} | {kind[name]} | {s:.1f} | {100 * s / total:.1f}% |")
 ' "$wall"
