@@ -34,11 +34,20 @@ std::chrono::steady_clock::time_point process_start() {
 
 const spec::Registry& Globals::registry() {
   if (!registry_) {
-    // Read from the libraries' files: the parent never loads libtorch (run/rank_library.hpp).
+    // Read from the libraries' files: the parent loads no libtorch (run/rank_library.hpp),
+    // unless a --reference-lib needs checking: one that does not load is bad input here, not
+    // a rank's crash later.
     std::vector<std::string> slugs;
     for (auto& lib : reference_libs) {
       auto more = run::reference_slugs_in(lib);
       slugs.insert(slugs.end(), more.begin(), more.end());
+      try {
+        run::rank_library().load_reference_library(lib);
+      } catch (const io::InputError&) {
+        throw;
+      } catch (const std::exception& e) {
+        throw UsageError(e.what());
+      }
     }
     auto compiled = run::reference_slugs_in(run::rank_library_path());
     slugs.insert(slugs.end(), compiled.begin(), compiled.end());

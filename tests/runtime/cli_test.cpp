@@ -273,6 +273,18 @@ TEST(Cli, AReferenceLibraryThatIsNotOneIsOneLine) {
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, std::string("pkb: error: ") + PKB_BIN + ": holds no pkb reference (no PKB_REFERENCE of "
                    "include/pkb/reference.hpp)\n");
+  // References named in its section, but it does not load: the parent says so before any rank
+  // starts (it loads the rank library to check).
+  std::ofstream(dir + "/bad.c") << "__attribute__((used, section(\"pkb_references\"))) static const char a[] = "
+                                   "\"test_empty\";\nextern void pkb_missing_symbol(void);\n"
+                                   "__attribute__((constructor)) static void f(void) { pkb_missing_symbol(); }\n";
+  auto cc = pkb::launch::run_process({"cc", "-shared", "-fPIC", dir + "/bad.c", "-o", dir + "/bad.so"}, 120);
+  ASSERT_EQ(cc.exit_code, 0) << cc.err;
+  r = run_pkb({"--problem-dir", std::string(PKB_SOURCE_DIR) + "/tests/candidates/problems", "--reference-lib",
+               dir + "/bad.so", "dryrun", "-p", "test_empty", "--device", "cpu"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "pkb: error: cannot load reference library " + dir + "/bad.so: " + dir +
+                       "/bad.so: undefined symbol: pkb_missing_symbol\n");
 }
 
 TEST(Cli, SharedMemoryCommunicatorTakesUpTo64Ranks) {
