@@ -163,9 +163,14 @@ bool register_reference(const char* slug, ReferenceFactory factory);
 }  // namespace pkb
 
 // Named by __COUNTER__, not __LINE__: references are compiled several to a translation unit
-// (src/CMakeLists.txt), where two could register on the same line number.
+// (src/CMakeLists.txt), where two could register on the same line number. The slug, a string
+// literal, is also written into the shared object's `pkb_references` section, where the pkb
+// parent reads which references a library holds without loading it, or libtorch
+// (run/rank_library.cpp).
 #define PKB_REFERENCE_CAT2(a, b) a##b
 #define PKB_REFERENCE_CAT(a, b) PKB_REFERENCE_CAT2(a, b)
-#define PKB_REFERENCE(slug, Class)                                                           \
-  static const bool PKB_REFERENCE_CAT(pkb_registered_, __COUNTER__) = ::pkb::register_reference( \
+#define PKB_REFERENCE(slug, Class)                                                                      \
+  static const char PKB_REFERENCE_CAT(pkb_reference_slug_, __COUNTER__)[]                              \
+      __attribute__((used, section("pkb_references"))) = slug;                                          \
+  static const bool PKB_REFERENCE_CAT(pkb_registered_, __COUNTER__) = ::pkb::register_reference(         \
       slug, []() -> std::unique_ptr<::pkb::Reference> { return std::make_unique<Class>(); })

@@ -5,7 +5,7 @@
 #include "cli/commands.hpp"
 #include "cli/prompting.hpp"
 #include "eval/verdict.hpp"
-#include "eval/compare_dirs.hpp"
+#include "run/rank_library.hpp"
 #include "spec/dtype.hpp"
 
 namespace pkb::cli {
@@ -132,7 +132,7 @@ void add_validate_commands(CLI::App& app, Globals& g, Action& run) {
       };
       eval::DirReport rep;
       try {
-        rep = eval::compare_dirs(dir_a, dir_b, tolerance);
+        rep = run::rank_library().compare_dirs(dir_a, dir_b, tolerance);  // loads libtorch, for the tensors
       } catch (const std::exception& e) {
         throw UsageError(e.what());
       }

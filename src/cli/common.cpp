@@ -18,8 +18,8 @@
 #include "io/text.hpp"
 #include "io/toml_reader.hpp"
 #include "launch/subprocess.hpp"
-#include "ref/registry.hpp"
 #include "run/placing.hpp"
+#include "run/rank_library.hpp"
 
 namespace pkb::cli {
 
@@ -34,17 +34,27 @@ std::chrono::steady_clock::time_point process_start() {
 
 const spec::Registry& Globals::registry() {
   if (!registry_) {
+    // Read from the libraries' files: the parent loads no libtorch (run/rank_library.hpp),
+    // unless a --reference-lib needs checking: one that does not load is bad input here, not
+    // a rank's crash later.
+    std::vector<std::string> slugs;
     for (auto& lib : reference_libs) {
+      auto more = run::reference_slugs_in(lib);
+      slugs.insert(slugs.end(), more.begin(), more.end());
       try {
-        ref::load_reference_library(lib);
+        run::rank_library().load_reference_library(lib);
+      } catch (const io::InputError&) {
+        throw;
       } catch (const std::exception& e) {
         throw UsageError(e.what());
       }
     }
+    auto compiled = run::reference_slugs_in(run::rank_library_path());
+    slugs.insert(slugs.end(), compiled.begin(), compiled.end());
     std::vector<std::string> dirs = {root + "/problems"};
     dirs.insert(dirs.end(), problem_dirs.begin(), problem_dirs.end());
     try {
-      registry_ = spec::Registry::load(dirs, ref::reference_slugs());
+      registry_ = spec::Registry::load(dirs, slugs);
     } catch (const spec::SpecError& e) {
       throw UsageError(e.what());
     }

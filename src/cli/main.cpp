@@ -1,5 +1,6 @@
 // pkb: ParallelKernelBench. One binary: the commands below, and the three hidden modes the
-// binary runs in its own child processes (a rank, the ranks' fork server, the device probe).
+// binary runs in its own child processes (a rank, the ranks' fork server, the device probe),
+// which load the rank library.
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
@@ -9,8 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "eval/verdict.hpp"
-#include "device/probe.hpp"
-#include "worker/worker.hpp"
+#include "run/rank_library.hpp"
 
 #ifndef PKB_DEFAULT_ROOT
 #define PKB_DEFAULT_ROOT "."
@@ -18,11 +18,19 @@
 
 int main(int argc, char** argv) {
   using namespace pkb::cli;
-  if (argc >= 2 && std::strcmp(argv[1], "__worker") == 0) return pkb::worker::worker_main();
-  if (argc >= 2 && std::strcmp(argv[1], "__fork_server") == 0)
-    return pkb::worker::fork_server_main(argc >= 3 && std::strcmp(argv[2], "--python") == 0);
-  if (argc >= 2 && std::strcmp(argv[1], "__probe") == 0) {
-    printf("%s\n", pkb::device::probe_json().c_str());
+  // The hidden modes run torch, so they go through the rank library (worker/entry.hpp).
+  const char* mode = argc >= 2 ? argv[1] : "";
+  if (!std::strcmp(mode, "__worker") || !std::strcmp(mode, "__fork_server") || !std::strcmp(mode, "__probe")) {
+    const pkb::worker::RankEntry* rank = nullptr;
+    try {
+      rank = &pkb::run::rank_library();
+    } catch (const pkb::io::InputError& e) {
+      fprintf(stderr, "pkb: error: %s\n", e.what());
+      return pkb::eval::kUsage;
+    }
+    if (!std::strcmp(mode, "__worker")) return rank->worker_main();
+    if (!std::strcmp(mode, "__fork_server")) return rank->fork_server_main(argc >= 3 && !std::strcmp(argv[2], "--python"));
+    printf("%s\n", rank->probe_json().c_str());
     return 0;
   }
 

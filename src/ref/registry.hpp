@@ -1,6 +1,6 @@
-// The references compiled into pkb (reference/*.cpp) and loaded from reference libraries
-// (--reference-lib), by slug. This header is torch-free: the parent uses it to check the
-// problem registry.
+// The references compiled into the rank library (reference/*.cpp) and loaded from reference
+// libraries (--reference-lib), by slug, in a rank. (The parent reads the slugs from the
+// libraries' files instead: run/rank_library.hpp.)
 #pragma once
 
 #include <memory>

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/elf.hpp"
 #include "rank/settings.hpp"
 #include "support.hpp"
 
@@ -236,6 +237,54 @@ TEST(Cli, ListAndShow) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "slug = \"coll_broadcast\"")) << r.out;
   EXPECT_TRUE(contains(r.out, "PKB_REFERENCE(\"coll_broadcast\"")) << r.out;
+}
+
+// The binary does not link libtorch: only the processes that run torch load the rank library
+// beside it, and the parent reads which references it holds from its file (a section that
+// PKB_REFERENCE writes), one for every reference/*.cpp.
+TEST(Cli, TheParentLoadsNoLibtorch) {
+  auto ldd = pkb::launch::run_process({"ldd", PKB_BIN}, 60);
+  ASSERT_EQ(ldd.exit_code, 0) << ldd.err;
+  EXPECT_FALSE(contains(ldd.out, "libtorch")) << ldd.out;
+  std::string lib = (std::filesystem::path(PKB_BIN).parent_path() / "libpkb_rank.so").string();
+  std::vector<std::string> slugs = pkb::io::elf_section_strings(lib, "pkb_references"), files;
+  for (auto& e : std::filesystem::directory_iterator(std::string(PKB_SOURCE_DIR) + "/reference"))
+    if (e.path().extension() == ".cpp") files.push_back(e.path().stem().string());
+  std::sort(slugs.begin(), slugs.end());
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(slugs, files);
+  std::vector<std::string> gallery = pkb::io::elf_section_strings(PKB_GALLERY_REFS, "pkb_references");
+  std::sort(gallery.begin(), gallery.end());
+  EXPECT_EQ(gallery, (std::vector<std::string>{"test_empty", "test_roofline_lie"}));  // its references.cpp
+}
+
+// A --reference-lib that is not a library of references: one line naming what it is.
+TEST(Cli, AReferenceLibraryThatIsNotOneIsOneLine) {
+  std::string dir = temp_dir("notalib"), text = dir + "/refs.so";
+  std::ofstream(text) << "not a library\n";
+  PkbRun r = run_pkb({"--reference-lib", text, "list"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "pkb: error: " + text + ": not a 64-bit ELF shared object\n");
+  r = run_pkb({"--reference-lib", dir + "/missing.so", "list"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "pkb: error: " + dir + "/missing.so: cannot be read\n");
+  // An ELF file, but without references: the pkb binary itself.
+  r = run_pkb({"--reference-lib", PKB_BIN, "list"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, std::string("pkb: error: ") + PKB_BIN + ": holds no pkb reference (no PKB_REFERENCE of "
+                   "include/pkb/reference.hpp)\n");
+  // References named in its section, but it does not load: the parent says so before any rank
+  // starts (it loads the rank library to check).
+  std::ofstream(dir + "/bad.c") << "__attribute__((used, section(\"pkb_references\"))) static const char a[] = "
+                                   "\"test_empty\";\nextern void pkb_missing_symbol(void);\n"
+                                   "__attribute__((constructor)) static void f(void) { pkb_missing_symbol(); }\n";
+  auto cc = pkb::launch::run_process({"cc", "-shared", "-fPIC", dir + "/bad.c", "-o", dir + "/bad.so"}, 120);
+  ASSERT_EQ(cc.exit_code, 0) << cc.err;
+  r = run_pkb({"--problem-dir", std::string(PKB_SOURCE_DIR) + "/tests/candidates/problems", "--reference-lib",
+               dir + "/bad.so", "dryrun", "-p", "test_empty", "--device", "cpu"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "pkb: error: cannot load reference library " + dir + "/bad.so: " + dir +
+                       "/bad.so: undefined symbol: pkb_missing_symbol\n");
 }
 
 TEST(Cli, SharedMemoryCommunicatorTakesUpTo64Ranks) {
