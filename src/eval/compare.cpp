@@ -37,7 +37,8 @@ std::string value_str(const at::Tensor& x) {
 
 // The first element `bad` marks, its index into m.first_index; "got ..., want ..." there.
 std::string first_bad(Mismatch& m, const at::Tensor& bad, const at::Tensor& got, const at::Tensor& want) {
-  int64_t first = bad.reshape({-1}).nonzero()[0][0].item<int64_t>();
+  // argmax gives the first of equal maxima: the first bad element, without listing them all.
+  int64_t first = bad.reshape({-1}).to(at::kByte).argmax().item<int64_t>();
   m.first_index = unravel(first, got.sizes());
   return "first at " + tensor::shape_str(m.first_index) + ": got " + value_str(got.reshape({-1})[first].cpu()) +
          ", want " + value_str(want.reshape({-1})[first].cpu());
