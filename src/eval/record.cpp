@@ -91,7 +91,7 @@ CallCounts counts_from_json(const json& j) {
 }
 
 const std::initializer_list<const char*> kRunKeys = {
-    "world", "ranks_per_gpu", "device", "size", "dtype", "gpu", "comm", "hardware_profile", "cache", "ranks_started", "seed", "gpus",
+    "world", "ranks_per_gpu", "device", "size", "dtype", "gpu", "comm", "hardware_profile", "cache", "ranks_started", "fork_server_failed", "seed", "gpus",
     "trials", "warmup", "iters", "trials_run", "leftovers_ended", "sandbox", "mps", "counts", "cpus", "budgets_s",
     "settings", "memory_plan"};
 
@@ -104,6 +104,7 @@ json run_json(const RunInfo& r) {
   put(j, "hardware_profile", r.hardware_profile);
   put(j, "cache", r.cache);
   put(j, "ranks_started", r.ranks_started);
+  put(j, "fork_server_failed", r.fork_server_failed);
   put(j, "gpus", r.gpus);
   put(j, "trials", r.trials);
   put(j, "warmup", r.warmup);
@@ -131,6 +132,7 @@ RunInfo run_from_json(const json& j) {
   r.hardware_profile = text(j, "hardware_profile");
   r.cache = text(j, "cache");
   r.ranks_started = text(j, "ranks_started");
+  r.fork_server_failed = text(j, "fork_server_failed");
   const json seed = field(j, "seed");  // a decimal string; a number in hand-written records
   r.seed = seed.is_string() ? seed.get<std::string>() : seed.is_number() ? seed.dump() : "";
   get(j, "gpus", r.gpus);

@@ -36,6 +36,7 @@ struct RunInfo {
   int world = 0, ranks_per_gpu = 1;
   std::string device, size = "default", dtype, gpu, comm, hardware_profile, cache;
   std::string ranks_started;  // "forked" (from pkb's fork server) or "exec" ("": not said)
+  std::string fork_server_failed;  // why the fork server did not serve, where it did not ("": it did)
   std::string seed;  // decimal; "" when pkb eval drew a secret one that nobody knows yet (null)
   std::optional<int> gpus, trials, warmup, iters, trials_run, leftovers_ended;
   std::optional<bool> sandbox, mps;

@@ -207,7 +207,7 @@ void serve_forks(const ForkHooks& hooks) {
 }
 
 ForkServer::ForkServer(const std::vector<std::string>& argv, std::vector<std::string> env, const Limits& limits,
-                       unsigned long long nproc) {
+                       unsigned long long nproc, double ready_s) {
   try {
     Spawned sp = spawn_rank(argv, std::move(env), 0, limits, nproc, SOCK_SEQPACKET);
     pid_ = sp.pid;
@@ -217,11 +217,11 @@ ForkServer::ForkServer(const std::vector<std::string>& argv, std::vector<std::st
     why_not_ = e.what();
     return;
   }
-  // Loading pkb takes about a second, and importing torch for a .py candidate's ranks a few
-  // more; a loaded machine may take longer.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(ready_s);
   while (!ok_ && !gone_ && why_not_.empty() && std::chrono::steady_clock::now() < deadline) read_messages(0.1);
-  if (!ok_ && why_not_.empty()) why_not_ = gone_ ? "it exited before it was ready" : "it was not ready within 300 s";
+  if (!ok_ && why_not_.empty())
+    why_not_ = gone_ ? "it exited before it was ready"
+                     : "it was not ready within " + std::to_string(static_cast<int>(ready_s)) + " s";
 }
 
 ForkServer::~ForkServer() {

@@ -24,10 +24,11 @@ namespace pkb::launch {
 class ForkServer {
  public:
   // Starts `argv` (pkb's `__fork_server`) with `env` (the ranks' environment without
-  // PKB_RANK) and waits until it is ready. ok() is false where it did not come up (it
-  // found itself multi-threaded, or failed to start): the caller then execs each rank.
+  // PKB_RANK) and waits up to `ready_s` until it is ready. ok() is false where it did not
+  // come up (it found itself multi-threaded, failed to start, or took longer): the caller
+  // then execs each rank, and why_not() says why.
   ForkServer(const std::vector<std::string>& argv, std::vector<std::string> env, const Limits& limits,
-             unsigned long long nproc);
+             unsigned long long nproc, double ready_s);
   // Closes the channel: the server kills what is left of its children, reaps them and
   // exits, and is reaped here.
   ~ForkServer();

@@ -85,6 +85,7 @@ class Hub {
     GroupReport rep;
     rep.leftovers_ended = ended;
     rep.forked = forked_;
+    rep.fork_server_failed = fork_server_failed_;
     rep.outcome = outcome_;
     rep.culprits = culprits_;
     rep.summary = summary_;
@@ -136,8 +137,11 @@ class Hub {
     unsigned long long nproc = o_.limits.apply && o_.limits.processes ? user_processes() + o_.limits.processes : 0;
     if (!o_.fork_server_argv.empty()) {
       server_ = std::make_unique<ForkServer>(o_.fork_server_argv, rank_environment(parent, policy, o_.env), o_.limits,
-                                             nproc);
-      if (!server_->ok()) server_.reset();  // each rank exec'd, as without one
+                                             nproc, o_.fork_server_ready_s);
+      if (!server_->ok()) {  // each rank exec'd, as without one
+        fork_server_failed_ = "the fork server did not serve: " + server_->why_not();
+        server_.reset();
+      }
       forked_ = server_ != nullptr;
     }
     for (int r = 0; r < o_.world; ++r) {
@@ -487,6 +491,7 @@ class Hub {
   std::vector<Rank> ranks_;
   std::unique_ptr<ForkServer> server_;
   bool forked_ = false;
+  std::string fork_server_failed_;
   pid_t pgid_ = 0;
   Clock::time_point spawned_;
   Store store_;

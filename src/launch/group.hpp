@@ -22,6 +22,9 @@ struct GroupOptions {
   // The fork server's command line (fork_server.hpp): the ranks forked from it, each
   // then running what `argv` would. Empty, or where it does not come up: each exec'd.
   std::vector<std::string> fork_server_argv;
+  // Seconds the fork server may take to come up: loading pkb's rank library takes about a
+  // second; importing torch for a .py candidate's ranks (`--python`) a few more.
+  double fork_server_ready_s = 60;
   std::vector<std::pair<std::string, std::string>> env;  // pkb's own variables, set in every worker
   EnvPolicy env_policy;                                  // what else of the parent's environment passes
   bool scratch = true;   // a fresh folder for HOME and TMPDIR of the ranks, removed afterwards
@@ -84,6 +87,7 @@ struct GroupReport {
   double wall_s = 0;
   int leftovers_ended = 0;    // processes the ranks left behind, ended by pkb
   bool forked = false;        // the ranks came from the fork server (GroupOptions::fork_server_argv)
+  std::string fork_server_failed;  // why a fork server asked for did not serve (the ranks were exec'd)
 
   // A multi-line account for the user: summary, every rank's phase and fate, last lines.
   std::string details() const;

@@ -394,6 +394,7 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
   const launch::GroupReport rep =
       run_ranks(p, q.ranks, job, slowest_of(ran), "eval " + what + " W=" + std::to_string(p.world), /*judged=*/true);
   const bool interrupted = rep.outcome == launch::Outcome::Interrupted;
+  if (!rep.fork_server_failed.empty()) warn(rep.fork_server_failed + "; each rank was exec'd instead");
   if (!interrupted && rep.outcome != launch::Outcome::Ok) out.details = rep.details();
 
   // The verdicts, and the records. Interrupted,
@@ -415,6 +416,7 @@ EvalRun evaluate(const EvalRequest& q, const Say& say, const Say& warn) {
                                 b.seconds, job.timing);
     r.record.run.leftovers_ended = rep.leftovers_ended;
     r.record.run.ranks_started = rep.forked ? "forked" : "exec";
+    r.record.run.fork_server_failed = rep.fork_server_failed;
     int code = r.record.verdict ? eval::verdict_exit_code(*r.record.verdict) : eval::kInternal;
     if (first_bad == eval::kOk) first_bad = code;
   }

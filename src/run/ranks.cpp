@@ -64,8 +64,10 @@ launch::GroupReport run_ranks(const launch::Placement& p, const RankSettings& s,
   opts.argv = {launch::self_exe(), "__worker"};
   if (s.fork_server) opts.fork_server_argv = {launch::self_exe(), "__fork_server"};
   // A .py candidate's ranks each import torch: the server does it once for them all.
-  if (s.fork_server && std::filesystem::path(job.library).extension() == ".py")
+  if (s.fork_server && std::filesystem::path(job.library).extension() == ".py") {
     opts.fork_server_argv.push_back("--python");
+    opts.fork_server_ready_s = 300;  // a loaded machine takes its time over `import torch`
+  }
   opts.env = p.env;
   opts.env_policy.isolate = s.sandbox;
   opts.env_policy.pass = s.pass_env;

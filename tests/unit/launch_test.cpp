@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <thread>
 
 #include "launch/environment.hpp"
+#include "launch/fork_server.hpp"
 #include "launch/phases.hpp"
 #include "launch/placement.hpp"
 #include "launch/procfs.hpp"
@@ -126,6 +128,23 @@ TEST(Job, RoundTripsThroughJsonWithItsDefaultsAndA64BitSeed) {
   EXPECT_EQ(back.reference_libs, j.reference_libs);
   EXPECT_TRUE(back.sandbox);
   EXPECT_EQ(pkb::rank::job_from_json(nlohmann::json::object()).trials, 100);
+}
+
+// A fork server that does not come up says why, within its deadline; the group then execs
+// each rank (GroupReport::fork_server_failed, the record's run.fork_server_failed).
+TEST(ForkServer, ThatNeverServesSaysWhyWithinItsDeadline) {
+  Limits none;
+  none.apply = false;
+  auto t0 = std::chrono::steady_clock::now();
+  ForkServer slow({"/bin/sleep", "2"}, {}, none, 0, 1);
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_FALSE(slow.ok());
+  EXPECT_EQ(slow.why_not(), "it was not ready within 1 s");
+  EXPECT_GE(waited, 1);
+  EXPECT_LT(waited, 2.5);
+  ForkServer gone({"/bin/true"}, {}, none, 0, 60);
+  EXPECT_FALSE(gone.ok());
+  EXPECT_EQ(gone.why_not(), "it exited before it was ready");
 }
 
 TEST(Placement, PhaseBudgetsScaleWithDeviceSizeAndOverride) {
@@ -249,23 +268,28 @@ TEST(Stopped, HoldsAProcessStillAndLetsItGo) {
 // CPU, one that slept shows little; a process that is not there has no threads.
 TEST(ThreadTimes, SayWhatEachThreadOfAProcessDid) {
   std::atomic<pid_t> spinner{0};
-  std::atomic<bool> stop{false};
+  std::atomic<bool> spun{false}, stop{false};
   std::thread spin([&] {
     spinner = static_cast<pid_t>(gettid());
-    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(60);
-    while (std::chrono::steady_clock::now() < until) {
-    }
+    // 60 ms of this thread's own CPU time: a spin timed by the wall clock gets less of the
+    // CPU where the box is busy (36 ms of 60 under a loaded ctest -j2).
+    timespec cpu{};
+    do clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+    while (cpu.tv_sec == 0 && cpu.tv_nsec < 60'000'000);
+    spun = true;
     while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   });
-  std::thread sleeper([&] { std::this_thread::sleep_for(std::chrono::milliseconds(80)); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(70));
+  std::thread sleeper([&] {
+    while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  while (!spun) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   std::map<pid_t, ThreadTimes> t = thread_times(getpid());
   stop = true;
   spin.join();
   sleeper.join();
   ASSERT_TRUE(t.count(getpid()));  // the main thread's id is the process's
   ASSERT_TRUE(t.count(spinner.load()));
-  EXPECT_GE(t[spinner].run_ns, 40'000'000);  // 60 ms spun, less what a busy box kept from it
+  EXPECT_GE(t[spinner].run_ns, 60'000'000);  // schedstat counts what the thread clock does
   EXPECT_GE(t.size(), 3u);
   EXPECT_TRUE(thread_times(0).empty());
 }
