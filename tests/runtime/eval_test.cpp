@@ -74,7 +74,8 @@ TEST_P(CpuCandidate, IsCorrectOverItsTrialsAndTimed) {
 
 INSTANTIATE_TEST_SUITE_P(Collectives, CpuCandidate,
                          ::testing::Values("coll_allreduce", "coll_allgather", "coll_broadcast", "coll_reduce",
-                                           "coll_scatter", "coll_gather", "coll_reducescatter", "coll_alltoall"));
+                                           "coll_scatter", "coll_gather", "coll_reducescatter", "coll_alltoall"),
+                         [](const auto& info) { return std::string(info.param); });
 
 // Ranks forked from pkb's fork server (the default) and ranks each exec'd afresh
 // (--exec-ranks) get the same verdict, and the record says which it was.
@@ -137,7 +138,8 @@ TEST_P(PyCpuCandidate, IsCorrectAndTimed) {
 
 INSTANTIATE_TEST_SUITE_P(Collectives, PyCpuCandidate,
                          ::testing::Values("coll_allreduce", "coll_allgather", "coll_broadcast", "coll_reduce",
-                                           "coll_scatter", "coll_gather", "coll_reducescatter", "coll_alltoall"));
+                                           "coll_scatter", "coll_gather", "coll_reducescatter", "coll_alltoall"),
+                         [](const auto& info) { return std::string(info.param); });
 
 // One problem of each other family (solutions_triton/cpu/*.py): a halo exchange, a pipeline
 // hand-off, all-gathers, a reduce-scatter, remote gathers for an uneven all-to-all, a scalar
@@ -146,7 +148,8 @@ INSTANTIATE_TEST_SUITE_P(Collectives, PyCpuCandidate,
 INSTANTIATE_TEST_SUITE_P(Families, PyCpuCandidate,
                          ::testing::Values("cp_hyena_conv1d_halo", "pp_ring_attention_pp", "dp_siglip_contrastive_loss",
                                            "fsdp_step_e2e", "gnn_feature_exchange_all2all",
-                                           "sci_kalman_filter_optimizer", "misc_sample_sort"));
+                                           "sci_kalman_filter_optimizer", "misc_sample_sort"),
+                         [](const auto& info) { return std::string(info.param); });
 
 // tests/candidates/expected.tsv: file, problem, verdict.
 std::vector<std::tuple<std::string, std::string, std::string>> gallery(const std::string& kind) {
