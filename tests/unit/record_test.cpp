@@ -24,6 +24,7 @@ json full_record() {
     "run": {"world": 4, "device": "cuda", "gpu": "NVIDIA H200", "gpus": 4, "ranks_per_gpu": 1, "comm": "nccl",
             "hardware_profile": "h200_8", "size": "default", "dtype": "bf16", "seed": "42", "trials": 100,
             "warmup": 500, "iters": 100, "cache": "cold", "sandbox": true, "mps": true, "leftovers_ended": 0,
+            "ranks_started": "exec", "fork_server_failed": "the fork server did not serve: it was not ready within 60 s",
             "trials_run": 100, "cpus": {"pinned": true, "timing": [15], "partner": [14]},
             "budgets_s": {"warmup": 1, "timing": 10, "trials": 60}, "settings": {"iters": 100},
             "memory_plan": {"per_device_bytes": 1},
@@ -72,6 +73,7 @@ TEST(Record, ReadBackAndWrittenAgainItSaysTheSame) {
   EXPECT_EQ(r.verdict, Verdict::correct);
   EXPECT_EQ(r.run.world, 4);
   EXPECT_EQ(r.run.seed, "42");
+  EXPECT_EQ(r.run.fork_server_failed, "the fork server did not serve: it was not ready within 60 s");
   ASSERT_TRUE(r.run.counts);
   EXPECT_EQ(r.run.counts->baseline, 50);
   ASSERT_TRUE(r.timing && r.timing->rounds);
