@@ -141,7 +141,7 @@ TEST(ForkServer, ThatNeverServesSaysWhyWithinItsDeadline) {
   EXPECT_FALSE(slow.ok());
   EXPECT_EQ(slow.why_not(), "it was not ready within 1 s");
   EXPECT_GE(waited, 1);
-  EXPECT_LT(waited, 2.5);
+  EXPECT_LT(waited, 10);  // its deadline, not the default minute (loose: a loaded box)
   ForkServer gone({"/bin/true"}, {}, none, 0, 60);
   EXPECT_FALSE(gone.ok());
   EXPECT_EQ(gone.why_not(), "it exited before it was ready");
