@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/prompting.hpp"
+#include "eval/compare_dirs.hpp"
 #include "eval/verdict.hpp"
 #include "run/rank_library.hpp"
 #include "spec/dtype.hpp"

@@ -1,6 +1,7 @@
 #include "worker/entry.hpp"
 
 #include "device/probe.hpp"
+#include "eval/compare_dirs.hpp"
 #include "ref/registry.hpp"
 #include "worker/worker.hpp"
 

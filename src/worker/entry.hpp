@@ -9,7 +9,11 @@
 #include <string>
 #include <utility>
 
-#include "eval/compare_dirs.hpp"
+// Named, not included: the binary's side reads this header (run/rank_library.hpp) and only
+// pkb compare, which includes eval/compare_dirs.hpp, needs the report's fields.
+namespace pkb::eval {
+struct DirReport;
+}
 
 namespace pkb::worker {
 
