@@ -237,7 +237,9 @@ run::RankSettings rank_settings(const Globals& g, const RunOptions& o) {
 
 launch::GroupReport run_ranks(Globals& g, const launch::Placement& p, const RunOptions& o, const rank::Job& job,
                               const spec::ProblemSpec* spec, const std::string& label, bool judged) {
-  return run::run_ranks(p, rank_settings(g, o), job, spec, label, judged);
+  launch::GroupReport r = run::run_ranks(p, rank_settings(g, o), job, spec, label, judged);
+  if (!r.fork_server_failed.empty()) warn(r.fork_server_failed + "; each rank was exec'd instead");
+  return r;
 }
 
 int exit_for(const launch::GroupReport& r) { return run::exit_for(r); }

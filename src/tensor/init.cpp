@@ -43,29 +43,31 @@ namespace {
 // making. Here the generator gives one 64-bit key and each element is a counter-based hash
 // (splitmix64) of the key and its index, mapped onto [lo, hi) by a multiply-shift: the same
 // seed gives the same values, in parallel and several times faster. Empty where the dtype is
-// not one it writes (the caller then draws with ATen).
+// not one it writes or cannot hold the range (the caller then draws with ATen).
 at::Tensor randint_on_cpu(int64_t lo, int64_t hi, const std::vector<int64_t>& shape, at::Generator& gen,
                           at::ScalarType type) {
   static const std::set<at::ScalarType> kWritten = {at::kByte,  at::kChar,   at::kShort,    at::kInt, at::kLong,
                                                     at::kFloat, at::kDouble, at::kBFloat16, at::kHalf};
   if (!kWritten.count(type) || hi <= lo) return {};
-  uint64_t key;
-  {
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    key = at::check_generator<at::CPUGeneratorImpl>(gen)->random64();
-  }
-  at::Tensor x = at::empty(shape, at::TensorOptions().dtype(type));
   const uint64_t range = static_cast<uint64_t>(hi - lo);
-  const int64_t n = x.numel();
-  bool fits = true;
+  at::Tensor x;
   AT_DISPATCH_ALL_TYPES_AND2(at::kBFloat16, at::kHalf, type, "randint_on_cpu", [&] {
-    // A range the dtype cannot hold exactly is left to ATen, which says so.
+    // A range the dtype cannot hold exactly is left to ATen, which says so: nothing drawn
+    // or allocated here first.
     using limits = std::numeric_limits<scalar_t>;
+    bool fits;
     if constexpr (limits::is_integer)
       fits = lo >= static_cast<int64_t>(limits::lowest()) && hi - 1 <= static_cast<int64_t>(limits::max());
     else
       fits = std::max(-lo, hi - 1) <= (int64_t{1} << limits::digits);
     if (!fits) return;
+    uint64_t key;
+    {
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      key = at::check_generator<at::CPUGeneratorImpl>(gen)->random64();
+    }
+    x = at::empty(shape, at::TensorOptions().dtype(type));
+    const int64_t n = x.numel();
     scalar_t* out = x.data_ptr<scalar_t>();
     at::parallel_for(0, n, int64_t{1} << 16, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
@@ -78,7 +80,7 @@ at::Tensor randint_on_cpu(int64_t lo, int64_t hi, const std::vector<int64_t>& sh
       }
     });
   });
-  return fits ? x : at::Tensor();
+  return x;
 }
 
 }  // namespace

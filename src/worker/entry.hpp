@@ -18,7 +18,7 @@ struct DirReport;
 namespace pkb::worker {
 
 // Raised with any change to RankEntry: a library from another build is refused by name.
-constexpr int kRankEntryAbi = 1;
+constexpr int kRankEntryAbi = 2;
 
 struct RankEntry {
   int abi;
