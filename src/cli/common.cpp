@@ -49,7 +49,7 @@ const spec::Registry& Globals::registry() {
         throw UsageError(e.what());
       }
     }
-    auto compiled = run::reference_slugs_in(run::rank_library_path());
+    auto compiled = run::compiled_reference_slugs();
     slugs.insert(slugs.end(), compiled.begin(), compiled.end());
     std::vector<std::string> dirs = {root + "/problems"};
     dirs.insert(dirs.end(), problem_dirs.begin(), problem_dirs.end());

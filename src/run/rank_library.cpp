@@ -10,20 +10,25 @@
 
 namespace pkb::run {
 
+namespace {
+
+const char kRebuild[] = "; rebuild pkb (scripts/build.sh), which puts it beside the binary";
+
 std::string rank_library_path() {
   return (std::filesystem::path(launch::self_exe()).parent_path() / "libpkb_rank.so").string();
 }
 
+}  // namespace
+
 const worker::RankEntry& rank_library() {
   static const worker::RankEntry* entry = [] {
     std::string path = rank_library_path();
-    const std::string fix = "; rebuild pkb (scripts/build.sh), which puts it beside the binary";
     void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    if (!lib) throw io::InputError("cannot load the rank library " + path + ": " + dlerror() + fix);
+    if (!lib) throw io::InputError("cannot load the rank library " + path + ": " + dlerror() + kRebuild);
     auto get = reinterpret_cast<const worker::RankEntry* (*)()>(dlsym(lib, "pkb_rank_entry"));
     const worker::RankEntry* e = get ? get() : nullptr;
     if (!e || e->abi != worker::kRankEntryAbi)
-      throw io::InputError("the rank library " + path + " comes from another build of pkb" + fix);
+      throw io::InputError("the rank library " + path + " comes from another build of pkb" + kRebuild);
     return e;
   }();
   return *entry;
@@ -34,6 +39,12 @@ std::vector<std::string> reference_slugs_in(const std::string& library) {
   if (slugs.empty())
     throw io::InputError(library + ": holds no pkb reference (no PKB_REFERENCE of include/pkb/reference.hpp)");
   return slugs;
+}
+
+std::vector<std::string> compiled_reference_slugs() {
+  std::string path = rank_library_path();
+  if (!std::filesystem::exists(path)) throw io::InputError("the rank library " + path + " is missing" + kRebuild);
+  return reference_slugs_in(path);
 }
 
 }  // namespace pkb::run

@@ -258,6 +258,21 @@ TEST(Cli, TheParentLoadsNoLibtorch) {
   EXPECT_EQ(gallery, (std::vector<std::string>{"test_empty", "test_roofline_lie"}));  // its references.cpp
 }
 
+// A pkb binary without its rank library beside it: one line naming the fix, exit 2, for a
+// command and for a rank mode alike.
+TEST(Cli, ABinaryWithoutItsRankLibrarySaysRebuild) {
+  std::string dir = temp_dir("nolib");
+  std::filesystem::copy_file(PKB_BIN, dir + "/pkb");
+  auto list = pkb::launch::run_process({dir + "/pkb", "list"}, 60);
+  EXPECT_EQ(list.exit_code, 2);
+  EXPECT_EQ(list.err, "pkb: error: the rank library " + dir + "/libpkb_rank.so is missing; rebuild pkb "
+                      "(scripts/build.sh), which puts it beside the binary\n");
+  auto worker = pkb::launch::run_process({dir + "/pkb", "__worker"}, 60);
+  EXPECT_EQ(worker.exit_code, 2);
+  EXPECT_TRUE(contains(worker.err, "cannot load the rank library " + dir + "/libpkb_rank.so")) << worker.err;
+  EXPECT_TRUE(contains(worker.err, "rebuild pkb (scripts/build.sh)")) << worker.err;
+}
+
 // A --reference-lib that is not a library of references: one line naming what it is.
 TEST(Cli, AReferenceLibraryThatIsNotOneIsOneLine) {
   std::string dir = temp_dir("notalib"), text = dir + "/refs.so";
