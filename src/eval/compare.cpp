@@ -46,7 +46,8 @@ std::string first_bad(Mismatch& m, const at::Tensor& bad, const at::Tensor& got,
 
 }  // namespace
 
-Mismatch compare(const at::Tensor& got, const at::Tensor& want, double atol, double rtol, int64_t allowed) {
+Mismatch compare(const at::Tensor& got, const at::Tensor& want, double atol, double rtol, int64_t allowed,
+                 bool explain) {
   Mismatch m;
   if (got.scalar_type() != want.scalar_type()) {
     m.ok = false;
@@ -67,30 +68,32 @@ Mismatch compare(const at::Tensor& got, const at::Tensor& want, double atol, dou
   // Bitwise-equal outputs (the common case for exact problems) need no arithmetic; NaN is
   // never equal to itself, so outputs holding NaN take the long way.
   if (g.equal(w)) return m;
-  at::Tensor bad;
+  at::Tensor bad, gw, ww;
   if (exact) {
     bad = g.ne(w);
   } else {
     // fp32 holds every fp16/bf16/fp8 value exactly; 64-bit types compare in fp64.
     at::ScalarType wide = (g.scalar_type() == at::kDouble || g.scalar_type() == at::kComplexDouble) ? at::kDouble : at::kFloat;
-    at::Tensor gw = (g.is_complex() ? at::view_as_real(g) : g).to(wide);
-    at::Tensor ww = (w.is_complex() ? at::view_as_real(w) : w).to(wide);
+    gw = (g.is_complex() ? at::view_as_real(g) : g).to(wide);
+    ww = (w.is_complex() ? at::view_as_real(w) : w).to(wide);
     // |got - want| <= atol + rtol * |want|; infinities must match; NaN passes only on NaN.
     bad = at::isclose(gw, ww, rtol, atol, /*equal_nan=*/true).logical_not();
     if (g.is_complex()) bad = bad.any(-1);
-    if (bad.any().item<bool>()) {
-      at::Tensor finite = ww.isfinite() & gw.isfinite();
-      at::Tensor diff = at::where(finite, (gw - ww).abs().to(at::kDouble), at::zeros({}, gw.options().dtype(at::kDouble)));
-      m.max_abs = diff.max().item<double>();
-      at::Tensor denom = ww.abs().to(at::kDouble);
-      m.max_rel = at::where(finite & ww.ne(0), diff / denom, at::zeros_like(diff)).max().item<double>();
-      if ((gw.isnan() & ww.isnan().logical_not()).any().item<bool>()) m.reason = "nan";
-    }
   }
   m.bad = bad.sum().item<int64_t>();
-  if (m.bad == 0 || (m.bad <= allowed && m.reason.empty())) return m;
+  if (m.bad == 0) return m;
+  if (!exact && (gw.isnan() & ww.isnan().logical_not()).any().item<bool>()) m.reason = "nan";
+  if (m.bad <= allowed && m.reason.empty()) return m;
   m.ok = false;
   if (m.reason.empty()) m.reason = "values";
+  if (!explain) return m;
+  if (!exact) {
+    at::Tensor finite = ww.isfinite() & gw.isfinite();
+    at::Tensor diff = at::where(finite, (gw - ww).abs().to(at::kDouble), at::zeros({}, gw.options().dtype(at::kDouble)));
+    m.max_abs = diff.max().item<double>();
+    at::Tensor denom = ww.abs().to(at::kDouble);
+    m.max_rel = at::where(finite & ww.ne(0), diff / denom, at::zeros_like(diff)).max().item<double>();
+  }
   std::ostringstream os;
   os << m.bad << " of " << got.numel() << " elements differ";
   if (allowed > 0) os << " (" << allowed << " may)";
@@ -122,15 +125,16 @@ void poison(const at::Tensor& t, bool flip) {
   }
 }
 
-Mismatch compare_output(const spec::TensorSpec& o, const at::Tensor& got, const at::Tensor& want) {
+Mismatch compare_output(const spec::TensorSpec& o, const at::Tensor& got, const at::Tensor& want, bool explain) {
   spec::DType d = tensor::from_aten(want.scalar_type());
   auto allowed = static_cast<int64_t>(o.mismatch * static_cast<double>(want.numel()));
-  return compare(got, want, o.atol.value_or(spec::default_atol(d)), o.rtol.value_or(spec::default_rtol(d)), allowed);
+  return compare(got, want, o.atol.value_or(spec::default_atol(d)), o.rtol.value_or(spec::default_rtol(d)), allowed,
+                 explain);
 }
 
 Mismatch compare_output(const spec::TensorSpec& o, size_t i, const std::vector<at::Tensor>& got,
-                        const std::vector<at::Tensor>& want, const TieJudge& ties) {
-  Mismatch m = compare_output(o, got.at(i), want.at(i));
+                        const std::vector<at::Tensor>& want, const TieJudge& ties, bool explain) {
+  Mismatch m = compare_output(o, got.at(i), want.at(i), explain);
   if (m.ok || o.ties.empty() || m.reason != "values") return m;
   at::Tensor invalid = ties.reference.check(ties.ctx, i, ties.inputs, got, want);
   if (!invalid.defined())
@@ -145,6 +149,7 @@ Mismatch compare_output(const spec::TensorSpec& o, size_t i, const std::vector<a
   if (t.bad == 0) return t;
   t.ok = false;
   t.reason = "values";
+  if (!explain) return t;
   t.detail = std::to_string(t.bad) + " of " + std::to_string(got[i].numel()) +
              " elements are not among the valid choices (ties: " + o.ties + "); " +
              first_bad(t, invalid.to(got[i].device()), got[i], want[i]) + " (the reference's choice)";

@@ -28,11 +28,15 @@ struct Mismatch {
 };
 
 // Up to `allowed` elements may lie outside atol/rtol (still counted in `bad`); a NaN
-// where the reference has a number never passes.
-Mismatch compare(const at::Tensor& got, const at::Tensor& want, double atol, double rtol, int64_t allowed = 0);
+// where the reference has a number never passes. With `explain` false a mismatch carries
+// only ok, reason and bad, not the errors and first index that `detail` spells out: for
+// asking again and again whether an output has become right.
+Mismatch compare(const at::Tensor& got, const at::Tensor& want, double atol, double rtol, int64_t allowed = 0,
+                 bool explain = true);
 // The same within the output's tolerances (the spec's, else its dtype's defaults) and its
 // mismatch allowance.
-Mismatch compare_output(const spec::TensorSpec& output, const at::Tensor& got, const at::Tensor& want);
+Mismatch compare_output(const spec::TensorSpec& output, const at::Tensor& got, const at::Tensor& want,
+                        bool explain = true);
 
 // What judging a `ties` output takes (spec: ties): the reference, whose check() decides, the
 // Ctx of this rank, and every rank's inputs of the call.
@@ -48,7 +52,7 @@ struct TieJudge {
 // answer that breaks ties another way passes; `bad` then counts the invalid choices only).
 // Throws std::runtime_error when the reference has no check or its answer does not fit.
 Mismatch compare_output(const spec::TensorSpec& output, size_t i, const std::vector<at::Tensor>& got,
-                        const std::vector<at::Tensor>& want, const TieJudge& ties);
+                        const std::vector<at::Tensor>& want, const TieJudge& ties, bool explain = true);
 
 // Fills an output before a candidate call: NaN for floating types; for integers and bool a
 // value that alternates with `flip` between the type's extremes, so an element left

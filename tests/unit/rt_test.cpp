@@ -74,6 +74,31 @@ TEST(Compare, NanDtypeShapeAndComplexParts) {
   EXPECT_FALSE(eval::compare(at::tensor({1, 2}, at::kInt), at::tensor({1, 3}, at::kInt), 0, 0).ok);
 }
 
+// Asked only whether an output is right (the judges' wait for late work asks again and
+// again): the same verdict, reason and count as the full comparison, without the diagnosis.
+TEST(Compare, AVerdictWithoutExplanationAgreesAndSkipsTheDiagnosis) {
+  at::Tensor want = at::arange(12, at::kFloat).reshape({3, 4});
+  at::Tensor got = want.clone();
+  got[2][1] = 100;
+  got[0][3] = NAN;
+  for (double atol : {0.1, 1000.0}) {
+    eval::Mismatch full = eval::compare(got, want, atol, 0), bare = eval::compare(got, want, atol, 0, 0, false);
+    EXPECT_EQ(bare.ok, full.ok);
+    EXPECT_EQ(bare.reason, full.reason);  // nan, whatever atol: a NaN never passes
+    EXPECT_EQ(bare.bad, full.bad);
+    EXPECT_FALSE(full.detail.empty());
+    EXPECT_TRUE(bare.detail.empty());
+    EXPECT_TRUE(bare.first_index.empty());
+    EXPECT_EQ(bare.max_abs, 0);
+  }
+  EXPECT_TRUE(eval::compare(want.clone(), want, 0, 0, 0, false).ok);
+  at::Tensor off = want.clone();
+  off[1][1] = 50;
+  EXPECT_TRUE(eval::compare(off, want, 0, 0, 1, false).ok);  // within the allowance
+  EXPECT_EQ(eval::compare(off, want, 0, 0, 0, false).reason, "values");
+  EXPECT_FALSE(eval::compare(at::tensor({1, 2}, at::kInt), at::tensor({1, 3}, at::kInt), 0, 0, 0, false).ok);
+}
+
 TEST(Compare, AMismatchAllowanceCountsElementsAndNeverPassesNan) {
   at::Tensor want = at::zeros({1000});
   at::Tensor got = want.clone();
