@@ -3,10 +3,10 @@
 # PKB_TARGETS (optional) names the targets to build, else everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-py=()
-if [ -n "${PKB_PYTHON:-}" ]; then py=(-DPKB_PYTHON="$PKB_PYTHON")
-elif [ ! -x .venv/bin/python3 ]; then py=(-DPKB_PYTHON="$(command -v python3)"); fi
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${py[@]}" "$@" >/dev/null
+py=()  # else cmake/PkbTorch.cmake's default: .venv, then python3
+if [ -n "${PKB_PYTHON:-}" ]; then py=(-DPKB_PYTHON="$PKB_PYTHON"); fi
+# All of pkb unless the arguments say -DPKB_TORCH_FREE_ONLY=ON (scripts/setup.sh's first step).
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPKB_TORCH_FREE_ONLY=OFF "${py[@]}" "$@" >/dev/null
 targets=()
 [ -n "${PKB_TARGETS:-}" ] && targets=(--target $PKB_TARGETS)
 cmake --build build -j "$(nproc)" "${targets[@]}"
