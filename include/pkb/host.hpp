@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <chrono>
 #include <thread>
 
 namespace pkb {
@@ -13,20 +14,36 @@ namespace host {
 
 inline int slot(int channel, int src, int world) { return channel * world + src; }
 
+// A wait's next turn: spin, then yield, then sleep. The CPU device's ranks are processes
+// that may outnumber the cores, and a waiter that never sleeps takes turns from the peer it
+// waits for.
+class Backoff {
+ public:
+  void wait() {
+    if (++n_ < 64) return;
+    if (n_ < 256) {
+      std::this_thread::yield();
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+
+ private:
+  int n_ = 0;
+};
+
 inline void put_signal(uint32_t* pad, int slot) {
   uint32_t expected = 0;
-  while (!__atomic_compare_exchange_n(&pad[slot], &expected, 1u, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+  for (Backoff b; !__atomic_compare_exchange_n(&pad[slot], &expected, 1u, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+       b.wait())
     expected = 0;
-    std::this_thread::yield();
-  }
 }
 
 inline void wait_signal(uint32_t* pad, int slot) {
   uint32_t expected = 1;
-  while (!__atomic_compare_exchange_n(&pad[slot], &expected, 0u, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+  for (Backoff b; !__atomic_compare_exchange_n(&pad[slot], &expected, 0u, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+       b.wait())
     expected = 1;
-    std::this_thread::yield();
-  }
 }
 
 // Every rank's writes before the barrier are visible to every rank after it.
