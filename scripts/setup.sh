@@ -10,7 +10,7 @@ if ! scripts/install-deps.sh --check-torch; then
   scripts/install-deps.sh --torch &
   wheel=$!
   trap 'kill $wheel 2>/dev/null || true' EXIT
-  PKB_TARGETS=pkb_cli scripts/build.sh -DPKB_TORCH_FREE_ONLY=ON
+  PKB_TARGETS= scripts/build.sh -DPKB_TORCH_FREE_ONLY=ON  # everything there is in that configuration
   wait "$wheel"
   trap - EXIT
 fi
