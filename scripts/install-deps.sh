@@ -3,9 +3,6 @@
 # libtorch (the torch 2.11.0 wheel from PyPI, in .venv) unless a python3 with torch is
 # there already. Safe to run again: it only installs what is absent. The wheel downloads
 # while apt installs (both wait on the network, not on each other).
-#   --system        the Debian packages only
-#   --torch         the wheel only (python3-venv first where it is missing)
-#   --check-torch   installs nothing; exit 0 when a torch 2.11 is there, 1 when it is not
 #   PKB_PYTHON=/path/to/python3   use this interpreter's torch instead of .venv
 #   PKB_DEPS_EXTRA="pkg ..."      more Debian packages (the tests add some)
 set -euo pipefail
@@ -23,25 +20,19 @@ apt_install() {
 }
 
 has_torch() { "$1" -c 'import torch, sys; sys.exit(0 if torch.__version__.startswith("2.11") else 1)' 2>/dev/null; }
-what=${1:-all}
-case "$what" in all | --system | --torch | --check-torch) ;; *) echo "pkb: install-deps.sh takes --system, --torch or --check-torch, not '$what'" >&2; exit 2 ;; esac
 want_venv=0
-if [ "$what" = --system ]; then
-  :
-elif [ -n "${PKB_PYTHON:-}" ]; then
+if [ -n "${PKB_PYTHON:-}" ]; then
   has_torch "$PKB_PYTHON" || { echo "pkb: PKB_PYTHON=$PKB_PYTHON has no torch 2.11" >&2; exit 1; }
 elif [ -x .venv/bin/python3 ] && has_torch .venv/bin/python3; then
   :
 elif command -v python3 >/dev/null && has_torch python3; then
-  [ "$what" = --check-torch ] || echo "pkb: using $(command -v python3)'s torch"
+  echo "pkb: using $(command -v python3)'s torch"
 else
   want_venv=1
 fi
-[ "$what" = --check-torch ] && exit "$want_venv"
 
 need=(build-essential cmake pkg-config python3-venv libcli11-dev libtomlplusplus-dev nlohmann-json3-dev
       libspdlog-dev libgtest-dev libcurl4-openssl-dev ccache ninja-build ${PKB_DEPS_EXTRA:-})
-[ "$what" = --torch ] && need=(python3-venv)
 mapfile -t missing < <(missing_of "${need[@]}")
 ((${#missing[@]})) && $sudo apt-get update -qq
 

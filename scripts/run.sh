@@ -4,7 +4,8 @@
 # there is one, else the CPU device with 4 ranks). Extra arguments go to pkb eval.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PKB_TARGETS=pkb scripts/setup.sh  # the tests are built by scripts/test.sh
+scripts/install-deps.sh
+PKB_TARGETS=pkb scripts/build.sh  # the tests are built by scripts/test.sh
 if ./build/pkb doctor --json | grep -q '"index"'; then
   exec ./build/pkb eval --problem coll_allreduce --solution solutions_cuda/coll_allreduce.cu "$@"
 else

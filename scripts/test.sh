@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # The report test renders HTML in headless Chromium; the Slurm test runs a one-node cluster.
 export PKB_DEPS_EXTRA="${PKB_DEPS_EXTRA:-} chromium slurmctld slurmd slurm-client munge"
-scripts/setup.sh -DPKB_BUILD_TESTS=ON
+scripts/install-deps.sh
+scripts/build.sh -DPKB_BUILD_TESTS=ON
 # A first run has no record of how long each test takes, and would start them in the order
 # declared, the longest among the last; tests/ctest_costs.txt (bench/ctest_times.py) stands
 # in for that record, so the longest start first. ctest keeps its own from then on.
