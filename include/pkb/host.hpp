@@ -16,12 +16,12 @@ inline int slot(int channel, int src, int world) { return channel * world + src;
 
 // A wait's next turn: spin, then yield, then sleep. The CPU device's ranks are processes
 // that may outnumber the cores, and a waiter that never sleeps takes turns from the peer it
-// waits for.
+// waits for. pkb's shared-memory communicator waits the same way (src/comm/shm_comm.cpp).
 class Backoff {
  public:
   void wait() {
-    if (++n_ < 64) return;
-    if (n_ < 256) {
+    if (++n_ < 200) return;
+    if (n_ < 400) {
       std::this_thread::yield();
       return;
     }

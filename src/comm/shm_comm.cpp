@@ -7,9 +7,7 @@
 // tensor's device, over the ranks in order, so every rank computes the same sums. gloo
 // moves the same data over loopback TCP: seconds a call at the large presets on one H200.
 #include <ATen/ATen.h>
-#include <sched.h>
 #include <sys/mman.h>
-#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -17,6 +15,7 @@
 #include <stdexcept>
 
 #include "comm/comms.hpp"
+#include "pkb/host.hpp"
 #include "launch/placement.hpp"
 
 namespace pkb::comm {
@@ -46,22 +45,9 @@ struct Region {
 constexpr size_t kSlotOffset = (sizeof(Region) + 4095) & ~size_t{4095};  // the slot follows, page-aligned
 constexpr size_t kRegionBytes = kSlotOffset + kSlotBytes;
 
-// Spins, then yields, then sleeps: a peer may be a process sharing this core.
-class Backoff {
- public:
-  void wait() {
-    if (++n_ < 200) return;
-    if (n_ < 400) {
-      sched_yield();
-      return;
-    }
-    timespec ts{0, 20000};
-    nanosleep(&ts, nullptr);
-  }
-
- private:
-  int n_ = 0;
-};
+// Spins, then yields, then sleeps: a peer may be a process sharing this core (the CPU
+// candidates' own waits, include/pkb/host.hpp).
+using host::Backoff;
 
 // The regions of one run, shared by the world communicator and its splits.
 struct Shared {

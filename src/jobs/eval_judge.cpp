@@ -237,7 +237,8 @@ class JudgeProblem {
     // after waits that double from 20 ms, with a yes or no each time (not the whole diagnosis),
     // the judges' wait costs the machine little while other work runs on it.
     auto t0 = Clock::now();
-    for (int wait_ms = 20; compare_outputs(later, want, ph, trial, false, false); wait_ms = std::min(2 * wait_ms, 320)) {
+    auto still_wrong = [&] { return compare_outputs(later, want, ph, trial, /*count_tolerated=*/false, /*explain=*/false); };
+    for (int wait_ms = 20; still_wrong(); wait_ms = std::min(2 * wait_ms, 320)) {
       if (ms_since(t0) > kLateWorkWaitMs) return f;
       std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
     }
