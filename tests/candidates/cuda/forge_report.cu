@@ -2,8 +2,9 @@
 // Expected verdict: integrity_violation
 //
 // What is wrong: it computes honestly (the example candidate, included below) and rewrites
-// the report its rank sends to pkb. pkb_init finds pkb's own import of sendmsg (the pkb
-// executable's GOT entry, through dl_iterate_phdr and the dynamic section), makes the page
+// the report its rank sends to pkb. pkb_init finds every import of sendmsg in its process
+// (each loaded object's GOT entries, through dl_iterate_phdr and the dynamic section:
+// wherever pkb keeps a rank's code, its executable or its rank library), makes each page
 // writable and points it at a wrapper; the wrapper halves every timed call's time in the
 // rank's result before it leaves the process, and tells pkb the frame went out as written.
 // Nothing a candidate rank reports about time counts any more: its judge timed the calls
@@ -65,10 +66,8 @@ ssize_t forged_sendmsg(int fd, const struct msghdr* msg, int flags) {
   return real_sendmsg(fd, msg, flags);
 }
 
-// Points the main program's relocation slots for sendmsg at the wrapper.
-int patch_main_program(struct dl_phdr_info* info, size_t, void* done) {
-  if (*static_cast<int*>(done)) return 0;
-  *static_cast<int*>(done) = 1;  // the first object is the executable
+// Points one loaded object's relocation slots for sendmsg at the wrapper.
+int patch_object(struct dl_phdr_info* info, size_t, void*) {
   const ElfW(Dyn)* dyn = nullptr;
   for (int i = 0; i < info->dlpi_phnum; ++i)
     if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
@@ -97,7 +96,7 @@ int patch_main_program(struct dl_phdr_info* info, size_t, void* done) {
       if (strcmp(name, "sendmsg") != 0) continue;
       void** slot = reinterpret_cast<void**>(info->dlpi_addr + r[k].r_offset);
       uintptr_t start = reinterpret_cast<uintptr_t>(slot) & ~static_cast<uintptr_t>(page - 1);
-      mprotect(reinterpret_cast<void*>(start), page, PROT_READ | PROT_WRITE);
+      if (mprotect(reinterpret_cast<void*>(start), page, PROT_READ | PROT_WRITE) != 0) continue;
       *slot = reinterpret_cast<void*>(&forged_sendmsg);
     }
   };
@@ -112,7 +111,6 @@ PKB_EXPORT int pkb_init(pkb_ctx* ctx, const pkb_tensor* in, int n_in, const pkb_
   int rc = honest_pkb_init(ctx, in, n_in, out, n_out);
   if (rc != 0) return rc;
   real_sendmsg = reinterpret_cast<SendmsgFn>(dlsym(RTLD_DEFAULT, "sendmsg"));
-  int done = 0;
-  if (real_sendmsg) dl_iterate_phdr(patch_main_program, &done);
+  if (real_sendmsg) dl_iterate_phdr(patch_object, nullptr);
   return 0;
 }
