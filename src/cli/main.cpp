@@ -18,10 +18,10 @@
 
 int main(int argc, char** argv) {
   using namespace pkb::cli;
-  // The hidden modes run torch, so they go through the rank library (worker/entry.hpp).
+  // The hidden modes run torch, so they go through the rank library (ranklib/entry.hpp).
   const char* mode = argc >= 2 ? argv[1] : "";
   if (!std::strcmp(mode, "__worker") || !std::strcmp(mode, "__fork_server") || !std::strcmp(mode, "__probe")) {
-    const pkb::worker::RankEntry* rank = nullptr;
+    const pkb::ranklib::RankEntry* rank = nullptr;
     try {
       rank = &pkb::run::rank_library();
     } catch (const pkb::io::InputError& e) {

@@ -20,14 +20,14 @@ std::string rank_library_path() {
 
 }  // namespace
 
-const worker::RankEntry& rank_library() {
-  static const worker::RankEntry* entry = [] {
+const ranklib::RankEntry& rank_library() {
+  static const ranklib::RankEntry* entry = [] {
     std::string path = rank_library_path();
     void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
     if (!lib) throw io::InputError("cannot load the rank library " + path + ": " + dlerror() + kRebuild);
-    auto get = reinterpret_cast<const worker::RankEntry* (*)()>(dlsym(lib, "pkb_rank_entry"));
-    const worker::RankEntry* e = get ? get() : nullptr;
-    if (!e || e->abi != worker::kRankEntryAbi)
+    auto get = reinterpret_cast<const ranklib::RankEntry* (*)()>(dlsym(lib, "pkb_rank_entry"));
+    const ranklib::RankEntry* e = get ? get() : nullptr;
+    if (!e || e->abi != ranklib::kRankEntryAbi)
       throw io::InputError("the rank library " + path + " comes from another build of pkb" + kRebuild);
     return e;
   }();

@@ -1,4 +1,4 @@
-// The rank library (libpkb_rank.so, beside the pkb binary; worker/entry.hpp) from the
+// The rank library (libpkb_rank.so, beside the pkb binary; ranklib/entry.hpp) from the
 // parent's side: where it is, which references it holds, and, in the processes that run
 // torch, its entry points.
 #pragma once
@@ -6,14 +6,14 @@
 #include <string>
 #include <vector>
 
-#include "worker/entry.hpp"
+#include "ranklib/entry.hpp"
 
 namespace pkb::run {
 
 // Loaded on first use, RTLD_GLOBAL: reference libraries, candidates built against libtorch
 // and the Python plugin resolve pkb's functions against it. Throws io::InputError naming
 // the fix when it is missing, does not load, or comes from another build.
-const worker::RankEntry& rank_library();
+const ranklib::RankEntry& rank_library();
 
 // The slugs of the references a shared object holds, read from its file's `pkb_references`
 // section (PKB_REFERENCE, include/pkb/reference.hpp) without loading it. Throws

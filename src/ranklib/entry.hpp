@@ -15,7 +15,7 @@ namespace pkb::eval {
 struct DirReport;
 }
 
-namespace pkb::worker {
+namespace pkb::ranklib {
 
 // Raised with any change to RankEntry: a library from another build is refused by name.
 constexpr int kRankEntryAbi = 2;
@@ -30,7 +30,7 @@ struct RankEntry {
   void (*load_reference_library)(const std::string& path);  // --reference-lib; throws, naming it
 };
 
-}  // namespace pkb::worker
+}  // namespace pkb::ranklib
 
 // The library's one entry point, found by name.
-extern "C" const pkb::worker::RankEntry* pkb_rank_entry();
+extern "C" const pkb::ranklib::RankEntry* pkb_rank_entry();
