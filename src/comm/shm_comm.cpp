@@ -15,8 +15,8 @@
 #include <stdexcept>
 
 #include "comm/comms.hpp"
-#include "pkb/host.hpp"
 #include "launch/placement.hpp"
+#include "pkb/host.hpp"
 
 namespace pkb::comm {
 
